@@ -1,0 +1,169 @@
+"""The exception tree of llmcore.
+
+Every exception llmcore raises on purpose derives from :class:`LLMCoreError`. Caller mistakes
+(bad input, bad requests, bad files) stay apart from provider failures (HTTP errors, broken
+streams)::
+
+    LLMCoreError
+    ├── UserError                  the caller gave something llmcore cannot use
+    │   ├── InvalidMessageError    a message or content case breaks M1/M2
+    │   ├── InvalidRequestError    a request cannot be built (pairing, unknown tool choice, …)
+    │   ├── RequestFileError       a request file or recorded body is malformed (file, key, index)
+    │   ├── UnsupportedContentError  content outside the four cases (documents, server tools, …)
+    │   └── UnknownProviderError   no provider is registered under that name
+    ├── EncodingError              a value cannot be written as JSON (NaN, lone surrogate, …)
+    ├── ArchiveError               the conversation archive cannot be read or written
+    │   ├── ArchiveReadError       ``conversation.json`` is unreadable (names the JSON path)
+    │   └── ArchiveWriteError      a save failed before its commit point; the old archive stands
+    └── ProviderError              the provider (or the way to it) failed
+        ├── TransportError         no HTTP response: connect/read failure or timeout
+        ├── APIStatusError         an HTTP error status with the provider's error body
+        └── ResponseParseError     a response or event stream could not be parsed
+
+Errors that point into input carry a ``location`` string such as ``request.json: $.messages[3]``
+so a command-line user sees the file, key path and index (STYLE.md "Errors").
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "APIStatusError",
+    "ArchiveError",
+    "ArchiveReadError",
+    "ArchiveWriteError",
+    "EncodingError",
+    "InvalidMessageError",
+    "InvalidRequestError",
+    "LLMCoreError",
+    "ProviderError",
+    "RequestFileError",
+    "ResponseParseError",
+    "TransportError",
+    "UnknownProviderError",
+    "UnsupportedContentError",
+    "UserError",
+]
+
+
+class LLMCoreError(Exception):
+    """Root of every error llmcore raises on purpose.
+
+    Args:
+        message: What is wrong, in one line.
+        location: Where it is wrong (file, JSON path, index), or ``None``.
+    """
+
+    def __init__(self, message: str, *, location: str | None = None) -> None:
+        self.message = message
+        self.location = location
+        super().__init__(f"{location}: {message}" if location else message)
+
+
+class UserError(LLMCoreError):
+    """The caller gave llmcore something it cannot use."""
+
+
+class InvalidMessageError(UserError):
+    """A message or content case breaks the message model (SPEC M1, M2)."""
+
+
+class InvalidRequestError(UserError):
+    """A request cannot be built: unpaired tool calls, bad parameters, colliding ``extra`` keys."""
+
+
+class RequestFileError(UserError):
+    """A request file or recorded body is malformed; ``location`` names the file, key and index."""
+
+
+class UnsupportedContentError(UserError):
+    """Content outside the four content cases (SPEC M2), e.g. documents or server tools.
+
+    Attributes:
+        feature: The short name of the refused feature (``"document"``, ``"server_tool"``, …).
+    """
+
+    def __init__(self, feature: str, message: str, *, location: str | None = None) -> None:
+        self.feature = feature
+        super().__init__(message, location=location)
+
+
+class UnknownProviderError(UserError):
+    """No provider is registered under the given name."""
+
+
+class EncodingError(LLMCoreError):
+    """A value cannot be written as JSON bytes (NaN, infinity, a lone surrogate, a foreign type)."""
+
+
+class ArchiveError(LLMCoreError):
+    """The conversation archive (SPEC A1–A12) cannot be read or written."""
+
+
+class ArchiveReadError(ArchiveError):
+    """``conversation.json`` cannot be read by this version; ``location`` is the JSON path."""
+
+
+class ArchiveWriteError(ArchiveError):
+    """A save failed before its commit point; the previous archive is left byte-identical."""
+
+
+class ProviderError(LLMCoreError):
+    """The provider, or the way to it, failed.
+
+    Attributes:
+        provider: The provider's registry name (``"anthropic"``, ``"openai-chat"``, …).
+        retryable: Whether sending the same request again may succeed.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str,
+        retryable: bool = False,
+        location: str | None = None,
+    ) -> None:
+        self.provider = provider
+        self.retryable = retryable
+        super().__init__(message, location=location)
+
+
+class TransportError(ProviderError):
+    """No HTTP response arrived: connection refused, reset, or a timeout."""
+
+
+class APIStatusError(ProviderError):
+    """The provider answered with an HTTP error status.
+
+    Attributes:
+        status: The HTTP status code.
+        error_type: The provider's error type (``"rate_limit_error"``, ``"overloaded_error"``, …).
+        request_id: The provider's request id, when it sent one.
+        body: The raw response body bytes.
+        retry_after: Seconds the provider asked to wait (``retry-after``), when given.
+    """
+
+    RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str,
+        status: int,
+        error_type: str | None = None,
+        request_id: str | None = None,
+        body: bytes = b"",
+        retry_after: float | None = None,
+    ) -> None:
+        self.status = status
+        self.error_type = error_type
+        self.request_id = request_id
+        self.body = body
+        self.retry_after = retry_after
+        retryable = status in self.RETRYABLE_STATUSES or status >= 500
+        super().__init__(message, provider=provider, retryable=retryable)
+
+
+class ResponseParseError(ProviderError):
+    """A response body or event stream could not be parsed; nothing of it enters the history."""

@@ -1,0 +1,213 @@
+r"""The one JSON byte writer of llmcore (SPEC P2, A2).
+
+Every JSON byte llmcore produces comes from here, so one set of rules holds everywhere:
+
+* separators are fixed: ``,`` and ``:`` with no spaces (``indent`` adds newlines and spaces
+  only for the archive form);
+* strings are written as UTF-8, not ``\u``-escaped (only ``"``, ``\``, and control
+  characters are escaped, as the standard library's C encoder does);
+* key order is the dict's insertion order (:func:`dumps`, used for request bodies, whose order
+  each provider module fixes) or sorted by code point (:func:`dumps_sorted`, the archive);
+* :class:`Raw` splices bytes that are already JSON (stored tool arguments) without parsing them;
+* ``NaN``, infinities, lone surrogates and foreign types raise
+  :class:`~llmcore.errors.EncodingError` instead of producing bytes another process might write differently.
+
+It leaves out reading: :func:`loads` is :func:`json.loads` with constants refused.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from json.encoder import encode_basestring
+from typing import Any, Final
+
+from llmcore.errors import EncodingError
+
+__all__ = ["Raw", "dumps", "dumps_sorted", "encode_str", "is_json_object", "loads"]
+
+_encode_basestring: Final[Callable[[str], str]] = encode_basestring
+
+
+class Raw:
+    """Text that is already valid JSON, spliced into the output as it is.
+
+    The caller vouches for validity; the writer never parses it.
+
+    Args:
+        text: One complete JSON value.
+    """
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return f"Raw({self.text!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Raw) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+
+def encode_str(value: str) -> str:
+    """Return ``value`` as a JSON string literal (quotes included), not ``\\u``-escaped.
+
+    A lone surrogate passes through here and is refused when the text becomes bytes.
+    """
+    out: str = _encode_basestring(value)
+    return out
+
+
+def _float(value: float) -> str:
+    if math.isnan(value) or math.isinf(value):
+        raise EncodingError(f"{value!r} has no JSON form")
+    return float.__repr__(value)
+
+
+def _write(value: Any, out: list[str], sort: bool, indent: str | None, depth: int) -> None:
+    if isinstance(value, str):
+        out.append(_encode_basestring(value))
+    elif isinstance(value, Raw):
+        out.append(value.text)
+    elif value is None:
+        out.append("null")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif isinstance(value, int):
+        out.append(int.__repr__(value))
+    elif isinstance(value, float):
+        out.append(_float(value))
+    elif isinstance(value, Mapping):
+        _write_object(value, out, sort, indent, depth)
+    elif isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
+        _write_array(value, out, sort, indent, depth)
+    else:
+        raise EncodingError(f"cannot write a {type(value).__name__} as JSON")
+
+
+def _write_object(
+    value: Mapping[Any, Any], out: list[str], sort: bool, indent: str | None, depth: int
+) -> None:
+    if not value:
+        out.append("{}")
+        return
+    keys = list(value)
+    for key in keys:
+        if not isinstance(key, str):
+            raise EncodingError(f"object key {key!r} is not a string")
+    if sort:
+        keys.sort()
+    inner = None if indent is None else "\n" + indent * (depth + 1)
+    out.append("{")
+    for i, key in enumerate(keys):
+        if i:
+            out.append(",")
+        if inner is not None:
+            out.append(inner)
+        out.append(_encode_basestring(key))
+        out.append(":" if indent is None else ": ")
+        _write(value[key], out, sort, indent, depth + 1)
+    if indent is not None:
+        out.append("\n" + indent * depth)
+    out.append("}")
+
+
+def _write_array(
+    value: Sequence[Any], out: list[str], sort: bool, indent: str | None, depth: int
+) -> None:
+    if not value:
+        out.append("[]")
+        return
+    inner = None if indent is None else "\n" + indent * (depth + 1)
+    out.append("[")
+    for i, item in enumerate(value):
+        if i:
+            out.append(",")
+        if inner is not None:
+            out.append(inner)
+        _write(item, out, sort, indent, depth + 1)
+    if indent is not None:
+        out.append("\n" + indent * depth)
+    out.append("]")
+
+
+def _finish(out: list[str]) -> bytes:
+    try:
+        return "".join(out).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise EncodingError("a string holds a lone surrogate, which has no UTF-8 form") from exc
+
+
+def dumps_text(value: Any) -> str:
+    """Write ``value`` compactly in insertion key order and return the JSON text.
+
+    Raises:
+        EncodingError: ``value`` holds NaN, an infinity, a non-string key or a foreign type.
+    """
+    out: list[str] = []
+    _write(value, out, False, None, 0)
+    return "".join(out)
+
+
+def dumps(value: Any) -> bytes:
+    """Write ``value`` as compact UTF-8 JSON bytes, keys in insertion order (request bodies).
+
+    Args:
+        value: dicts, lists, tuples, str, int, float, bool, None and :class:`Raw`.
+
+    Returns:
+        The UTF-8 bytes, with ``,`` and ``:`` separators and no trailing newline.
+
+    Raises:
+        EncodingError: NaN, an infinity, a non-string key, a lone surrogate or a foreign type.
+    """
+    out: list[str] = []
+    _write(value, out, False, None, 0)
+    return _finish(out)
+
+
+def dumps_sorted(value: Any, *, indent: int | None = None) -> bytes:
+    """Write ``value`` as UTF-8 JSON bytes with every object's keys sorted (the archive, A2).
+
+    Args:
+        value: As for :func:`dumps`.
+        indent: Spaces per nesting level, or ``None`` for the compact form.
+
+    Raises:
+        EncodingError: As for :func:`dumps`.
+    """
+    out: list[str] = []
+    _write(value, out, True, None if indent is None else " " * indent, 0)
+    return _finish(out)
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def loads(data: bytes | str) -> Any:
+    """Parse JSON text strictly: ``NaN`` and ``Infinity`` are refused, object order is kept.
+
+    Raises:
+        ValueError: The text is not valid JSON (``json.JSONDecodeError`` is a ``ValueError``),
+            or bytes are not valid UTF-8 (``UnicodeDecodeError`` is a ``ValueError`` too).
+    """
+    return json.loads(data, parse_constant=_refuse_constant)
+
+
+def is_json_object(data: bytes) -> bool:
+    """Return whether ``data`` is UTF-8 JSON text whose value is an object.
+
+    Used to decide whether stored tool-call argument bytes may be spliced verbatim (P2).
+    """
+    try:
+        return isinstance(loads(data), dict)
+    except (ValueError, RecursionError):
+        return False

@@ -1,0 +1,42 @@
+"""The provider registry: name → provider module instance (SPEC P1).
+
+Adding a provider means adding its module and one line to :data:`_REGISTRY`, nothing else.
+Names: ``anthropic``, ``openai-chat``, ``openai-responses``, ``openrouter``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Final
+
+from llmcore.errors import UnknownProviderError
+from llmcore.providers.base import Provider
+
+__all__ = ["PROVIDER_NAMES", "get_provider"]
+
+_REGISTRY: Final[dict[str, str]] = {
+    "anthropic": "llmcore.providers.anthropic",
+    "openai-chat": "llmcore.providers.openai_chat",
+    "openai-responses": "llmcore.providers.openai_responses",
+    "openrouter": "llmcore.providers.openrouter",
+}
+
+PROVIDER_NAMES: Final = tuple(_REGISTRY)
+"""The registered provider names, in registry order."""
+
+
+def get_provider(name: str) -> Provider:
+    """Return the provider registered as ``name``.
+
+    Each provider module exposes its instance as ``PROVIDER``.
+
+    Raises:
+        UnknownProviderError: No provider has that name; the message lists the known ones.
+    """
+    module_name = _REGISTRY.get(name)
+    if module_name is None:
+        raise UnknownProviderError(
+            f"unknown provider {name!r}; choose one of {', '.join(PROVIDER_NAMES)}"
+        )
+    provider: Provider = importlib.import_module(module_name).PROVIDER
+    return provider

@@ -1,0 +1,243 @@
+"""What every provider module implements, and the provider-neutral pieces they share.
+
+* :class:`Provider` — the Protocol (it names no provider; a provider imports only the core).
+* :func:`validate_pairing` — tool-call / tool-result pairing, checked before any body is built.
+* :func:`rewrite_id` — the pure, injective-in-practice rewrite of tool-call ids a provider rejects.
+* :func:`breakpoint_messages` — which messages carry SPEC P3's breakpoints (3) and (4).
+* :class:`EncodeCache` — encoded wire items of the previous build, so history that did not
+  change is joined from stored text instead of being encoded again.
+* :class:`ImportResult` — a recorded body turned back into a :class:`~llmcore.request.Request`.
+
+Response parsing and transport live elsewhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from llmcore.errors import InvalidRequestError
+from llmcore.messages import Message, ToolCall, ToolResult
+from llmcore.request import Request
+
+__all__ = [
+    "EncodeCache",
+    "ImportResult",
+    "Provider",
+    "breakpoint_messages",
+    "rewrite_id",
+    "validate_pairing",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ImportResult:
+    """A recorded body turned back into a neutral request.
+
+    ``notes`` says what was dropped on the way, as M4 allows (thinking blocks, reasoning items,
+    provider message ids), one short line each.
+    """
+
+    request: Request
+    """The neutral request."""
+    notes: tuple[str, ...] = ()
+    """What was dropped or normalized, for the user to read."""
+
+
+class Provider(Protocol):
+    """A provider module: builds body bytes from a neutral request, and imports bodies back.
+
+    Adding a provider means one module implementing this and one registry line
+    (:mod:`llmcore.providers`).
+    """
+
+    name: str
+    """The registry name, e.g. ``anthropic``."""
+
+    def build_body(self, request: Request, *, cache: EncodeCache | None = None) -> bytes:
+        """Return the exact request body bytes (SPEC P2, P3).
+
+        Raises:
+            InvalidRequestError: The history's tool calls and results do not pair up, or a
+                parameter has no form for this provider.
+            EncodingError: A value cannot be written as JSON.
+        """
+        ...
+
+    def import_body(self, body: Any, *, location: str = "$") -> ImportResult:
+        """Return the neutral request a recorded body (a parsed JSON object) stands for.
+
+        Raises:
+            RequestFileError: The body is malformed; the error names the JSON path.
+            UnsupportedContentError: The body holds content outside the four cases.
+        """
+        ...
+
+
+def validate_pairing(messages: tuple[Message, ...]) -> None:
+    """Check that every tool call is answered and every tool result answers a call.
+
+    A ``tool`` message must follow an assistant message with tool calls (other ``tool`` messages
+    may stand between); together those tool messages must answer every call of that assistant
+    message, each exactly once, before any other message.
+
+    Raises:
+        InvalidRequestError: naming ``messages[i]`` and the orphaned or unanswered id.
+    """
+    pending: dict[str, int] = {}
+    pending_from = -1
+    for index, message in enumerate(messages):
+        if message.role == "tool":
+            if pending_from < 0:
+                raise InvalidRequestError(
+                    "tool result follows no assistant tool call", location=f"messages[{index}]"
+                )
+            for part in message.content:
+                assert isinstance(part, ToolResult)
+                if part.call_id not in pending:
+                    raise InvalidRequestError(
+                        f"tool result {part.call_id!r} answers no pending tool call",
+                        location=f"messages[{index}]",
+                    )
+                del pending[part.call_id]
+            continue
+        _raise_unanswered(pending, pending_from)
+        pending_from = -1
+        if message.role == "assistant":
+            calls = [p.id for p in message.content if isinstance(p, ToolCall)]
+            if calls:
+                if len(set(calls)) != len(calls):
+                    raise InvalidRequestError(
+                        "an assistant message repeats a tool call id",
+                        location=f"messages[{index}]",
+                    )
+                pending = dict.fromkeys(calls, index)
+                pending_from = index
+    _raise_unanswered(pending, pending_from)
+
+
+def _raise_unanswered(pending: dict[str, int], pending_from: int) -> None:
+    if pending:
+        first = next(iter(pending))
+        raise InvalidRequestError(
+            f"tool call {first!r} has no tool result in the messages that follow",
+            location=f"messages[{pending_from}]",
+        )
+
+
+_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+def rewrite_id(value: str, *, max_length: int, safe: re.Pattern[str] | None = None) -> str:
+    """Return ``value`` unchanged when the provider accepts it, else a deterministic stand-in.
+
+    The stand-in keeps the id's safe characters (others become ``_``), cut so that ``_`` and
+    the first 16 hex digits of the SHA-256 of the original id fit in ``max_length``. It is a pure
+    function, the identity on valid ids, and two different ids only collide if their hashes'
+    first 64 bits do; the history keeps the original ids.
+
+    Args:
+        value: The stored tool-call id.
+        max_length: The provider's length limit in characters.
+        safe: A full-match pattern of ids the provider accepts; ``None`` accepts any characters.
+    """
+    valid = len(value) <= max_length and value != ""
+    if valid and safe is not None:
+        valid = safe.fullmatch(value) is not None
+    if valid:
+        return value
+    digest = hashlib.sha256(value.encode("utf-8")).hexdigest()[:16]
+    stem = _UNSAFE.sub("_", value)[: max(0, max_length - 17)]
+    return f"{stem}_{digest}" if stem else f"id_{digest}"[:max_length]
+
+
+def breakpoint_messages(messages: tuple[Message, ...]) -> tuple[int | None, int | None]:
+    """Return the indexes of the messages that carry SPEC P3 breakpoints (3) and (4).
+
+    (3) is the newest message. (4) is the message immediately before the last assistant message
+    — the message that ended the previous request, where that request wrote its cache entry —
+    derived from the history alone. (4) is ``None`` when there is no such message or it is (3).
+    """
+    if not messages:
+        return None, None
+    newest = len(messages) - 1
+    previous: int | None = None
+    for index in range(newest, -1, -1):
+        if messages[index].role == "assistant":
+            previous = index - 1 if index > 0 else None
+            break
+    if previous == newest:
+        previous = None
+    return newest, previous
+
+
+@dataclass(slots=True)
+class EncodeCache:
+    """Wire items encoded by the previous body build of one conversation.
+
+    Keyed by (message, encoding options): a message that is unchanged and keeps the same
+    breakpoint is joined from its stored text; only new messages and messages whose breakpoint
+    moved are encoded. Entries not used by the latest build are dropped, so the cache holds one
+    request's worth of text. Keep one per conversation and provider.
+    """
+
+    entries: dict[tuple[Message, Hashable], str] = field(default_factory=dict)
+    """The stored wire text per (message, options)."""
+    hits: int = 0
+    """Messages joined from stored text over this cache's life."""
+    misses: int = 0
+    """Messages encoded over this cache's life."""
+
+    def encode_all(
+        self,
+        messages: tuple[Message, ...],
+        options: list[Hashable],
+        encode: Callable[[int, Message, Hashable], str],
+    ) -> list[str]:
+        """Return each message's wire text, reusing stored text where message and options match.
+
+        Args:
+            messages: The request's messages.
+            options: Per message, the hashable encoding options (breakpoint, TTL, id rewrites…).
+            encode: Encodes message ``i`` under its options.
+        """
+        fresh: dict[tuple[Message, Hashable], str] = {}
+        out: list[str] = []
+        for index, message in enumerate(messages):
+            key = (message, options[index])
+            text = self.entries.get(key)
+            if text is None:
+                text = encode(index, message, options[index])
+                self.misses += 1
+            else:
+                self.hits += 1
+            fresh[key] = text
+            out.append(text)
+        self.entries = fresh
+        return out
+
+
+def encode_messages(
+    messages: tuple[Message, ...],
+    options: list[Hashable],
+    encode: Callable[[int, Message, Hashable], str],
+    cache: EncodeCache | None,
+) -> list[str]:
+    """Encode each message's wire text, through ``cache`` when one is given."""
+    if cache is not None:
+        return cache.encode_all(messages, options, encode)
+    return [encode(i, m, options[i]) for i, m in enumerate(messages)]
+
+
+def check_request(request: Request) -> None:
+    """Run the checks every provider makes before building a body.
+
+    Raises:
+        InvalidRequestError: Unpaired tool calls/results, or an empty model name.
+    """
+    if not request.model:
+        raise InvalidRequestError("the request names no model", location="model")
+    validate_pairing(request.messages)

@@ -10,7 +10,8 @@ Every JSON byte llmcore produces comes from here, so one set of rules holds ever
   each provider module fixes) or sorted by code point (:func:`dumps_sorted`, the archive);
 * :class:`Raw` splices bytes that are already JSON (stored tool arguments) without parsing them;
 * ``NaN``, infinities, lone surrogates and foreign types raise
-  :class:`~llmcore.errors.EncodingError` instead of producing bytes another process might write differently.
+  :class:`~llmcore.errors.EncodingError` instead of producing bytes another process might
+  write differently.
 
 It leaves out reading: :func:`loads` is :func:`json.loads` with constants refused.
 """
@@ -55,7 +56,7 @@ class Raw:
 
 
 def encode_str(value: str) -> str:
-    """Return ``value`` as a JSON string literal (quotes included), not ``\\u``-escaped.
+    """Return ``value`` as a JSON string literal (quotes included), non-ASCII kept as is.
 
     A lone surrogate passes through here and is refused when the text becomes bytes.
     """

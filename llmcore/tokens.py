@@ -1,0 +1,79 @@
+"""The one token-count approximation shared by the emulator (V2) and the auditor (V1).
+
+llmcore ships no tokenizer. Wherever it needs a token count offline it uses this documented
+approximation, so the emulator's cache accounting and the auditor's theoretical maximum count
+the same way and can be compared exactly:
+
+* a **prefix item** is one unit of a request's cacheable prefix, read from the wire body:
+  Anthropic — each tool definition, each ``system`` block (a string ``system`` is one item),
+  each content block of each message (a string ``content`` is one item), in that order (tools →
+  system → messages); OpenAI — each tool definition, the ``instructions`` string, each
+  ``messages[i]`` / ``input[i]`` item, in body order (tools first);
+* its **bytes** are its compact JSON with every ``cache_control`` and
+  ``prompt_cache_breakpoint`` member removed (keys kept in wire order);
+* an item holding images counts :data:`IMAGE_TOKENS` per image plus the text rule applied to
+  its bytes with each base64 image payload (the ``data`` value, or the ``data:`` URL) cut out;
+* the text rule: an item counts ``ceil(len(bytes) / BYTES_PER_TOKEN)`` tokens.
+
+OpenAI's automatic caching (PROVIDER-RULES §2.1) matches a token prefix: the shared prefix of two
+requests is every leading item that is byte-identical, plus, inside the first item that differs,
+``floor(common leading bytes / BYTES_PER_TOKEN)`` tokens; :func:`openai_cacheable` floors that to
+1,024 + 128·k (0 below 1,024).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = [
+    "BYTES_PER_TOKEN",
+    "IMAGE_TOKENS",
+    "OPENAI_CACHE_MIN",
+    "OPENAI_CACHE_STEP",
+    "bytes_tokens",
+    "common_prefix_len",
+    "openai_cacheable",
+]
+
+BYTES_PER_TOKEN: Final = 4
+"""Bytes of UTF-8 JSON per token, the usual rule of thumb for English text and JSON."""
+
+IMAGE_TOKENS: Final = 1600
+"""Tokens per image: Anthropic's ~1.15 megapixel cap ÷ 750 px per token, rounded."""
+
+OPENAI_CACHE_MIN: Final = 1024
+"""OpenAI caches prompts of at least this many tokens (PROVIDER-RULES §2.1)."""
+
+OPENAI_CACHE_STEP: Final = 128
+"""OpenAI cache hits grow in steps of this many tokens above the minimum."""
+
+
+def bytes_tokens(length: int) -> int:
+    """Return the tokens of ``length`` bytes of text: ``ceil(length / 4)``."""
+    return -(-length // BYTES_PER_TOKEN)
+
+
+def common_prefix_len(a: bytes, b: bytes) -> int:
+    """Return the number of leading bytes ``a`` and ``b`` share."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n
+    while lo < hi:  # invariant: a[:lo] == b[:lo]; the first difference is before hi
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def openai_cacheable(prefix_tokens: int) -> int:
+    """Floor a shared prefix of ``prefix_tokens`` to what OpenAI reports as cached.
+
+    Returns 0 below :data:`OPENAI_CACHE_MIN`, else ``1024 + 128·k`` ≤ ``prefix_tokens``.
+    """
+    if prefix_tokens < OPENAI_CACHE_MIN:
+        return 0
+    steps = (prefix_tokens - OPENAI_CACHE_MIN) // OPENAI_CACHE_STEP
+    return OPENAI_CACHE_MIN + OPENAI_CACHE_STEP * steps

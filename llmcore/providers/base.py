@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias
 
 from llmcore.errors import InvalidRequestError
 from llmcore.messages import Message, ToolCall, ToolResult
 from llmcore.request import Request
 
 __all__ = [
+    "Carry",
     "EncodeCache",
     "ImportResult",
     "Provider",
@@ -31,6 +32,17 @@ __all__ = [
     "rewrite_id",
     "validate_pairing",
 ]
+
+
+Carry: TypeAlias = Mapping[int, tuple[str, ...]]
+"""Provider-only wire data carried in memory within one running turn (SPEC M4).
+
+Maps a message index to raw JSON texts (complete wire blocks or items, exactly as the provider
+sent them) that the provider module places before that message's own content: Anthropic
+``thinking`` / ``redacted_thinking`` blocks at the start of the assistant message's ``content``;
+Responses ``reasoning`` items before the message's items. Never stored in the history; dropped
+when the turn ends.
+"""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -57,8 +69,15 @@ class Provider(Protocol):
     name: str
     """The registry name, e.g. ``anthropic``."""
 
-    def build_body(self, request: Request, *, cache: EncodeCache | None = None) -> bytes:
+    def build_body(
+        self, request: Request, *, cache: EncodeCache | None = None, carry: Carry | None = None
+    ) -> bytes:
         """Return the exact request body bytes (SPEC P2, P3).
+
+        Args:
+            request: The neutral request.
+            cache: The conversation's encode cache; unchanged messages are joined from it.
+            carry: Provider-only data of the running turn, by message index (M4).
 
         Raises:
             InvalidRequestError: The history's tool calls and results do not pair up, or a

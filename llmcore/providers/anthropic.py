@@ -239,7 +239,8 @@ class AnthropicProvider:
         """
         check_request(request)
         body = _head(request)
-        texts = encode_messages(request.messages, _message_options(request), _encode_message, cache)
+        options = _message_options(request, carry)
+        texts = encode_messages(request.messages, options, _encode_message, cache)
         body["messages"] = jsonbytes.Raw("[" + ",".join(texts) + "]")
         _tail(request, body)
         return jsonbytes.dumps(body)

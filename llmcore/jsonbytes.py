@@ -157,11 +157,13 @@ def dumps_text(value: Any) -> str:
     return "".join(out)
 
 
-def dumps(value: Any) -> bytes:
-    """Write ``value`` as compact UTF-8 JSON bytes, keys in insertion order (request bodies).
+def dumps(value: Any, *, indent: int | None = None) -> bytes:
+    """Write ``value`` as UTF-8 JSON bytes, keys in insertion order (request bodies).
 
     Args:
         value: dicts, lists, tuples, str, int, float, bool, None and :class:`Raw`.
+        indent: Spaces per nesting level, or ``None`` (the default) for the compact form used
+            by every request body. :class:`Raw` text is spliced as it is either way.
 
     Returns:
         The UTF-8 bytes, with ``,`` and ``:`` separators and no trailing newline.
@@ -170,7 +172,7 @@ def dumps(value: Any) -> bytes:
         EncodingError: NaN, an infinity, a non-string key, a lone surrogate or a foreign type.
     """
     out: list[str] = []
-    _write(value, out, False, None, 0)
+    _write(value, out, False, None if indent is None else " " * indent, 0)
     return _finish(out)
 
 

@@ -1,0 +1,26 @@
+"""The ``llmcore`` command line (SPEC R2): one module per command group, registered here.
+
+Every command prints errors as one line on stderr (``llmcore: <where>: <what>``) and exits 2.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from llmcore.cli import bodies
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="llmcore",
+    help="Provider-agnostic LLM request bodies with byte-stable prompt-cache verification.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+bodies.register(app)
+
+
+def main() -> None:
+    """Run the ``llmcore`` command."""
+    app()

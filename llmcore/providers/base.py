@@ -7,8 +7,9 @@
 * :class:`EncodeCache` — encoded wire items of the previous build, so history that did not
   change is joined from stored text instead of being encoded again.
 * :class:`ImportResult` — a recorded body turned back into a :class:`~llmcore.request.Request`.
-
-Response parsing and transport live elsewhere.
+* :class:`ParsedResponse`, :data:`StopReason`, :class:`StreamParser`, :class:`Endpoint` — what a
+  provider's response side returns and where its API lives (parsing lives in each module;
+  sending lives in :mod:`llmcore.transport`).
 """
 
 from __future__ import annotations
@@ -17,17 +18,23 @@ import hashlib
 import re
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias
 
-from llmcore.errors import InvalidRequestError
-from llmcore.messages import Message, ToolCall, ToolResult
+from llmcore.errors import APIStatusError, InvalidRequestError
+from llmcore.messages import Message, Text, ToolCall, ToolResult
+from llmcore.providers._sse import SSEEvent
 from llmcore.request import Request
+from llmcore.usage import Usage
 
 __all__ = [
     "Carry",
     "EncodeCache",
+    "Endpoint",
     "ImportResult",
+    "ParsedResponse",
     "Provider",
+    "StopReason",
+    "StreamParser",
     "breakpoint_messages",
     "rewrite_id",
     "validate_pairing",
@@ -57,6 +64,81 @@ class ImportResult:
     """The neutral request."""
     notes: tuple[str, ...] = ()
     """What was dropped or normalized, for the user to read."""
+
+
+StopReason: TypeAlias = Literal[
+    "end_turn", "tool_use", "max_tokens", "stop_sequence", "pause_turn", "refusal", "other"
+]
+"""Why the model stopped, mapped from each provider's own value (kept raw in
+:attr:`ParsedResponse.raw_stop_reason`): ``end_turn`` (it finished), ``tool_use`` (it wants tool
+results), ``max_tokens`` (output limit), ``stop_sequence``, ``pause_turn`` (a server tool loop
+paused), ``refusal`` (refused or filtered), ``other``."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ParsedResponse:
+    """One model response, parsed (SPEC P1, M2, M4, U1).
+
+    ``content`` is what enters the history as one assistant message; ``carry`` is the
+    provider-only data the same running turn must send back (M4), never stored.
+    """
+
+    content: tuple[Text | ToolCall, ...]
+    """The assistant content cases in order: text, and tool calls whose ``arguments`` are the
+    bytes exactly as the model produced them (M2). May be empty (e.g. only thinking)."""
+    carry: tuple[str, ...] = ()
+    """Raw JSON texts of provider-only blocks or items, exactly as received, to be placed
+    before this message's content on the following requests of the turn (:data:`Carry`)."""
+    stop_reason: StopReason = "end_turn"
+    """The normalized stop reason."""
+    raw_stop_reason: str | None = None
+    """The provider's own stop reason or status, as sent."""
+    usage: Usage = field(default_factory=Usage)
+    """The request's usage, normalized so ``input`` is uncached input (U1)."""
+    model: str | None = None
+    """The model the provider says answered."""
+    response_id: str | None = None
+    """The provider's response or message id (never stored in the history, M4)."""
+    notes: tuple[str, ...] = ()
+    """Provider-only content left out of ``content`` (server-tool calls and results, …),
+    one short line each."""
+
+
+class StreamParser(Protocol):
+    """Turns one response's server-sent events into a :class:`ParsedResponse`."""
+
+    def feed(self, event: SSEEvent) -> None:
+        """Take the next event.
+
+        Raises:
+            ResponseParseError: Invalid JSON, an unknown event type, or events out of order.
+            APIStatusError: An error event arrived in the stream.
+        """
+        ...
+
+    def finish(self) -> ParsedResponse:
+        """Return the response once the stream has ended.
+
+        Raises:
+            ResponseParseError: The stream ended before the response was complete.
+        """
+        ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Endpoint:
+    """Where a provider's API lives and how it authenticates."""
+
+    base_url: str
+    """The default base URL, without a trailing slash (e.g. ``https://api.anthropic.com``)."""
+    path: str
+    """The path appended to the base URL (e.g. ``/v1/messages``)."""
+    api_key_env: str
+    """The environment variable holding the API key."""
+    auth: Literal["x-api-key", "bearer"]
+    """``x-api-key`` sends the key in that header; ``bearer`` in ``Authorization``."""
+    headers: tuple[tuple[str, str], ...] = ()
+    """Other fixed headers (e.g. ``anthropic-version``)."""
 
 
 class Provider(Protocol):
@@ -95,6 +177,30 @@ class Provider(Protocol):
         """
         ...
 
+    @property
+    def endpoint(self) -> Endpoint:
+        """Where the API lives and how it authenticates."""
+        ...
+
+    def parse_response(self, body: bytes) -> ParsedResponse:
+        """Parse a non-streamed (status 200) JSON response body.
+
+        Raises:
+            ResponseParseError: The body is not the expected JSON.
+            APIStatusError: The body is an error object.
+        """
+        ...
+
+    def stream_parser(self) -> StreamParser:
+        """Return a fresh parser for one streamed response."""
+        ...
+
+    def parse_error(
+        self, status: int, body: bytes, headers: Mapping[str, str]
+    ) -> APIStatusError:
+        """Return the typed error for an HTTP error status (never raises)."""
+        ...
+
 
 def validate_pairing(messages: tuple[Message, ...]) -> None:
     """Check that every tool call is answered and every tool result answers a call.
@@ -110,12 +216,13 @@ def validate_pairing(messages: tuple[Message, ...]) -> None:
     pending_from = -1
     for index, message in enumerate(messages):
         if message.role == "tool":
-            if pending_from < 0:
-                raise InvalidRequestError(
-                    "tool result follows no assistant tool call", location=f"messages[{index}]"
-                )
             for part in message.content:
                 assert isinstance(part, ToolResult)
+                if pending_from < 0:
+                    raise InvalidRequestError(
+                        f"tool result {part.call_id!r} follows no assistant tool call",
+                        location=f"messages[{index}]",
+                    )
                 if part.call_id not in pending:
                     raise InvalidRequestError(
                         f"tool result {part.call_id!r} answers no pending tool call",

@@ -1,0 +1,76 @@
+import json
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from llmcore import jsonbytes
+from llmcore.errors import EncodingError
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(alphabet=st.characters(exclude_categories=["Cs"])),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+def test_compact_insertion_order_and_utf8():
+    assert (
+        jsonbytes.dumps({"b": 1, "a": ["é", None, True, 1.5]})
+        == '{"b":1,"a":["é",null,true,1.5]}'.encode()
+    )
+
+
+def test_sorted_and_indented():
+    assert jsonbytes.dumps_sorted({"b": 1, "a": {"d": 0, "c": 0}}) == b'{"a":{"c":0,"d":0},"b":1}'
+    assert (
+        jsonbytes.dumps_sorted({"b": [1], "a": {}}, indent=1)
+        == b'{\n "a": {},\n "b": [\n  1\n ]\n}'
+    )
+
+
+def test_raw_is_spliced_verbatim():
+    assert (
+        jsonbytes.dumps({"input": jsonbytes.Raw('{ "z" : 1,"a":2 }')})
+        == b'{"input":{ "z" : 1,"a":2 }}'
+    )
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, b"x", {1: 2}, object(), "\ud800"])
+def test_refuses_values_without_a_stable_json_form(bad):
+    with pytest.raises(EncodingError):
+        jsonbytes.dumps([bad])
+
+
+def test_loads_refuses_constants():
+    with pytest.raises(ValueError):
+        jsonbytes.loads("[NaN]")
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (b'{"a":1}', True),
+        (b" {} ", True),
+        (b"[]", False),
+        (b'{"a":', False),
+        (b"\xff", False),
+        (b"", False),
+    ],
+)
+def test_is_json_object(data, expected):
+    assert jsonbytes.is_json_object(data) is expected
+
+
+@given(json_values)
+def test_round_trips_through_the_standard_parser(value):
+    out = jsonbytes.dumps(value)
+    assert json.loads(out) == value
+    assert out == json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()

@@ -1,0 +1,107 @@
+"""The file-system calls of the archive, behind one small injectable class (SPEC A9).
+
+Every call a save or a load makes goes through a :class:`FileSystem`, so a test can fail any
+one of them (the Nth ``write``, ``fsync``, ``rename``, ``unlink``, …) or count them (an
+unchanged save must make no mutating call, A12). The methods are thin wrappers of :mod:`os`;
+they raise :class:`OSError` as :mod:`os` does.
+
+:data:`MUTATING` names the calls that change the disk or make it durable.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Final
+
+__all__ = ["MUTATING", "FileSystem"]
+
+MUTATING: Final = frozenset(
+    {"mkdir", "open_write", "write", "fsync", "close", "rename", "unlink", "rmdir", "fsync_dir"}
+)
+"""The :class:`FileSystem` methods that write, make durable, or remove."""
+
+
+class FileSystem:
+    """The real file system. Subclass and override to inject faults or count calls."""
+
+    # -- reading (never changes the disk)
+
+    def read_bytes(self, path: Path) -> bytes:
+        """Return the whole file at ``path`` (following no symlink at the last component)."""
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        try:
+            with os.fdopen(fd, "rb", closefd=False) as handle:
+                return handle.read()
+        finally:
+            os.close(fd)
+
+    def lstat(self, path: Path) -> os.stat_result | None:
+        """Return ``os.lstat(path)``, or ``None`` if nothing is there (or a parent is a file)."""
+        try:
+            return os.lstat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
+    def is_dir(self, path: Path) -> bool:
+        """Return whether ``path`` is a directory (not a symlink to one)."""
+        info = self.lstat(path)
+        return info is not None and stat.S_ISDIR(info.st_mode)
+
+    def is_file(self, path: Path) -> bool:
+        """Return whether ``path`` is a regular file (not a symlink to one)."""
+        info = self.lstat(path)
+        return info is not None and stat.S_ISREG(info.st_mode)
+
+    def listdir(self, path: Path) -> list[str]:
+        """Return the names in directory ``path``, sorted; ``[]`` if it does not exist."""
+        try:
+            return sorted(os.listdir(path))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    # -- writing
+
+    def mkdir(self, path: Path) -> None:
+        """Create directory ``path`` (its parent must exist)."""
+        os.mkdir(path)
+
+    def open_write(self, path: Path) -> int:
+        """Create ``path`` exclusively for writing (mode 0o644) and return its descriptor."""
+        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+
+    def write(self, fd: int, data: bytes) -> None:
+        """Write all of ``data`` to ``fd`` (short writes are continued)."""
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+
+    def fsync(self, fd: int) -> None:
+        """Flush ``fd`` to stable storage."""
+        os.fsync(fd)
+
+    def close(self, fd: int) -> None:
+        """Close ``fd``."""
+        os.close(fd)
+
+    def rename(self, source: Path, target: Path) -> None:
+        """Atomically replace ``target`` with ``source`` (``os.replace``)."""
+        os.replace(source, target)
+
+    def unlink(self, path: Path) -> None:
+        """Remove the file or symlink ``path``."""
+        os.unlink(path)
+
+    def rmdir(self, path: Path) -> None:
+        """Remove the empty directory ``path``."""
+        os.rmdir(path)
+
+    def fsync_dir(self, path: Path) -> None:
+        """Make the entries of directory ``path`` durable (fsync on the directory)."""
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

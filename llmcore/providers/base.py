@@ -195,9 +195,7 @@ class Provider(Protocol):
         """Return a fresh parser for one streamed response."""
         ...
 
-    def parse_error(
-        self, status: int, body: bytes, headers: Mapping[str, str]
-    ) -> APIStatusError:
+    def parse_error(self, status: int, body: bytes, headers: Mapping[str, str]) -> APIStatusError:
         """Return the typed error for an HTTP error status (never raises)."""
         ...
 

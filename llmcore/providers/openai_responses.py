@@ -302,11 +302,9 @@ class OpenAIResponsesProvider:
 
 _NO_STOP: Final = "\x00stop"
 """A key no body holds: Responses has no stop field, so every recorded key stays in extra."""
-_REFUSED_TOP: Final = (
-    ("previous_response_id", "previous_response_id (server-side conversation state)"),
-    ("conversation", "conversation (server-side conversation state)"),
-    ("prompt", "prompt (a stored prompt template)"),
-)
+_REFUSED_TOP: Final = ("previous_response_id", "conversation", "prompt")
+"""Server-side state (stored responses, conversations, prompt templates) a stateless replay
+cannot stand for."""
 _MESSAGE_KEYS: Final = frozenset({"type", "role", "content", "id", "status", "phase"})
 _CALL_KEYS: Final = frozenset({"type", "call_id", "name", "arguments", "id", "status"})
 _OUTPUT_KEYS: Final = frozenset({"type", "call_id", "output", "id", "status"})
@@ -352,9 +350,9 @@ class _Importer(imp.Importer):
     def run(self, body: Any, at: str) -> ImportResult:
         """Refuse server-state fields first, then read ``body``."""
         if isinstance(body, dict):
-            for key, feature in _REFUSED_TOP:
+            for key in _REFUSED_TOP:
                 if body.get(key) is not None:
-                    raise imp.unsupported(feature, f"{at}.{key}")
+                    raise imp.unsupported(key, f"{at}.{key}")
         return super().run(body, at)
 
     def system(self, body: dict[str, Any], at: str) -> tuple[str, ...]:
@@ -457,6 +455,8 @@ class _Importer(imp.Importer):
 
     def assistant_texts(self, content: Any, at: str) -> list[Text]:
         """Return an assistant message's texts (empty ones dropped)."""
+        if content == "":
+            self.note(f"{at}: dropped an empty assistant text")
         if isinstance(content, str):
             return [Text(text=content)] if content else []
         if not isinstance(content, list):

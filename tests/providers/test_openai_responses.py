@@ -408,9 +408,9 @@ def test_import_easy_forms_and_leading_system_messages():
     [
         (
             {"previous_response_id": "resp_1"},
-            "previous_response_id (server-side conversation state)",
+            "previous_response_id",
         ),
-        ({"conversation": "conv_1"}, "conversation (server-side conversation state)"),
+        ({"conversation": "conv_1"}, "conversation"),
         ({"input": [{"type": "web_search_call", "id": "ws"}]}, "web_search_call item"),
         ({"input": [{"type": "file_search_call", "id": "fs"}]}, "file_search_call item"),
         ({"input": [{"type": "computer_call", "id": "cc"}]}, "computer_call item"),

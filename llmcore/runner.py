@@ -1,0 +1,401 @@
+"""The turn runner: one agent turn, user message to final answer (SPEC P4, P6, M2, M4, U, F1).
+
+A turn is request → response → run the tool calls → tool results → request … until the model
+answers without tool calls, or ``max_steps`` requests were made. Each request's body is built
+by the provider module from the whole history (so P4 holds on every request of the turn, with
+one :class:`~llmcore.providers.base.EncodeCache` per provider kept by the :class:`Runner`) and
+sent as those exact bytes by a transport.
+
+What the history gains, in order: the user message (F1 context sections that changed since the
+model last saw them, then the message text); per response, one assistant message holding its
+text and tool calls exactly as received (a response with no content adds none); per set of tool
+calls, one ``tool`` message answering every call in call order, then — when a tool returned
+images — one user message ``Here is the image you asked for.`` followed by those images (M2).
+
+* A tool that raises, is unknown, or gets arguments that are not a JSON object gives an
+  ``is_error`` result describing the failure; the turn goes on.
+* Provider-only data (Anthropic thinking, Responses reasoning items) is carried in memory for
+  the rest of the turn (:data:`~llmcore.providers.base.Carry`) and dropped when it ends (M4).
+* Usage, last-round usage and cost (:class:`~llmcore.usage.UsageTotals`) are updated per
+  request; the cost of each request comes from :mod:`llmcore.pricing`.
+* The provider and model can change between turns (P6): the next request carries the same
+  history; :attr:`Conversation.provider` and ``model`` are updated when that turn ends.
+* **Errors and cancellation**: the turn's result is returned only when the turn ends. A
+  provider error, a parse error, ``KeyboardInterrupt`` or task cancellation propagates and the
+  caller's :class:`Conversation` (an immutable value) is unchanged — nothing partial is ever
+  appended. Tools that already ran are not undone.
+* A turn that ends on ``pause_turn`` (an Anthropic server-tool loop paused) is not resumed:
+  its server-tool blocks are provider-only and left out of the history (M4).
+
+It leaves out saving (:mod:`llmcore.archive`) and the panel transcript.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, TypeAlias
+
+from llmcore import jsonbytes
+from llmcore.errors import InvalidRequestError
+from llmcore.facts import Section, SentFacts, TurnFacts, plan_turn, render_sections
+from llmcore.messages import Image, Message, MessageContent, Text, ToolCall, ToolResult
+from llmcore.pricing import PriceTable, default_prices
+from llmcore.providers import get_provider
+from llmcore.providers.base import EncodeCache, ParsedResponse, Provider, StopReason
+from llmcore.request import Params, Request, Tool
+from llmcore.transport import AsyncTransport, Transport
+from llmcore.usage import UsageTotals
+
+__all__ = [
+    "IMAGE_FOLLOW_UP_TEXT",
+    "Conversation",
+    "FunctionTool",
+    "Runner",
+    "ToolOutput",
+    "TurnResult",
+    "TurnStop",
+]
+
+IMAGE_FOLLOW_UP_TEXT: Final = "Here is the image you asked for."
+"""The text of the user message that carries images returned by tools (M2)."""
+
+TurnStop: TypeAlias = StopReason | Literal["step_limit"]
+"""Why a turn ended: the last response's stop reason, or ``step_limit``."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolOutput:
+    """What a tool may return besides a plain ``str`` / ``bytes`` / :class:`Image`."""
+
+    content: str | bytes = b""
+    """The result text (``str`` is sent as UTF-8) or raw bytes."""
+    images: tuple[Image, ...] = ()
+    """Images for the next user message (M2)."""
+    is_error: bool = False
+    """Whether the result reports a failure."""
+
+
+ToolReturn: TypeAlias = str | bytes | Image | ToolOutput | dict[str, Any] | list[Any] | None
+"""A tool's return value: text, bytes, an image, a :class:`ToolOutput`, or a JSON value."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FunctionTool:
+    """A tool the model may call: its definition and the Python callable that runs it.
+
+    The callable receives the call's arguments as a dict (parsed from the argument bytes) and
+    returns a :data:`ToolReturn`; in :meth:`Runner.arun_turn` it may be ``async``.
+    """
+
+    tool: Tool
+    """The definition sent to the model."""
+    function: Callable[[dict[str, Any]], Any] = field(compare=False)
+    """Runs the tool."""
+
+    @classmethod
+    def create(
+        cls,
+        name: str,
+        description: str,
+        schema: dict[str, Any],
+        function: Callable[[dict[str, Any]], Any],
+    ) -> FunctionTool:
+        """Return a tool from its name, description, JSON Schema and callable."""
+        return cls(tool=Tool.from_schema(name, description, schema), function=function)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Conversation:
+    """What the runner reads and returns: history, usage and facts (M1, U3, F1, P6).
+
+    Field names match :class:`llmcore.archive.state.ConversationState`, so a host can copy
+    them over with :func:`dataclasses.replace`.
+    """
+
+    history: tuple[Message, ...] = ()
+    """The messages as sent and received."""
+    usage: UsageTotals = field(default_factory=UsageTotals)
+    """Total usage, the last request's usage and the cost."""
+    sent_facts: SentFacts = field(default_factory=SentFacts)
+    """Which context sections the model holds (F1)."""
+    provider: str = ""
+    """The provider of the last turn."""
+    model: str = ""
+    """The model of the last turn."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnResult:
+    """The outcome of one turn."""
+
+    conversation: Conversation
+    """The conversation after the turn."""
+    appended: tuple[Message, ...]
+    """The messages this turn added to the history, in order."""
+    stop: TurnStop
+    """Why the turn ended."""
+    bodies: tuple[bytes, ...]
+    """The exact body bytes of each request of the turn."""
+    responses: tuple[ParsedResponse, ...]
+    """Each request's parsed response."""
+
+
+class _Turn:
+    """The state of one running turn; the sync and async loops drive it."""
+
+    def __init__(self, runner: Runner, conversation: Conversation, user: Message) -> None:
+        self.runner = runner
+        self.provider = runner.current_provider()
+        self.start = conversation
+        self.messages: list[Message] = [*conversation.history, user]
+        self.carry: dict[int, tuple[str, ...]] = {}
+        self.usage = conversation.usage
+        self.bodies: list[bytes] = []
+        self.responses: list[ParsedResponse] = []
+
+    def body(self) -> bytes:
+        request = Request(
+            model=self.runner.model,
+            system=self.runner.system,
+            tools=tuple(t.tool for t in self.runner.tools),
+            messages=tuple(self.messages),
+            params=self.runner.params,
+        )
+        cache = self.runner.cache_for(self.provider.name)
+        body = self.provider.build_body(request, cache=cache, carry=self.carry)
+        self.bodies.append(body)
+        return body
+
+    def accept(self, parsed: ParsedResponse) -> list[ToolCall]:
+        """Record a response; return the tool calls to run (none ends the turn)."""
+        self.responses.append(parsed)
+        cost = self.runner.prices.cost(self.runner.model, parsed.usage)
+        self.usage = self.usage.record(parsed.usage, cost)
+        if not parsed.content:
+            return []
+        if parsed.carry:
+            self.carry[len(self.messages)] = parsed.carry
+        self.messages.append(Message(role="assistant", content=parsed.content))
+        return [part for part in parsed.content if isinstance(part, ToolCall)]
+
+    def add_results(self, results: list[tuple[ToolResult, tuple[Image, ...]]]) -> None:
+        self.messages.append(Message.tool(*(result for result, _ in results)))
+        images = [image for _, found in results for image in found]
+        if images:
+            self.messages.append(Message.user(IMAGE_FOLLOW_UP_TEXT, *images))
+
+    def result(self, facts: SentFacts, stop: TurnStop) -> TurnResult:
+        history = tuple(self.messages)
+        conversation = Conversation(
+            history=history,
+            usage=self.usage,
+            sent_facts=facts,
+            provider=self.provider.name,
+            model=self.runner.model,
+        )
+        return TurnResult(
+            conversation=conversation,
+            appended=history[len(self.start.history) :],
+            stop=stop,
+            bodies=tuple(self.bodies),
+            responses=tuple(self.responses),
+        )
+
+
+class Runner:
+    """Runs turns of one conversation (see the module doc).
+
+    Args:
+        provider: A registered provider name or a provider module instance.
+        model: The model name.
+        transport: Sends bodies in :meth:`run_turn`.
+        async_transport: Sends bodies in :meth:`arun_turn`.
+        system: System prompt blocks.
+        tools: The tools the model may call.
+        params: Sampling and caching parameters.
+        max_steps: Most requests in one turn (at least 1).
+        prices: The price table for costs; the bundled one by default.
+
+    Attributes ``provider`` (a name or instance) and ``model`` may be changed between turns (P6).
+    """
+
+    def __init__(
+        self,
+        *,
+        provider: str | Provider,
+        model: str,
+        transport: Transport | None = None,
+        async_transport: AsyncTransport | None = None,
+        system: Sequence[str] = (),
+        tools: Sequence[FunctionTool] = (),
+        params: Params | None = None,
+        max_steps: int = 25,
+        prices: PriceTable | None = None,
+    ) -> None:
+        if max_steps < 1:
+            raise InvalidRequestError("max_steps must be at least 1", location="max_steps")
+        self.provider = provider
+        self.model = model
+        self.transport = transport
+        self.async_transport = async_transport
+        self.system = tuple(system)
+        self.tools = tuple(tools)
+        self.params = params or Params()
+        self.max_steps = max_steps
+        self.prices = prices or default_prices()
+        self._caches: dict[str, EncodeCache] = {}
+
+    def current_provider(self) -> Provider:
+        """Return the provider module the next turn uses."""
+        return get_provider(self.provider) if isinstance(self.provider, str) else self.provider
+
+    def cache_for(self, name: str) -> EncodeCache:
+        """Return the conversation's encode cache for provider ``name``."""
+        return self._caches.setdefault(name, EncodeCache())
+
+    def run_turn(
+        self,
+        conversation: Conversation,
+        message: str | Message,
+        *,
+        sections: Sequence[Section] = (),
+    ) -> TurnResult:
+        """Run one turn with the sync transport and return the new conversation.
+
+        Args:
+            conversation: The conversation so far (left unchanged).
+            message: The user's message: text, or a user :class:`Message` (text and images).
+            sections: The turn's context sections as they stand now (F1).
+
+        Raises:
+            InvalidRequestError: No transport, or the history cannot be sent.
+            ProviderError: The request failed (``TransportError``, ``APIStatusError``,
+                ``ResponseParseError``); the conversation is unchanged.
+        """
+        if self.transport is None:
+            raise InvalidRequestError("run_turn needs a transport", location="transport")
+        user, facts = _user_message(conversation, message, sections)
+        turn = _Turn(self, conversation, user)
+        for _ in range(self.max_steps):
+            parsed = self.transport.send(turn.provider, turn.body(), stream=self.params.stream)
+            calls = turn.accept(parsed)
+            if not calls:
+                return turn.result(facts, parsed.stop_reason)
+            turn.add_results([_finish_call(call, self._run_tool(call)) for call in calls])
+        return turn.result(facts, "step_limit")
+
+    async def arun_turn(
+        self,
+        conversation: Conversation,
+        message: str | Message,
+        *,
+        sections: Sequence[Section] = (),
+    ) -> TurnResult:
+        """As :meth:`run_turn` with the async transport; ``async`` tools are awaited.
+
+        Cancelling the task leaves the caller's conversation unchanged.
+        """
+        if self.async_transport is None:
+            raise InvalidRequestError("arun_turn needs an async transport", location="transport")
+        user, facts = _user_message(conversation, message, sections)
+        turn = _Turn(self, conversation, user)
+        for _ in range(self.max_steps):
+            body = turn.body()
+            parsed = await self.async_transport.send(turn.provider, body, stream=self.params.stream)
+            calls = turn.accept(parsed)
+            if not calls:
+                return turn.result(facts, parsed.stop_reason)
+            results = []
+            for call in calls:
+                outcome = self._run_tool(call)
+                if inspect.isawaitable(outcome):
+                    outcome = await _await_tool(call, outcome)
+                results.append(_finish_call(call, outcome))
+            turn.add_results(results)
+        return turn.result(facts, "step_limit")
+
+    def _run_tool(self, call: ToolCall) -> Any:
+        """Run one call; return its value, an awaitable, or a :class:`ToolOutput` error."""
+        tool = next((t for t in self.tools if t.tool.name == call.name), None)
+        if tool is None:
+            return ToolOutput(content=f"unknown tool {call.name!r}", is_error=True)
+        arguments = _arguments(call.arguments)
+        if arguments is None:
+            return ToolOutput(content="the arguments are not a JSON object", is_error=True)
+        try:
+            return tool.function(arguments)
+        except Exception as exc:  # a failing tool is a result, not a crash
+            return ToolOutput(content=f"{type(exc).__name__}: {exc}", is_error=True)
+
+
+async def _await_tool(call: ToolCall, outcome: Awaitable[Any]) -> Any:
+    try:
+        return await outcome
+    except Exception as exc:  # a failing tool is a result, not a crash
+        return ToolOutput(content=f"{type(exc).__name__}: {exc}", is_error=True)
+
+
+def _arguments(data: bytes) -> dict[str, Any] | None:
+    if not data.strip():
+        return {}
+    try:
+        value = jsonbytes.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _finish_call(call: ToolCall, value: Any) -> tuple[ToolResult, tuple[Image, ...]]:
+    """Turn a tool's return value into its result and the images for the next user message."""
+    if inspect.isawaitable(value):
+        if inspect.iscoroutine(value):
+            value.close()
+        value = ToolOutput(content="an async tool needs arun_turn", is_error=True)
+    output = _as_output(value)
+    content = output.content.encode("utf-8") if isinstance(output.content, str) else output.content
+    result = ToolResult(
+        call_id=call.id, tool_name=call.name, content=content, is_error=output.is_error
+    )
+    return result, output.images
+
+
+def _as_output(value: Any) -> ToolOutput:
+    if isinstance(value, ToolOutput):
+        return value
+    if value is None:
+        return ToolOutput()
+    if isinstance(value, str | bytes):
+        return ToolOutput(content=value)
+    if isinstance(value, Image):
+        return ToolOutput(images=(value,))
+    try:
+        return ToolOutput(content=jsonbytes.dumps(value))
+    except Exception as exc:  # an unwritable return value is the tool's failure
+        return ToolOutput(content=f"the tool returned {type(value).__name__}: {exc}", is_error=True)
+
+
+def _user_message(
+    conversation: Conversation, message: str | Message, sections: Sequence[Section]
+) -> tuple[Message, SentFacts]:
+    """Return the turn's user message (F1 sections first) and the facts to keep after it."""
+    start = len(conversation.history)
+    parts: list[MessageContent] = (
+        [Text(text=message)] if isinstance(message, str) else list(message.content)
+    )
+    if isinstance(message, Message) and message.role != "user":
+        raise InvalidRequestError("a turn starts with a user message", location="message")
+    if not sections and not conversation.sent_facts.held():
+        facts = SentFacts(turns=(*conversation.sent_facts.turns, TurnFacts(message=start)))
+        return Message(role="user", content=tuple(parts)), facts
+    plan = plan_turn(conversation.sent_facts, start=start, sections=sections)
+    first = next((i for i, p in enumerate(parts) if isinstance(p, Text)), None)
+    if first is None:
+        head = render_sections(plan.send, "")
+        parts = ([Text(text=head)] if head else []) + parts
+    else:
+        text = parts[first]
+        assert isinstance(text, Text)
+        parts[first] = Text(text=render_sections(plan.send, text.text))
+    return Message(role="user", content=tuple(parts)), plan.facts

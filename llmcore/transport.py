@@ -1,0 +1,415 @@
+"""Sending request bodies: the transport Protocol and the httpx transports, sync and async (P7).
+
+A transport takes a provider and the exact body bytes its module built (P2) and returns the
+parsed response. The bytes go on the wire unchanged — never parsed, never re-serialized, since
+that would break P4/P5 — as ``POST <base URL><endpoint path>`` with ``content-type:
+application/json``.
+
+* **API keys** come from ``api_keys`` or the environment (``ANTHROPIC_API_KEY``,
+  ``OPENAI_API_KEY``, ``OPENROUTER_API_KEY``: :attr:`Endpoint.api_key_env`). They go only into
+  the auth header; they are never logged, never put in an error, never written anywhere.
+* **Base URL** per provider: ``base_urls[name]``, else the environment variable named like the
+  key with ``_BASE_URL`` (``ANTHROPIC_BASE_URL``, ``OPENAI_BASE_URL``, ``OPENROUTER_BASE_URL``),
+  else the provider's default. With an overridden base URL a missing key is allowed (local
+  emulators need none) and no auth header is sent.
+* **Timeouts**: connect 10 s, read 600 s, write 60 s by default (:data:`DEFAULT_TIMEOUT`).
+* **Retries** (:class:`RetryPolicy`): statuses 408, 409, 429, 5xx (Anthropic 529
+  ``overloaded_error`` included) and connection failures or timeouts are retried with
+  exponential backoff and jitter; a ``retry-after`` / ``retry-after-ms`` header sets the wait
+  instead (capped). Retries happen only before a response body is accepted: a stream that
+  breaks after it started raises :class:`~llmcore.errors.TransportError` (no retry; nothing of it
+  reaches a history).
+* **Errors**: :class:`~llmcore.errors.TransportError` (no response), the provider module's
+  :class:`~llmcore.errors.APIStatusError` (status, provider error type and message, request id,
+  ``retryable``), :class:`~llmcore.errors.ResponseParseError` (a body or stream that cannot be
+  parsed), :class:`MissingAPIKeyError` (a caller mistake).
+
+Tests feed handler functions through ``httpx.MockTransport`` by passing ``client=``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Final, Protocol
+
+import anyio
+import httpx
+
+from llmcore.errors import (
+    APIStatusError,
+    ProviderError,
+    ResponseParseError,
+    TransportError,
+    UserError,
+)
+from llmcore.providers._sse import SSEReader
+from llmcore.providers.base import ParsedResponse, Provider, StreamParser
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "AsyncHTTPTransport",
+    "AsyncTransport",
+    "HTTPTransport",
+    "MissingAPIKeyError",
+    "RetryPolicy",
+    "Transport",
+]
+
+_log = logging.getLogger("llmcore.transport")
+
+DEFAULT_TIMEOUT: Final = httpx.Timeout(connect=10.0, read=600.0, write=60.0, pool=10.0)
+"""Connect 10 s, read 600 s (long generations), write 60 s, pool 10 s."""
+
+_USER_AGENT: Final = "llmcore/0.1.0"
+
+
+class MissingAPIKeyError(UserError):
+    """No API key is set for a provider whose default base URL needs one."""
+
+
+class Transport(Protocol):
+    """Sends body bytes to a provider and returns the parsed response."""
+
+    def send(self, provider: Provider, body: bytes, *, stream: bool = False) -> ParsedResponse:
+        """Send ``body`` exactly as given and return the parsed response.
+
+        Args:
+            provider: The provider module the body was built by.
+            body: The exact body bytes (SPEC P2).
+            stream: Whether the body asked for a server-sent-event stream. The response's
+                content type (``text/event-stream``) or an event-stream body decides how it
+                is read, so a recorded JSON answer to a streamed request still parses.
+
+        Raises:
+            TransportError: No response (after retries).
+            APIStatusError: An HTTP error status (after retries for retryable ones).
+            ResponseParseError: The response cannot be parsed.
+        """
+        ...
+
+
+class AsyncTransport(Protocol):
+    """The asyncio form of :class:`Transport`."""
+
+    async def send(
+        self, provider: Provider, body: bytes, *, stream: bool = False
+    ) -> ParsedResponse:
+        """As :meth:`Transport.send`."""
+        ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetryPolicy:
+    """When and how long to wait before sending a request again.
+
+    The wait before retry ``n`` (0-based) is ``min(max_delay, initial_delay * 2**n)`` reduced by
+    a random fraction up to ``jitter``; a ``retry-after`` header replaces it, capped at
+    ``max_retry_after`` (a longer ask is not retried).
+    """
+
+    max_retries: int = 2
+    """Retries after the first attempt."""
+    initial_delay: float = 0.5
+    """Seconds before the first retry."""
+    max_delay: float = 8.0
+    """Longest computed wait, seconds."""
+    jitter: float = 0.25
+    """Largest random fraction taken off a computed wait."""
+    max_retry_after: float = 60.0
+    """Longest ``retry-after`` honoured, seconds."""
+
+    def delay(self, attempt: int, error: ProviderError, rand: float) -> float | None:
+        """Return the seconds to wait before retry ``attempt``, or ``None`` not to retry.
+
+        Args:
+            attempt: 0 for the first retry.
+            error: The failure of the attempt before.
+            rand: A number in [0, 1) for the jitter.
+        """
+        if attempt >= self.max_retries or not error.retryable:
+            return None
+        asked = error.retry_after if isinstance(error, APIStatusError) else None
+        if asked is not None:
+            return asked if asked <= self.max_retry_after else None
+        base: float = min(self.max_delay, self.initial_delay * (2.0**attempt))
+        return base * (1.0 - self.jitter * rand)
+
+
+class _Setup:
+    """The URL and headers of one provider's requests (never logged: they hold the key)."""
+
+    def __init__(
+        self,
+        provider: Provider,
+        base_urls: Mapping[str, str],
+        api_keys: Mapping[str, str],
+        environ: Mapping[str, str],
+    ) -> None:
+        endpoint = provider.endpoint
+        prefix = endpoint.api_key_env.removesuffix("_API_KEY")
+        base = base_urls.get(provider.name) or environ.get(f"{prefix}_BASE_URL")
+        self.url = (base or endpoint.base_url).rstrip("/") + endpoint.path
+        key = api_keys.get(provider.name) or environ.get(endpoint.api_key_env)
+        headers = {"content-type": "application/json", "user-agent": _USER_AGENT}
+        headers.update(dict(endpoint.headers))
+        if key:
+            if endpoint.auth == "x-api-key":
+                headers["x-api-key"] = key
+            else:
+                headers["authorization"] = f"Bearer {key}"
+        elif not base:
+            raise MissingAPIKeyError(
+                f"no API key for {provider.name}: set {endpoint.api_key_env}",
+                location=endpoint.api_key_env,
+            )
+        self.headers = headers
+
+
+def _transport_error(provider: Provider, exc: httpx.HTTPError, url: str) -> TransportError:
+    kind = type(exc).__name__
+    return TransportError(
+        f"{provider.name}: no response from {url} ({kind}: {exc})",
+        provider=provider.name,
+        retryable=True,
+    )
+
+
+def _cut_error(provider: Provider, exc: httpx.HTTPError, received: int) -> TransportError:
+    return TransportError(
+        f"{provider.name}: the response stream broke after {received} bytes "
+        f"({type(exc).__name__}: {exc}); nothing of it was kept",
+        provider=provider.name,
+        retryable=True,
+    )
+
+
+def _is_event_stream(response: httpx.Response) -> bool:
+    content_type: str = response.headers.get("content-type", "")
+    return content_type.startswith("text/event-stream")
+
+
+class _StreamState:
+    """Feeds body chunks to the SSE reader and the provider's stream parser."""
+
+    def __init__(self, provider: Provider) -> None:
+        self.reader = SSEReader(provider.name)
+        self.parser: StreamParser = provider.stream_parser()
+        self.received = 0
+
+    def feed(self, chunk: bytes) -> None:
+        self.received += len(chunk)
+        for event in self.reader.feed(chunk):
+            self.parser.feed(event)
+
+    def finish(self) -> ParsedResponse:
+        for event in self.reader.close():
+            self.parser.feed(event)
+        return self.parser.finish()
+
+
+class HTTPTransport:
+    """The synchronous httpx transport (see the module doc).
+
+    Args:
+        base_urls: Base URL per provider name, overriding environment and defaults.
+        api_keys: API key per provider name, overriding the environment.
+        timeout: httpx timeout; :data:`DEFAULT_TIMEOUT` by default.
+        retry: The retry policy.
+        client: An httpx client to use (e.g. with ``httpx.MockTransport``); closed by
+            :meth:`close` only if this transport made it.
+        sleep: Waits between retries (tests pass a recorder).
+        rand: Returns the jitter fraction in [0, 1).
+        environ: Where keys and base URLs are read (``os.environ`` by default).
+    """
+
+    def __init__(
+        self,
+        *,
+        base_urls: Mapping[str, str] | None = None,
+        api_keys: Mapping[str, str] | None = None,
+        timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
+        retry: RetryPolicy | None = None,
+        client: httpx.Client | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        rand: Callable[[], float] = random.random,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self._base_urls = dict(base_urls or {})
+        self._api_keys = dict(api_keys or {})
+        self._owns = client is None
+        self._client = client if client is not None else httpx.Client(timeout=timeout)
+        self._retry = retry or RetryPolicy()
+        self._sleep = sleep
+        self._rand = rand
+        self._environ = os.environ if environ is None else environ
+
+    def close(self) -> None:
+        """Close the httpx client if this transport made it."""
+        if self._owns:
+            self._client.close()
+
+    def __enter__(self) -> HTTPTransport:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def send(self, provider: Provider, body: bytes, *, stream: bool = False) -> ParsedResponse:
+        """Send ``body`` unchanged and return the parsed response (see :meth:`Transport.send`).
+
+        Raises:
+            MissingAPIKeyError: No key and no base URL override.
+            TransportError: No response after the retries, or a stream that broke.
+            APIStatusError: An error status (after the retries for retryable ones).
+            ResponseParseError: A body or stream that cannot be parsed.
+        """
+        setup = _Setup(provider, self._base_urls, self._api_keys, self._environ)
+        attempt = 0
+        while True:
+            try:
+                return self._once(provider, setup, body)
+            except (TransportError, APIStatusError) as error:
+                wait = self._retry.delay(attempt, error, self._rand())
+                if wait is None:
+                    raise
+                _log.info(
+                    "%s: retry %d in %.3f s after: %s", provider.name, attempt + 1, wait, error
+                )
+                self._sleep(wait)
+                attempt += 1
+
+    def _once(self, provider: Provider, setup: _Setup, body: bytes) -> ParsedResponse:
+        _log.debug("%s: POST %s (%d bytes)", provider.name, setup.url, len(body))
+        request = self._client.build_request("POST", setup.url, content=body, headers=setup.headers)
+        try:
+            response = self._client.send(request, stream=True)
+        except httpx.HTTPError as exc:
+            raise _transport_error(provider, exc, setup.url) from exc
+        try:
+            return self._read(provider, response)
+        finally:
+            response.close()
+
+    def _read(self, provider: Provider, response: httpx.Response) -> ParsedResponse:
+        if response.status_code >= 400 or not _is_event_stream(response):
+            try:
+                data = response.read()
+            except httpx.HTTPError as exc:
+                raise _cut_error(provider, exc, 0) from exc
+            return _plain(provider, response, data)
+        state = _StreamState(provider)
+        chunks: Iterator[bytes] = response.iter_bytes()
+        try:
+            for chunk in chunks:
+                state.feed(chunk)
+        except httpx.HTTPError as exc:
+            raise _cut_error(provider, exc, state.received) from exc
+        return state.finish()
+
+
+def _plain(provider: Provider, response: httpx.Response, data: bytes) -> ParsedResponse:
+    """Turn a whole (non-stream) response into a parsed response or a typed error."""
+    status = response.status_code
+    headers = dict(response.headers)
+    if status >= 400 or status < 200:
+        raise provider.parse_error(status, data, headers)
+    try:
+        if data.lstrip().startswith((b"event:", b"data:")):
+            state = _StreamState(provider)
+            state.feed(data)
+            return state.finish()
+        return provider.parse_response(data)
+    except ResponseParseError as exc:
+        rid = response.headers.get("request-id") or response.headers.get("x-request-id")
+        if rid and "request id" not in exc.message:
+            exc.message += f" (request id {rid})"
+            exc.args = (exc.message,)
+        raise
+
+
+class AsyncHTTPTransport:
+    """The asyncio httpx transport; arguments as :class:`HTTPTransport` with async ``sleep``."""
+
+    def __init__(
+        self,
+        *,
+        base_urls: Mapping[str, str] | None = None,
+        api_keys: Mapping[str, str] | None = None,
+        timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
+        retry: RetryPolicy | None = None,
+        client: httpx.AsyncClient | None = None,
+        sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
+        rand: Callable[[], float] = random.random,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self._base_urls = dict(base_urls or {})
+        self._api_keys = dict(api_keys or {})
+        self._owns = client is None
+        self._client = client if client is not None else httpx.AsyncClient(timeout=timeout)
+        self._retry = retry or RetryPolicy()
+        self._sleep = sleep
+        self._rand = rand
+        self._environ = os.environ if environ is None else environ
+
+    async def aclose(self) -> None:
+        """Close the httpx client if this transport made it."""
+        if self._owns:
+            await self._client.aclose()
+
+    async def __aenter__(self) -> AsyncHTTPTransport:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def send(
+        self, provider: Provider, body: bytes, *, stream: bool = False
+    ) -> ParsedResponse:
+        """As :meth:`HTTPTransport.send`."""
+        setup = _Setup(provider, self._base_urls, self._api_keys, self._environ)
+        attempt = 0
+        while True:
+            try:
+                return await self._once(provider, setup, body)
+            except (TransportError, APIStatusError) as error:
+                wait = self._retry.delay(attempt, error, self._rand())
+                if wait is None:
+                    raise
+                _log.info(
+                    "%s: retry %d in %.3f s after: %s", provider.name, attempt + 1, wait, error
+                )
+                await self._sleep(wait)
+                attempt += 1
+
+    async def _once(self, provider: Provider, setup: _Setup, body: bytes) -> ParsedResponse:
+        _log.debug("%s: POST %s (%d bytes)", provider.name, setup.url, len(body))
+        request = self._client.build_request("POST", setup.url, content=body, headers=setup.headers)
+        try:
+            response = await self._client.send(request, stream=True)
+        except httpx.HTTPError as exc:
+            raise _transport_error(provider, exc, setup.url) from exc
+        try:
+            return await self._read(provider, response)
+        finally:
+            await response.aclose()
+
+    async def _read(self, provider: Provider, response: httpx.Response) -> ParsedResponse:
+        if response.status_code >= 400 or not _is_event_stream(response):
+            try:
+                data = await response.aread()
+            except httpx.HTTPError as exc:
+                raise _cut_error(provider, exc, 0) from exc
+            return _plain(provider, response, data)
+        state = _StreamState(provider)
+        chunks: AsyncIterator[bytes] = response.aiter_bytes()
+        try:
+            async for chunk in chunks:
+                state.feed(chunk)
+        except httpx.HTTPError as exc:
+            raise _cut_error(provider, exc, state.received) from exc
+        return state.finish()

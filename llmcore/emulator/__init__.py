@@ -1,0 +1,57 @@
+"""The local provider emulator (SPEC V2, V4): Anthropic and OpenAI wire formats, cache accounting.
+
+A real HTTP server on loopback (:class:`Emulator`) speaks Anthropic Messages and OpenAI Chat
+Completions and Responses, plain JSON and SSE, answers from a deterministic script
+(:mod:`llmcore.emulator.script`; default :data:`AGENT_SCRIPT`) and reproduces the providers'
+prompt-cache accounting (:mod:`llmcore.emulator.anthropic_cache`,
+:mod:`llmcore.emulator.openai_cache`) with token counts from :mod:`llmcore.tokens`. It rejects
+what the real APIs reject, in their error shapes. It reads wire bodies on its own and imports
+nothing from :mod:`llmcore.providers` (V4).
+"""
+
+from __future__ import annotations
+
+from llmcore.emulator.agent import (
+    AGENT_SCRIPT,
+    AGENT_TOOLS,
+    AGENT_WORKSPACE,
+    AgentTool,
+    AgentWorkspace,
+    ToolOutcome,
+)
+from llmcore.emulator.clock import Clock, ManualClock, SystemClock
+from llmcore.emulator.engine import Engine
+from llmcore.emulator.errors import EmulatorError, Rejection, ScriptError
+from llmcore.emulator.script import (
+    Conversation,
+    Reply,
+    Script,
+    ScriptedCall,
+    load_script,
+    parse_script,
+)
+from llmcore.emulator.server import Emulator, build_app
+
+__all__ = [
+    "AGENT_SCRIPT",
+    "AGENT_TOOLS",
+    "AGENT_WORKSPACE",
+    "AgentTool",
+    "AgentWorkspace",
+    "Clock",
+    "Conversation",
+    "Emulator",
+    "EmulatorError",
+    "Engine",
+    "ManualClock",
+    "Rejection",
+    "Reply",
+    "Script",
+    "ScriptError",
+    "ScriptedCall",
+    "SystemClock",
+    "ToolOutcome",
+    "build_app",
+    "load_script",
+    "parse_script",
+]

@@ -1,0 +1,159 @@
+"""OpenAI Chat Completions responses: the ``chat.completion`` object and its chunk stream.
+
+The stream is ``data: <chunk>`` lines: a role chunk, ``content`` deltas, per tool call a chunk
+with ``id``/``name`` and empty ``arguments`` then argument deltas, a chunk with
+``finish_reason``, a usage chunk (``choices: []``) when ``stream_options.include_usage`` is
+true, and ``data: [DONE]``. Usage uses PROVIDER-RULES §2.2 names: ``prompt_tokens`` includes
+``prompt_tokens_details.cached_tokens``; ``cache_write_tokens`` is 0.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llmcore.emulator.common import Turn, event, make_id, pieces
+from llmcore.emulator.openai_cache import OpenAIPlan
+from llmcore.emulator.prefix import item_bytes
+from llmcore.emulator.script import Reply
+
+__all__ = ["chat_body", "chat_events", "chat_turn"]
+
+FINGERPRINT = "fp_emulator"
+"""The ``system_fingerprint`` every response carries."""
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    for part in content or ():
+        if isinstance(part, dict) and part.get("type") == "text":
+            return str(part.get("text", ""))
+    return ""
+
+
+def chat_turn(body: dict[str, Any]) -> Turn:
+    """Return the turn of a validated Chat body."""
+    messages = body["messages"]
+    first = next((m for m in messages if m["role"] == "user"), messages[0])
+    return Turn(
+        first_user_text=_text(first.get("content")),
+        index=sum(1 for m in messages if m["role"] == "assistant"),
+        seed=item_bytes(messages[0]),
+    )
+
+
+def chat_usage(plan: OpenAIPlan, output_tokens: int) -> dict[str, Any]:
+    """Return the Chat ``usage`` object."""
+    return {
+        "prompt_tokens": plan.prompt_tokens,
+        "completion_tokens": output_tokens,
+        "total_tokens": plan.prompt_tokens + output_tokens,
+        "prompt_tokens_details": {
+            "cached_tokens": plan.cached_tokens,
+            "audio_tokens": 0,
+            "cache_write_tokens": 0,
+        },
+        "completion_tokens_details": {
+            "reasoning_tokens": 0,
+            "audio_tokens": 0,
+            "accepted_prediction_tokens": 0,
+            "rejected_prediction_tokens": 0,
+        },
+    }
+
+
+def _calls(reply: Reply, turn: Turn) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": make_id("call_emu_", turn.seed, turn.index, number),
+            "type": "function",
+            "function": {"name": call.name, "arguments": call.arguments},
+        }
+        for number, call in enumerate(reply.tool_calls)
+    ]
+
+
+def chat_body(
+    reply: Reply, turn: Turn, plan: OpenAIPlan, model: str, ident: str, created: int
+) -> dict[str, Any]:
+    """Return the non-streamed ``chat.completion`` object (to be written with jsonbytes)."""
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": reply.text or None,
+        "refusal": None,
+        "annotations": [],
+    }
+    if reply.tool_calls:
+        message["tool_calls"] = _calls(reply, turn)
+    return {
+        "id": ident,
+        "object": "chat.completion",
+        "created": created,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "logprobs": None,
+                "finish_reason": "tool_calls" if reply.tool_calls else "stop",
+            }
+        ],
+        "usage": chat_usage(plan, reply.output_tokens),
+        "service_tier": "default",
+        "system_fingerprint": FINGERPRINT,
+    }
+
+
+def _deltas(reply: Reply, turn: Turn) -> list[dict[str, Any]]:
+    deltas: list[dict[str, Any]] = [{"role": "assistant", "content": "", "refusal": None}]
+    deltas.extend({"content": piece} for piece in pieces(reply.text))
+    for number, call in enumerate(_calls(reply, turn)):
+        head = {
+            "index": number,
+            "id": call["id"],
+            "type": "function",
+            "function": {"name": call["function"]["name"], "arguments": ""},
+        }
+        deltas.append({"tool_calls": [head]})
+        deltas.extend(
+            {"tool_calls": [{"index": number, "function": {"arguments": piece}}]}
+            for piece in pieces(call["function"]["arguments"])
+        )
+    return deltas
+
+
+def chat_events(
+    reply: Reply,
+    turn: Turn,
+    plan: OpenAIPlan,
+    model: str,
+    ident: str,
+    created: int,
+    include_usage: bool,
+) -> list[bytes]:
+    """Return the chunk stream, one ``bytes`` per ``data:`` line, ``[DONE]`` last."""
+    base: dict[str, Any] = {
+        "id": ident,
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": model,
+        "service_tier": "default",
+        "system_fingerprint": FINGERPRINT,
+    }
+
+    def chunk(choices: list[dict[str, Any]], usage: Any = None) -> bytes:
+        data = {**base, "choices": choices}
+        if include_usage:
+            data["usage"] = usage
+        return event(data)
+
+    out = [
+        chunk([{"index": 0, "delta": delta, "logprobs": None, "finish_reason": None}])
+        for delta in _deltas(reply, turn)
+    ]
+    finish = "tool_calls" if reply.tool_calls else "stop"
+    out.append(chunk([{"index": 0, "delta": {}, "logprobs": None, "finish_reason": finish}]))
+    if include_usage:
+        out.append(chunk([], chat_usage(plan, reply.output_tokens)))
+    out.append(b"data: [DONE]\n\n")
+    return out

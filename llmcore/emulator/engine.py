@@ -1,0 +1,203 @@
+"""The emulator's request handling, free of HTTP: parse, validate, account, reply (SPEC V2).
+
+:class:`Engine` holds the state one emulator shares across clients — the clock, the script,
+both caches, stored Responses for ``previous_response_id`` — and turns a request body into a
+:class:`Prepared` answer. The cache entries a request writes are committed by
+:meth:`Prepared.commit`, which the server calls when the response starts (PROVIDER-RULES §1.2:
+an entry is usable only after the first response that wrote it has begun).
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from llmcore import jsonbytes
+from llmcore.emulator.agent import AGENT_SCRIPT
+from llmcore.emulator.anthropic_cache import AnthropicCache
+from llmcore.emulator.anthropic_validate import validate_anthropic
+from llmcore.emulator.anthropic_wire import anthropic_turn, message_body, message_events
+from llmcore.emulator.chat_wire import chat_body, chat_events, chat_turn
+from llmcore.emulator.clock import Clock, SystemClock
+from llmcore.emulator.common import make_id
+from llmcore.emulator.errors import Rejection, Shape
+from llmcore.emulator.openai_cache import OpenAICache
+from llmcore.emulator.openai_validate import validate_chat, validate_responses
+from llmcore.emulator.responses_wire import (
+    output_items,
+    response_events,
+    response_object,
+    responses_turn,
+    responses_usage,
+)
+from llmcore.emulator.script import Script
+
+__all__ = ["ANTHROPIC_MAX_BODY", "Engine", "Prepared"]
+
+ANTHROPIC_MAX_BODY = 32 * 1024 * 1024
+"""Largest Messages request in bytes; larger ones get 413 ``request_too_large`` (§1.10)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Prepared:
+    """An accepted request: its answer, and the cache writes to commit when it starts."""
+
+    stream: bool
+    """Whether to answer with server-sent events."""
+    body: bytes
+    """The JSON response body (non-streamed)."""
+    events: list[bytes] = field(default_factory=list)
+    """The SSE events (streamed)."""
+    commit: Callable[[], None] = field(default=lambda: None)
+    """Makes the request's cache entries visible; call when the response starts."""
+
+
+def _parse(raw: bytes, shape: Shape) -> Any:
+    try:
+        return jsonbytes.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        message = (
+            "There was an error parsing the body"
+            if shape == "anthropic"
+            else "We could not parse the JSON body of your request."
+        )
+        raise Rejection(message) from exc
+
+
+class Engine:
+    """State shared by every client of one emulator.
+
+    Args:
+        clock: The time source for cache expiry and ``created`` fields.
+        script: The scripted model.
+    """
+
+    def __init__(self, *, clock: Clock | None = None, script: Script | None = None) -> None:
+        self.clock: Clock = clock or SystemClock()
+        self.script: Script = script or AGENT_SCRIPT
+        self.anthropic = AnthropicCache()
+        self.openai = OpenAICache()
+        self._responses: dict[str, list[Any]] = {}
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self.counts: dict[str, int] = {"requests": 0, "rejected": 0}
+
+    def request_id(self) -> str:
+        """Return a fresh ``req_…`` id (sequential, so runs are reproducible)."""
+        with self._lock:
+            number = next(self._ids)
+            self.counts["requests"] += 1
+        return f"req_emu_{number:020d}"
+
+    def rejected(self) -> None:
+        """Count a refused request."""
+        with self._lock:
+            self.counts["rejected"] += 1
+
+    def reset(self) -> None:
+        """Forget every cache entry and stored response."""
+        self.anthropic.store.clear()
+        self.openai.store.clear()
+        with self._lock:
+            self._responses.clear()
+
+    def anthropic_messages(self, raw: bytes, org: str) -> Prepared:
+        """Answer ``POST /v1/messages``.
+
+        Raises:
+            Rejection: The request breaks a Messages API rule.
+        """
+        if len(raw) > ANTHROPIC_MAX_BODY:
+            raise Rejection(
+                "Request exceeds the maximum allowed number of bytes.",
+                status=413,
+                error_type="request_too_large",
+            )
+        body = validate_anthropic(_parse(raw, "anthropic"))
+        plan = self.anthropic.plan(body, org, self.clock.now())
+        turn = anthropic_turn(body)
+        reply = self.script.reply_for(turn.first_user_text, turn.index)
+        ident = make_id("msg_emu_", raw, "message")
+        model = body["model"]
+
+        def commit() -> None:
+            self.anthropic.commit(plan, self.clock.now())
+
+        if body.get("stream"):
+            events = message_events(reply, turn, plan.usage, model, ident)
+            return Prepared(stream=True, body=b"", events=events, commit=commit)
+        data = message_body(reply, turn, plan.usage, model, ident)
+        return Prepared(stream=False, body=data, commit=commit)
+
+    def chat_completions(self, raw: bytes, org: str) -> Prepared:
+        """Answer ``POST /v1/chat/completions``.
+
+        Raises:
+            Rejection: The request breaks a Chat Completions rule.
+        """
+        body = validate_chat(_parse(raw, "openai"))
+        now = self.clock.now()
+        plan = self.openai.plan("chat", body, [], org, now)
+        turn = chat_turn(body)
+        reply = self.script.reply_for(turn.first_user_text, turn.index)
+        ident = make_id("chatcmpl-emu", raw, "chat")
+
+        def commit() -> None:
+            self.openai.commit(plan, self.clock.now())
+
+        if body.get("stream"):
+            options = body.get("stream_options") or {}
+            usage = bool(options.get("include_usage")) if isinstance(options, dict) else False
+            events = chat_events(reply, turn, plan, body["model"], ident, int(now), usage)
+            return Prepared(stream=True, body=b"", events=events, commit=commit)
+        data = chat_body(reply, turn, plan, body["model"], ident, int(now))
+        return Prepared(stream=False, body=jsonbytes.dumps(data), commit=commit)
+
+    def _history(self, body: Any) -> list[Any]:
+        previous = body.get("previous_response_id") if isinstance(body, dict) else None
+        if previous is None:
+            return []
+        with self._lock:
+            stored = self._responses.get(str(previous))
+        if stored is None:
+            raise Rejection(
+                f"Previous response with id '{previous}' not found.",
+                param="previous_response_id",
+                code="previous_response_not_found",
+            )
+        return stored
+
+    def responses(self, raw: bytes, org: str) -> Prepared:
+        """Answer ``POST /v1/responses``.
+
+        Raises:
+            Rejection: The request breaks a Responses rule, or names an unknown
+                ``previous_response_id``.
+        """
+        parsed = _parse(raw, "openai")
+        history = self._history(parsed)
+        body = validate_responses(parsed, history)
+        now = self.clock.now()
+        plan = self.openai.plan("responses", body, history, org, now)
+        turn = responses_turn(body, history)
+        reply = self.script.reply_for(turn.first_user_text, turn.index)
+        ident = make_id("resp_emu_", raw, "response", length=32)
+        output = output_items(reply, turn)
+        usage = responses_usage(plan, reply.output_tokens)
+        if body.get("store", True):
+            given = body.get("input", [])
+            items = [{"role": "user", "content": given}] if isinstance(given, str) else given
+            with self._lock:
+                self._responses[ident] = history + list(items) + output
+
+        def commit() -> None:
+            self.openai.commit(plan, self.clock.now())
+
+        if body.get("stream"):
+            events = response_events(body, ident, int(now), output, usage)
+            return Prepared(stream=True, body=b"", events=events, commit=commit)
+        data = response_object(body, ident, int(now), output, usage)
+        return Prepared(stream=False, body=jsonbytes.dumps(data), commit=commit)

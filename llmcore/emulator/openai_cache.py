@@ -1,0 +1,117 @@
+"""OpenAI automatic prompt-cache accounting, Chat Completions and Responses (PROVIDER-RULES §2.1).
+
+Prefix items (tokens.py): each tool definition, the ``instructions`` string (Responses), each
+``messages[i]`` / ``input[i]`` item (a string ``input`` is one item), tools first. A request
+shares with a live cached prompt every leading byte-identical item, plus
+``floor(common bytes / 4)`` tokens of the first differing item; the longest share over live
+prompts is floored to 1,024 + 128·k (:func:`llmcore.tokens.openai_cacheable`), 0 below 1,024.
+
+Prompts are routed by a *salt*: the endpoint, organization (API key), ``model``,
+``prompt_cache_key`` and the structured-output schema (Chat ``response_format``, Responses
+``text``) — a prompt only meets prompts with the same salt. A prompt of at least 1,024 tokens is
+stored when its response starts and lives :data:`~llmcore.emulator.tables.OPENAI_RETENTION_SECONDS`
+after its last use (``in_memory`` 10 minutes idle, ``24h``). The overflow rerouting above about
+15 requests per minute per prefix is not modelled. ``cache_write_tokens`` is always 0
+(PROVIDER-RULES §2.2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from llmcore import jsonbytes
+from llmcore.emulator.prefix import measure
+from llmcore.emulator.store import PromptEntry, PromptStore
+from llmcore.emulator.tables import OPENAI_RETENTION_SECONDS
+from llmcore.tokens import OPENAI_CACHE_MIN, openai_cacheable
+
+__all__ = ["OpenAICache", "OpenAIPlan", "openai_items"]
+
+Api = Literal["chat", "responses"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OpenAIPlan:
+    """What one request reads and stores."""
+
+    prompt_tokens: int
+    """All prefix tokens (``prompt_tokens`` / ``input_tokens``, cached ones included)."""
+    cached_tokens: int
+    """``cached_tokens``: 0 or 1,024 + 128·k."""
+    salt: bytes
+    """The routing salt."""
+    items: tuple[bytes, ...]
+    """The prompt's item bytes."""
+    tokens: tuple[int, ...]
+    """The prompt's item tokens."""
+    ttl: float
+    """Idle lifetime in seconds of the entry this prompt writes."""
+    hit: PromptEntry | None
+    """The entry read from, refreshed on commit."""
+
+
+def openai_items(api: Api, body: dict[str, Any], history: list[Any]) -> list[Any]:
+    """Return the parsed prefix items of a validated body, in prefix order.
+
+    Args:
+        api: ``"chat"`` or ``"responses"``.
+        body: The validated body.
+        history: Responses items stored under ``previous_response_id`` (empty otherwise),
+            placed before ``input``.
+    """
+    items: list[Any] = list(body.get("tools") or [])
+    if api == "chat":
+        items.extend(body["messages"])
+        return items
+    if isinstance(body.get("instructions"), str):
+        items.append(body["instructions"])
+    items.extend(history)
+    given = body.get("input", [])
+    items.extend([given] if isinstance(given, str) else given)
+    return items
+
+
+class OpenAICache:
+    """The OpenAI prompt cache of one emulator."""
+
+    def __init__(self) -> None:
+        self.store = PromptStore()
+
+    def plan(
+        self, api: Api, body: dict[str, Any], history: list[Any], org: str, now: float
+    ) -> OpenAIPlan:
+        """Decide what ``body`` reads at ``now`` (seconds) and what it will store.
+
+        Args:
+            api: ``"chat"`` or ``"responses"``.
+            body: A validated body.
+            history: Items from ``previous_response_id`` (Responses), else empty.
+            org: The API key the client sent (caches are per organization).
+            now: The emulator clock.
+        """
+        measured = [measure(item) for item in openai_items(api, body, history)]
+        items = tuple(data for data, _, _ in measured)
+        tokens = tuple(count for _, count, _ in measured)
+        schema = body.get("response_format") if api == "chat" else body.get("text")
+        salt = jsonbytes.dumps([api, org, body.get("model"), body.get("prompt_cache_key"), schema])
+        retention = body.get("prompt_cache_retention") or "in_memory"
+        shared, hit = self.store.best(salt, items, tokens, now)
+        total = sum(tokens)
+        cached = openai_cacheable(shared) if total >= OPENAI_CACHE_MIN else 0
+        return OpenAIPlan(
+            prompt_tokens=total,
+            cached_tokens=cached,
+            salt=salt,
+            items=items,
+            tokens=tokens,
+            ttl=OPENAI_RETENTION_SECONDS[str(retention)],
+            hit=hit if cached else None,
+        )
+
+    def commit(self, plan: OpenAIPlan, now: float) -> None:
+        """Store ``plan``'s prompt (if ≥ 1,024 tokens) and refresh its hit: the response started."""
+        if plan.hit is not None:
+            self.store.touch(plan.hit, now)
+        if plan.prompt_tokens >= OPENAI_CACHE_MIN:
+            self.store.put(plan.salt, plan.items, plan.tokens, now, plan.ttl)

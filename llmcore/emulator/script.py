@@ -1,0 +1,198 @@
+r"""The emulator's deterministic model: scripted replies (SPEC V2).
+
+A **script file** is UTF-8 JSON, either a bare list of replies or an object::
+
+    {
+      "replies": [REPLY, ...],                       // the default conversation
+      "conversations": [                             // optional, tried in order
+        {"match": "text in the first user message", "replies": [REPLY, ...]}
+      ],
+      "after_end": REPLY              // optional; default {"text": "[end of script]"}
+    }
+
+    REPLY = {"text": "…"}                                                  // a text answer
+          | {"tool_calls": [{"name": "read_file", "arguments": "{\"path\": \"a.txt\"}"}]}
+          | {"text": "…", "tool_calls": [...]}                             // text, then calls
+
+``arguments`` is the exact JSON object text the model "produces" — sent byte for byte (Anthropic
+splices it as ``input`` and streams it as ``input_json_delta`` pieces; OpenAI sends it as the
+``arguments`` string); a JSON object value instead of a string is written compactly. Each reply
+needs text or at least one tool call; unknown keys are refused.
+
+Replies are consumed **per conversation, in order**, without server state: a request gets reply
+number *n* where *n* is the number of assistant turns already in its history (Anthropic and Chat:
+assistant messages; Responses: runs of consecutive assistant ``message`` / ``function_call`` /
+``reasoning`` items), so the same request always gets the same reply and many conversations
+can run at once. The conversation is the first entry of ``conversations`` whose ``match`` occurs
+in the text of the first user message, else ``replies``. Past the end, ``after_end`` answers.
+
+Output tokens of a reply follow tokens.py: ``ceil(bytes/4)`` of the text, plus for each call
+``ceil((len(name) + len(arguments))/4)`` in UTF-8 bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from llmcore import jsonbytes
+from llmcore.emulator.errors import ScriptError
+from llmcore.tokens import bytes_tokens
+
+__all__ = ["Conversation", "Reply", "Script", "ScriptedCall", "load_script", "parse_script"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScriptedCall:
+    """One tool call a reply makes."""
+
+    name: str
+    """The tool's name."""
+    arguments: str
+    """The exact argument text: a JSON object, sent byte for byte."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reply:
+    """One assistant turn: optional text, then tool calls (at least one of the two)."""
+
+    text: str = ""
+    """The answer text (``""`` for none)."""
+    tool_calls: tuple[ScriptedCall, ...] = ()
+    """Tool calls, in order."""
+
+    @property
+    def output_tokens(self) -> int:
+        """Tokens the reply costs as output (tokens.py rule on its UTF-8 bytes)."""
+        total = bytes_tokens(len(self.text.encode("utf-8")))
+        for call in self.tool_calls:
+            total += bytes_tokens(len(call.name.encode("utf-8")) + len(call.arguments.encode()))
+        return total
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Conversation:
+    """Replies for conversations whose first user message contains ``match``."""
+
+    match: str
+    """Text to look for in the first user message."""
+    replies: tuple[Reply, ...]
+    """The replies, in order."""
+
+
+END_REPLY = Reply(text="[end of script]")
+"""The default answer once a conversation's replies are used up."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Script:
+    """A complete script: the default replies, keyed conversations, and the after-end reply."""
+
+    replies: tuple[Reply, ...]
+    """The default conversation's replies."""
+    conversations: tuple[Conversation, ...] = ()
+    """Conversations chosen by their first user message."""
+    after_end: Reply = field(default=END_REPLY)
+    """The reply once a conversation has no replies left."""
+
+    def reply_for(self, first_user_text: str, turn: int) -> Reply:
+        """Return the reply for assistant turn ``turn`` (0-based) of the matching conversation."""
+        replies = self.replies
+        for conversation in self.conversations:
+            if conversation.match in first_user_text:
+                replies = conversation.replies
+                break
+        return replies[turn] if 0 <= turn < len(replies) else self.after_end
+
+
+def _call(value: Any, where: str) -> ScriptedCall:
+    if not isinstance(value, dict) or set(value) - {"name", "arguments"}:
+        raise ScriptError("a tool call is an object with name and arguments only", location=where)
+    name, arguments = value.get("name"), value.get("arguments", "{}")
+    if not isinstance(name, str) or not name:
+        raise ScriptError("a tool call needs a non-empty name", location=where)
+    if isinstance(arguments, dict):
+        arguments = jsonbytes.dumps_text(arguments)
+    if not isinstance(arguments, str) or not jsonbytes.is_json_object(arguments.encode("utf-8")):
+        raise ScriptError("arguments must be the text of a JSON object", location=where)
+    return ScriptedCall(name=name, arguments=arguments)
+
+
+def _reply(value: Any, where: str) -> Reply:
+    if not isinstance(value, dict) or set(value) - {"text", "tool_calls"}:
+        raise ScriptError("a reply is an object with text and/or tool_calls", location=where)
+    text = value.get("text", "")
+    calls = value.get("tool_calls", [])
+    if not isinstance(text, str) or not isinstance(calls, list):
+        raise ScriptError("text must be a string and tool_calls a list", location=where)
+    parsed = tuple(_call(call, f"{where}.tool_calls[{i}]") for i, call in enumerate(calls))
+    if not text and not parsed:
+        raise ScriptError("a reply needs text or at least one tool call", location=where)
+    return Reply(text=text, tool_calls=parsed)
+
+
+def _replies(value: Any, where: str) -> tuple[Reply, ...]:
+    if not isinstance(value, list):
+        raise ScriptError("replies must be a list", location=where)
+    return tuple(_reply(item, f"{where}[{i}]") for i, item in enumerate(value))
+
+
+def _conversation(value: Any, where: str) -> Conversation:
+    if not isinstance(value, dict) or set(value) != {"match", "replies"}:
+        raise ScriptError("a conversation is an object with match and replies", location=where)
+    if not isinstance(value["match"], str):
+        raise ScriptError("match must be a string", location=f"{where}.match")
+    return Conversation(
+        match=value["match"], replies=_replies(value["replies"], f"{where}.replies")
+    )
+
+
+def parse_script(data: bytes, source: str = "<script>") -> Script:
+    """Parse a script file's bytes.
+
+    Args:
+        data: UTF-8 JSON text.
+        source: The file name used in error locations.
+
+    Raises:
+        ScriptError: The text is not JSON or breaks the format; ``location`` is
+            ``source: $.path``.
+    """
+    try:
+        value = jsonbytes.loads(data)
+    except ValueError as exc:
+        raise ScriptError(f"not valid JSON: {exc}", location=source) from exc
+    if isinstance(value, list):
+        return Script(replies=_replies(value, f"{source}: $"))
+    if not isinstance(value, dict) or set(value) - {"replies", "conversations", "after_end"}:
+        raise ScriptError(
+            "a script is a list of replies or an object with replies, conversations, after_end",
+            location=f"{source}: $",
+        )
+    conversations = value.get("conversations", [])
+    if not isinstance(conversations, list):
+        raise ScriptError("conversations must be a list", location=f"{source}: $.conversations")
+    return Script(
+        replies=_replies(value.get("replies", []), f"{source}: $.replies"),
+        conversations=tuple(
+            _conversation(item, f"{source}: $.conversations[{i}]")
+            for i, item in enumerate(conversations)
+        ),
+        after_end=_reply(value["after_end"], f"{source}: $.after_end")
+        if "after_end" in value
+        else END_REPLY,
+    )
+
+
+def load_script(path: Path) -> Script:
+    """Read and parse the script file at ``path``.
+
+    Raises:
+        ScriptError: The file cannot be read or is malformed.
+    """
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ScriptError(f"cannot read the script: {exc.strerror}", location=str(path)) from exc
+    return parse_script(data, str(path))

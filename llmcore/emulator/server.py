@@ -1,0 +1,292 @@
+"""The emulator's HTTP server: starlette routes on uvicorn, on loopback (SPEC V2, R2 ``emulate``).
+
+Routes: ``POST /v1/messages`` (Anthropic Messages), ``POST /v1/chat/completions`` (OpenAI Chat
+Completions), ``POST /v1/responses`` (OpenAI Responses). Anthropic clients use
+:attr:`Emulator.base_url`; OpenAI clients use :attr:`Emulator.openai_base_url` (``…/v1``).
+API keys are not checked; the key a client sends (``x-api-key`` or ``Authorization``) names its
+organization, and caches are per organization (PROVIDER-RULES §1.2). Anthropic requests need
+the ``anthropic-version`` header, as the real API does.
+
+Many clients may connect at once (keep-alive, HTTP/1.1). A request is parsed, validated,
+accounted and answered in the event loop; its cache entries are committed just before its
+response starts. :meth:`Emulator.pause_responses` holds responses before they start (their
+lookups already done), so tests can put requests "in flight together" deterministically.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from llmcore.emulator.clock import Clock
+from llmcore.emulator.engine import Engine, Prepared
+from llmcore.emulator.errors import EmulatorError, Rejection, Shape, error_body
+from llmcore.emulator.script import Script
+
+__all__ = ["Emulator", "build_app"]
+
+_SSE_HEADERS = {"cache-control": "no-cache"}
+
+
+class _Gate:
+    """Holds responses before they start while paused; counts who waits."""
+
+    def __init__(self) -> None:
+        self._open = threading.Event()
+        self._open.set()
+        self._lock = threading.Lock()
+        self.waiting = 0
+
+    async def wait(self) -> None:
+        if self._open.is_set():
+            return
+        with self._lock:
+            self.waiting += 1
+        try:
+            while not self._open.is_set():
+                await asyncio.sleep(0.002)
+        finally:
+            with self._lock:
+                self.waiting -= 1
+
+    def close(self) -> None:
+        self._open.clear()
+
+    def open(self) -> None:
+        self._open.set()
+
+
+def _org(request: Request) -> str:
+    return request.headers.get("x-api-key") or request.headers.get("authorization") or ""
+
+
+def _answer(prepared: Prepared, headers: dict[str, str]) -> Response:
+    prepared.commit()
+    if prepared.stream:
+        return StreamingResponse(
+            iter(prepared.events),
+            media_type="text/event-stream; charset=utf-8",
+            headers={**headers, **_SSE_HEADERS},
+        )
+    return Response(prepared.body, media_type="application/json", headers=headers)
+
+
+def _endpoint(
+    engine: Engine,
+    gate: _Gate,
+    shape: Shape,
+    handle: Callable[[bytes, str], Prepared],
+) -> Callable[[Request], Any]:
+    id_header = "request-id" if shape == "anthropic" else "x-request-id"
+
+    async def endpoint(request: Request) -> Response:
+        request_id = engine.request_id()
+        headers = {id_header: request_id}
+        raw = await request.body()
+        try:
+            if shape == "anthropic" and "anthropic-version" not in request.headers:
+                raise Rejection("anthropic-version: header is required")
+            prepared = handle(raw, _org(request))
+        except Rejection as rejection:
+            engine.rejected()
+            return Response(
+                error_body(shape, rejection, request_id),
+                status_code=rejection.status,
+                media_type="application/json",
+                headers=headers,
+            )
+        await gate.wait()
+        return _answer(prepared, headers)
+
+    return endpoint
+
+
+def build_app(engine: Engine, gate: _Gate | None = None) -> Starlette:
+    """Return the starlette application serving ``engine`` (usable in-process with ASGI)."""
+    gate = gate or _Gate()
+    routes = [
+        Route(
+            "/v1/messages",
+            _endpoint(engine, gate, "anthropic", engine.anthropic_messages),
+            methods=["POST"],
+        ),
+        Route(
+            "/v1/chat/completions",
+            _endpoint(engine, gate, "openai", engine.chat_completions),
+            methods=["POST"],
+        ),
+        Route(
+            "/v1/responses",
+            _endpoint(engine, gate, "openai", engine.responses),
+            methods=["POST"],
+        ),
+    ]
+    return Starlette(routes=routes)
+
+
+class Emulator:
+    """The provider emulator as a real HTTP server on 127.0.0.1 (SPEC V2).
+
+    Use as a context manager, or call :meth:`start` and :meth:`stop`::
+
+        with Emulator(clock=ManualClock()) as emu:
+            httpx.post(emu.base_url + "/v1/messages", ...)
+
+    Args:
+        clock: Time source for cache expiry (default: the wall clock).
+        script: The scripted model (default: :data:`~llmcore.emulator.agent.AGENT_SCRIPT`).
+        host: Interface to bind (loopback by default).
+        port: TCP port; 0 lets the OS choose (read it from :attr:`port` after :meth:`start`).
+        access_log: Whether uvicorn logs each request.
+    """
+
+    def __init__(
+        self,
+        *,
+        clock: Clock | None = None,
+        script: Script | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        access_log: bool = False,
+    ) -> None:
+        self.engine = Engine(clock=clock, script=script)
+        self._gate = _Gate()
+        self.app = build_app(self.engine, self._gate)
+        self._host = host
+        self._port = port
+        self._access_log = access_log
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._socket: socket.socket | None = None
+
+    @property
+    def port(self) -> int:
+        """The bound TCP port.
+
+        Raises:
+            EmulatorError: The server is not started.
+        """
+        if self._socket is None:
+            raise EmulatorError("the emulator is not started")
+        port: int = self._socket.getsockname()[1]
+        return port
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT`` — the Anthropic base URL (POST ``/v1/messages``)."""
+        return f"http://{self._host}:{self.port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        """``http://127.0.0.1:PORT/v1`` — the OpenAI base URL (``/chat/completions``, …)."""
+        return self.base_url + "/v1"
+
+    def _bind(self) -> uvicorn.Server:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((self._host, self._port))
+        except OSError as exc:
+            sock.close()
+            raise EmulatorError(f"cannot listen on {self._host}:{self._port}: {exc}") from exc
+        sock.listen(2048)
+        self._socket = sock
+        config = uvicorn.Config(
+            self.app,
+            log_level="warning",
+            access_log=self._access_log,
+            lifespan="off",
+            ws="none",
+            timeout_keep_alive=60,
+        )
+        self._server = uvicorn.Server(config)
+        return self._server
+
+    def start(self, timeout: float = 10.0) -> Emulator:
+        """Start serving in a background thread; return once it accepts connections.
+
+        Raises:
+            EmulatorError: Already started, the port is taken, or it did not start in time.
+        """
+        if self._thread is not None:
+            raise EmulatorError("the emulator is already started")
+        server = self._bind()
+        thread = threading.Thread(
+            target=server.run, kwargs={"sockets": [self._socket]}, daemon=True, name="emulator"
+        )
+        self._thread = thread
+        thread.start()
+        deadline = threading.Event()
+        waited = 0.0
+        while not server.started:
+            if not thread.is_alive() or waited > timeout:
+                self.stop()
+                raise EmulatorError("the emulator server did not start")
+            deadline.wait(0.01)
+            waited += 0.01
+        return self
+
+    def serve_forever(self) -> None:
+        """Serve in the calling thread until interrupted (Ctrl+C); used by ``llmcore emulate``.
+
+        Raises:
+            EmulatorError: The port is taken.
+        """
+        server = self._bind()
+        try:
+            server.run(sockets=[self._socket] if self._socket else None)
+        finally:
+            self._close_socket()
+
+    def _close_socket(self) -> None:
+        if self._socket is not None:
+            self._socket.close()
+            self._socket = None
+
+    def stop(self) -> None:
+        """Stop the server and wait for its thread (idempotent)."""
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self._thread = None
+        self._server = None
+        self._close_socket()
+
+    def pause_responses(self) -> None:
+        """Hold every response before it starts (lookups still happen); see :attr:`waiting`."""
+        self._gate.close()
+
+    def resume_responses(self) -> None:
+        """Let held responses start; each commits its cache entries as it starts."""
+        self._gate.open()
+
+    @property
+    def waiting(self) -> int:
+        """Requests accounted and held by :meth:`pause_responses`."""
+        return self._gate.waiting
+
+    def reset(self) -> None:
+        """Forget every cache entry and stored response."""
+        self.engine.reset()
+
+    def __enter__(self) -> Emulator:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

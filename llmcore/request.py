@@ -59,19 +59,25 @@ class Tool:
     """What the tool does, for the model; may be empty (then not sent)."""
     input_schema: str
     """The JSON Schema (an object) as compact JSON text."""
+    strict: bool | None = None
+    """Ask the provider to enforce the schema exactly (OpenAI and Anthropic ``strict``);
+    ``None`` sends nothing where the field is optional (Responses requires it: ``false``)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "name", clean_text(self.name))
         object.__setattr__(self, "description", clean_text(self.description))
 
     @classmethod
-    def from_schema(cls, name: str, description: str, schema: dict[str, Any]) -> Tool:
+    def from_schema(
+        cls, name: str, description: str, schema: dict[str, Any], *, strict: bool | None = None
+    ) -> Tool:
         """Return a tool whose schema is ``schema`` written in its own key order.
 
         Raises:
             EncodingError: The schema holds a value JSON cannot carry.
         """
-        return cls(name=name, description=description, input_schema=jsonbytes.dumps_text(schema))
+        text = jsonbytes.dumps_text(schema)
+        return cls(name=name, description=description, input_schema=text, strict=strict)
 
     def schema(self) -> dict[str, Any]:
         """Return the input schema parsed (a fresh dict each call)."""

@@ -4,7 +4,7 @@ A request file is one JSON object::
 
     {"model": str,
      "system": str | [{"type": "text", "text": str}],
-     "tools": [{"name": str, "description": str, "inputSchema": {...}}],
+     "tools": [{"name": str, "description": str, "inputSchema": {...}, "strict": bool}],
      "messages": [A3 messages; an "image" block carries "data" (base64) and "mimeType"],
      "params": {"maxTokens": int, "temperature": num, "topP": num, "stopSequences": [str],
                 "toolChoice": "auto" | "none" | "any" | {"name": str},
@@ -134,7 +134,7 @@ def _tools(value: Any, at: str) -> tuple[Tool, ...]:
         where = f"{at}[{index}]"
         if not isinstance(tool, dict):
             raise _fail("a tool must be an object", where)
-        unknown = sorted(set(tool) - {"name", "description", "inputSchema"})
+        unknown = sorted(set(tool) - {"name", "description", "inputSchema", "strict"})
         if unknown:
             raise _fail(f"unknown key {unknown[0]!r}", f"{where}.{unknown[0]}")
         name, description = tool.get("name"), tool.get("description", "")
@@ -145,7 +145,10 @@ def _tools(value: Any, at: str) -> tuple[Tool, ...]:
             raise _fail("expected a string", f"{where}.description")
         if not isinstance(schema, dict):
             raise _fail("expected a JSON Schema object", f"{where}.inputSchema")
-        tools.append(Tool.from_schema(name, description, schema))
+        strict = tool.get("strict")
+        if strict is not None and not isinstance(strict, bool):
+            raise _fail("expected true or false", f"{where}.strict")
+        tools.append(Tool.from_schema(name, description, schema, strict=strict))
     return tuple(tools)
 
 
@@ -234,18 +237,19 @@ def request_json(request: Request) -> dict[str, Any]:
     if request.system:
         out["system"] = [{"type": "text", "text": s} for s in request.system]
     if request.tools:
-        out["tools"] = [
-            {
-                "name": t.name,
-                "description": t.description,
-                "inputSchema": jsonbytes.Raw(t.input_schema),
-            }
-            for t in request.tools
-        ]
+        out["tools"] = [_tool_json(t) for t in request.tools]
     out["messages"] = [blocks.encode_message(m) for m in request.messages]
     params = _params_json(request.params)
     if params:
         out["params"] = params
+    return out
+
+
+def _tool_json(tool: Tool) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": tool.name, "description": tool.description}
+    out["inputSchema"] = jsonbytes.Raw(tool.input_schema)
+    if tool.strict is not None:
+        out["strict"] = tool.strict
     return out
 
 

@@ -250,8 +250,10 @@ def put_extra(body: dict[str, Any], params: Params) -> None:
         body[key] = jsonbytes.Raw(text)
 
 
-def make_tool(name: Any, description: Any, schema: Any, at: str) -> Tool:
-    """Return a neutral tool, checking the three values' types."""
+def make_tool(name: Any, description: Any, schema: Any, at: str, strict: Any = None) -> Tool:
+    """Return a neutral tool, checking the values' types (``strict``: a boolean or ``None``)."""
+    if strict is not None and not isinstance(strict, bool):
+        raise bad("expected a boolean", f"{at}.strict")
     if not isinstance(name, str):
         raise bad("a tool needs a string name", f"{at}.name")
     if description is not None and not isinstance(description, str):
@@ -260,7 +262,8 @@ def make_tool(name: Any, description: Any, schema: Any, at: str) -> Tool:
         schema = {}
     if not isinstance(schema, dict):
         raise bad("the input schema must be an object", at)
-    return Tool(name=name, description=description or "", input_schema=jsonbytes.dumps_text(schema))
+    text = jsonbytes.dumps_text(schema)
+    return Tool(name=name, description=description or "", input_schema=text, strict=strict)
 
 
 class Importer:

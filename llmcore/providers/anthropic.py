@@ -9,7 +9,7 @@ body                   ``model, max_tokens, system, messages, tools, tool_choice
                        temperature, top_p, stop_sequences, stream, cache_control``, then
                        ``params.extra`` in its own order
 system block           ``type, text, cache_control``
-tool                   ``name, description, input_schema, cache_control``
+tool                   ``name, description, input_schema, strict, cache_control``
 tool_choice            ``type, name``
 message                ``role, content``
 text block             ``type, text, cache_control``
@@ -229,6 +229,8 @@ def _tools(request: Request, bp: bool) -> list[dict[str, Any]]:
         if tool.description:
             entry["description"] = tool.description
         entry["input_schema"] = jsonbytes.Raw(tool.input_schema)
+        if tool.strict is not None:
+            entry["strict"] = tool.strict
         tools.append(entry)
     if tools and bp:
         tools[-1]["cache_control"] = cache_control(request.params.cache_ttl)
@@ -405,11 +407,13 @@ class _Importer(imp.Importer):
             tool = imp.need_obj(item, where)
             if tool.get("type", "custom") != "custom":
                 raise imp.unsupported(f"server tool {tool.get('type')!r}", where)
-            unknown = set(tool) - {"name", "description", "input_schema", "cache_control", "type"}
+            known = {"name", "description", "input_schema", "cache_control", "type", "strict"}
+            unknown = set(tool) - known
             if unknown:
                 raise imp.unsupported(f"tool field {sorted(unknown)[0]!r}", where)
             schema = tool.get("input_schema")
-            tools.append(imp.make_tool(tool.get("name"), tool.get("description"), schema, where))
+            name, description = tool.get("name"), tool.get("description")
+            tools.append(imp.make_tool(name, description, schema, where, tool.get("strict")))
         return tuple(tools)
 
     def params(self, body: dict[str, Any], at: str) -> Params:

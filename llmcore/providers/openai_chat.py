@@ -16,7 +16,8 @@ tool message           ``role, tool_call_id, content``
 text part              ``type, text``
 image part             ``type, image_url``; image_url ``url``
 tool call              ``id, type, function``; function ``name, arguments``
-tool                   ``type, function``; function ``name, description, parameters``
+tool                   ``type, function``; function ``name, description, parameters,
+                       strict``
 tool_choice            ``type, function``; function ``name`` (or a bare string)
 stream_options         ``include_usage``
 =====================  ================================================================
@@ -59,15 +60,15 @@ string content becomes one text part; empty text parts and messages left with no
 dropped (said); leading ``system`` and ``developer`` messages become the system prompt
 (``developer`` is said in the notes and rebuilt as ``system``); consecutive tool messages become
 one ``tool`` message; ``cache_control`` / ``prompt_cache_breakpoint`` markers, image
-``detail: "auto"``, ``strict: false`` and a ``null`` ``refusal`` are dropped (said);
+``detail: "auto"`` and a ``null`` ``refusal`` are dropped (said); a tool's ``strict`` is kept;
 ``reasoning_content``, ``reasoning`` and ``reasoning_details`` are dropped (said, M4); ``stop``
 as one string becomes a one-element array. Refused with
 :class:`~llmcore.errors.UnsupportedContentError`: ``file`` and ``input_audio`` parts, image
 URLs that are not base64 data URLs, other image ``detail`` values, ``refusal`` text, assistant
 ``audio``, legacy ``function_call`` / ``function`` messages, message ``name``, custom tools and
-custom tool calls, ``strict: true`` tool schemas (the neutral tool has no strict flag), and a
-system message after the conversation started. Unmodeled top-level fields (``n``,
-``response_format``, the legacy ``max_tokens``, …) go to ``params.extra`` in body order;
+custom tool calls, and a system message after the conversation started. Unmodeled top-level
+fields (``n``, ``response_format``, the legacy ``max_tokens``, …) go to ``params.extra`` in
+body order;
 ``stream`` / ``stream_options`` stay there too unless they are exactly ``true`` /
 ``{"include_usage": true}``.
 
@@ -236,6 +237,8 @@ def _tools(request: Request) -> list[dict[str, Any]]:
         if tool.description:
             function["description"] = tool.description
         function["parameters"] = jsonbytes.Raw(tool.input_schema)
+        if tool.strict is not None:
+            function["strict"] = tool.strict
         tools.append({"type": "function", "function": function})
     return tools
 
@@ -302,7 +305,7 @@ class OpenAIChatProvider:
         Raises:
             RequestFileError: The body is malformed (the error names the JSON path).
             UnsupportedContentError: File or audio parts, URL images, legacy function calling,
-                custom or strict tools, and other content outside the four cases.
+                custom tools, and other content outside the four cases.
         """
         return _Importer().run(body, location)
 
@@ -509,14 +512,9 @@ class _Importer(imp.Importer):
         unknown = set(function) - {"name", "description", "parameters", "strict"}
         if unknown:
             raise imp.unsupported(f"tool field {sorted(unknown)[0]!r}", f"{at}.function")
-        strict = function.get("strict")
-        if strict is True:
-            raise imp.unsupported("strict tool schema", f"{at}.function.strict")
-        if "strict" in function:
-            self.note(f"{at}: dropped strict {strict!r} (the default)")
-        return imp.make_tool(
-            function.get("name"), function.get("description"), function.get("parameters"), at
-        )
+        name, description = function.get("name"), function.get("description")
+        schema, strict = function.get("parameters"), function.get("strict")
+        return imp.make_tool(name, description, schema, at, strict)
 
     def params(self, body: dict[str, Any], at: str) -> Params:
         choice = _import_choice(body.get("tool_choice"))

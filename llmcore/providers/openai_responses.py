@@ -50,9 +50,10 @@ Encoding rules:
 * Call ids longer than 64 characters are rewritten by
   :func:`~llmcore.providers.base.rewrite_id`, identically in ``function_call`` and
   ``function_call_output``; the history keeps the original ids.
-* Tools are ``FunctionToolParam``: ``strict`` is required by the type and sent as ``false``
-  (llmcore's tools carry arbitrary schemas; strict mode needs every property required and
-  ``additionalProperties: false``). An empty description is omitted.
+* Tools are ``FunctionToolParam``: ``strict`` is required by the type and sent as the tool's
+  ``strict`` flag, ``false`` when unset (strict mode needs every property required and
+  ``additionalProperties: false``, which arbitrary schemas lack). An empty description is
+  omitted.
 * ``toolChoice``: ``auto``/``none`` as themselves, ``any`` as ``required``, a named tool as
   ``{"type":"function","name":…}``. ``maxTokens`` → ``max_output_tokens``, sent only when set
   (Responses does not require it). Stop sequences have no Responses form: a request with
@@ -222,7 +223,7 @@ def _tools(request: Request) -> list[dict[str, Any]]:
         if tool.description:
             entry["description"] = tool.description
         entry["parameters"] = jsonbytes.Raw(tool.input_schema)
-        entry["strict"] = False
+        entry["strict"] = bool(tool.strict)
         tools.append(entry)
     return tools
 
@@ -325,8 +326,8 @@ class _Importer(imp.Importer):
       history has no system role (M1).
     * Dropped with a note (M4 and llmcore's fixed wire forms): ``reasoning`` items; the
       provider's ``id`` / ``status`` / ``phase`` on replayed items; ``annotations`` of assistant
-      text; an image ``detail`` other than ``auto``; ``strict: true`` on a tool (sent as
-      ``false``); ``store: true`` (llmcore always sends ``false``); empty texts.
+      text; an image ``detail`` other than ``auto``; ``store: true`` (llmcore always sends
+      ``false``); empty texts.
     * Refused with :class:`~llmcore.errors.UnsupportedContentError` naming the feature:
       ``previous_response_id``, ``conversation``, ``prompt``; ``input_file`` parts, images by
       URL or ``file_id``, refusal parts; items other than messages, ``function_call``,
@@ -542,10 +543,9 @@ class _Importer(imp.Importer):
             unknown = [key for key in tool if key not in _TOOL_KEYS]
             if unknown:
                 raise imp.unsupported(f"tool field {unknown[0]!r}", f"{where}.{unknown[0]}")
-            if tool.get("strict") is True:
-                self.note(f"{where}: strict: true sent as strict: false")
-            schema = tool.get("parameters")
-            tools.append(imp.make_tool(tool.get("name"), tool.get("description"), schema, where))
+            name, description = tool.get("name"), tool.get("description")
+            schema, strict = tool.get("parameters"), tool.get("strict")
+            tools.append(imp.make_tool(name, description, schema, where, strict))
         return tuple(tools)
 
     def params(self, body: dict[str, Any], at: str) -> Params:

@@ -548,10 +548,9 @@ def test_import_refusals_name_the_feature_and_path(message, feature, where):
     ("tool", "feature"),
     [
         ({"type": "custom", "custom": {"name": "x"}}, "custom tool"),
-        ({"type": "function", "function": {"name": "x", "strict": True}}, "strict tool schema"),
     ],
 )
-def test_import_refuses_custom_and_strict_tools(tool, feature):
+def test_import_refuses_custom_tools(tool, feature):
     with pytest.raises(UnsupportedContentError) as info:
         P.import_body({"model": "m", "messages": [], "tools": [tool]})
     assert info.value.feature == feature and info.value.location.startswith("$.tools[0]")
@@ -618,8 +617,10 @@ def test_real_corpus_bodies_rebuild_json_equal(case):
     assert P.build_body(P.import_body(rebuilt).request) == P.build_body(request)
 
 
-def test_corpus_pydantic_case_with_strict_tools_is_refused():
+def test_corpus_pydantic_case_with_strict_tools_keeps_strict():
     recorded = json.loads((CORPUS / "openai-chat" / "0027.json").read_text("utf-8"))["request"]
-    with pytest.raises(UnsupportedContentError) as info:
-        P.import_body(recorded)
-    assert info.value.feature == "strict tool schema"
+    result = P.import_body(recorded)
+    flags = [t["function"].get("strict") for t in recorded["tools"]]
+    assert [t.strict for t in result.request.tools] == flags
+    rebuilt = json.loads(P.build_body(result.request))
+    assert [t["function"].get("strict") for t in rebuilt["tools"]] == flags

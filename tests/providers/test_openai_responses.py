@@ -353,9 +353,12 @@ def test_import_drops_provider_data_with_notes():
     recorded["store"] = True
     result = P.import_body(recorded)
     assert result.request.messages == carry_request().messages
-    assert P.build_body(result.request) == P.build_body(carry_request())
+    assert result.request.tools[0].strict is True
+    assert json.loads(P.build_body(result.request))["tools"][0]["strict"] is True
+    plain = Request(model=result.request.model, system=result.request.system, tools=carry_request().tools,
+                    messages=result.request.messages, params=result.request.params)
+    assert P.build_body(plain) == P.build_body(carry_request())
     assert result.notes == (
-        "$.tools[0]: strict: true sent as strict: false",
         "$.input[1]: dropped a reasoning item (provider-only data, M4)",
         "$.input[2]: dropped id, status (provider-only data, M4)",
         "$.store: store: true sent as false (llmcore replays statelessly)",

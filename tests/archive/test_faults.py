@@ -1,0 +1,141 @@
+"""Fail the Nth file-system call of a save, for every N until the save completes (SPEC A9)."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from llmcore.archive import ArchiveStore, Conversation, Item, encode
+from llmcore.errors import ArchiveWriteError
+from llmcore.messages import Message
+
+from .helpers import CountingFS, conversation, png, snapshot, turn
+
+
+def _old_and_new():
+    old = Conversation(conversation(4))
+    new = Conversation(conversation(4))
+    # Drop two turns (their images become unreferenced) and add one with a new image.
+    new.compact(
+        summary=Message.user("# Conversation so far\nsummary"),
+        keep_from=8,
+        notice=Item.make(id="n", type="notice", text="compacted"),
+        kept_turn_starts=[1, 5],
+    )
+    new.end_turn(
+        messages=turn(50, image=png(b"brand new image")), provider="openai-chat", model="g"
+    )
+    return old, new
+
+
+def _run_every_n(tmp_path, prepare, new):
+    template = tmp_path / "template"
+    template.mkdir()
+    prepare(template)
+    old_snapshot = snapshot(template / "agent")
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    ArchiveStore(reference / "agent").save(new)
+    clean = snapshot(reference / "agent")
+    outcomes = {"before": set(), "after": set()}
+    n = 0
+    while True:
+        n += 1
+        work = tmp_path / f"n{n}"
+        shutil.copytree(template, work)
+        folder = work / "agent"
+        fs = CountingFS(fail_at=n)
+        store = ArchiveStore(folder, fs=fs)
+        try:
+            result = store.write(new.state)
+        except ArchiveWriteError:
+            assert fs.failed is not None
+            outcomes["before"].add(fs.failed)
+            assert snapshot(folder) == old_snapshot, f"call {n} ({fs.failed})"
+        else:
+            if fs.failed is None:
+                assert snapshot(folder) == clean
+                break
+            outcomes["after"].add(fs.failed)
+            assert result.problems, f"call {n} ({fs.failed}) was not reported"
+            assert (folder / "conversation.json").read_bytes() == clean["conversation.json"]
+            assert ArchiveStore(folder).load().state == new.state
+        # Either way, the next successful save leaves exactly the clean archive.
+        ArchiveStore(folder).write(new.state)
+        assert snapshot(folder) == clean, f"call {n} ({fs.failed}) left a stray file"
+        shutil.rmtree(work)
+    return n, outcomes
+
+
+def test_update_fails_at_every_call(tmp_path):
+    old, new = _old_and_new()
+    n, outcomes = _run_every_n(
+        tmp_path, lambda template: ArchiveStore(template / "agent").save(old), new
+    )
+    assert n > 15
+    assert {"open_write", "write", "fsync", "close", "rename", "fsync_dir"} <= outcomes["before"]
+    assert {"fsync_dir", "unlink"} <= outcomes["after"]
+
+
+def test_first_save_fails_at_every_call(tmp_path):
+    _, new = _old_and_new()
+    n, outcomes = _run_every_n(tmp_path, lambda template: None, new)
+    assert {"mkdir", "write", "fsync", "rename"} <= outcomes["before"]
+    assert outcomes["after"] == {"fsync_dir"}
+
+
+def test_delete_failing_before_commit_keeps_everything_and_after_is_reported(tmp_path):
+    old, _ = _old_and_new()
+    template = tmp_path / "template"
+    template.mkdir()
+    ArchiveStore(template / "agent").save(old)
+    before = snapshot(template / "agent")
+    n = 0
+    seen_after = False
+    while True:
+        n += 1
+        work = tmp_path / f"n{n}"
+        shutil.copytree(template, work)
+        fs = CountingFS(fail_at=n)
+        store = ArchiveStore(work / "agent", fs=fs, keep_conversation=False)
+        conv = Conversation(old.state)
+        try:
+            result = store.save(conv)
+        except ArchiveWriteError:
+            assert snapshot(work / "agent") == before
+            continue
+        if fs.failed is None:
+            assert not (work / "agent").exists()
+            break
+        seen_after = True
+        assert result.problems
+        assert not (work / "agent" / "conversation.json").exists()
+        store2 = ArchiveStore(work / "agent", keep_conversation=False)
+        assert store2.load().state.is_empty
+        store2.save(conv)
+        assert not (work / "agent").exists()
+    assert seen_after
+
+
+@pytest.mark.parametrize("errno_name", ["ENOSPC", "EIO", "EACCES"])
+def test_typed_error_names_folder_and_cause(tmp_path, errno_name):
+    import errno
+
+    class Failing(CountingFS):
+        def _tick(self, name):
+            self.calls.append(name)
+            if name == "fsync":
+                raise OSError(getattr(errno, errno_name), errno_name)
+
+    old, new = _old_and_new()
+    ArchiveStore(tmp_path / "agent").save(old)
+    before = snapshot(tmp_path / "agent")
+    with pytest.raises(ArchiveWriteError) as info:
+        ArchiveStore(tmp_path / "agent", fs=Failing()).save(new)
+    assert info.value.location == str(tmp_path / "agent")
+    assert errno_name in info.value.message
+    assert snapshot(tmp_path / "agent") == before
+    assert (tmp_path / "agent" / "conversation.json").read_bytes() == encode(
+        old.state, kept_images=None
+    )

@@ -1,0 +1,67 @@
+"""The stability auditor (SPEC V1) and the cassette body matcher (V3).
+
+The auditor takes request bodies in the order they were sent — from llmcore, from VCR
+cassettes, or from any other client's logs — groups them into conversations, and reports per
+request whether the prefix invariant P4 holds, the first byte where it breaks (an offset into the
+recorded body, with a JSON path such as ``messages[3].content[0].input``), the cacheable prefix
+lost, and the theoretical maximum cacheable prefix that ``llmcore bench`` compares its hit rate
+against::
+
+    report = audit_bodies(bodies)           # bodies: Sequence[bytes | AuditInput]
+    report.requests[5].verdict              # Verdict.BREAK
+    report.theoretical_hit_rate             # Σ max_cacheable_tokens ÷ Σ total_tokens
+
+It reads wire bodies on its own and shares no code with llmcore's provider modules (V4): only
+the generic helpers :mod:`llmcore.jsonbytes`, :mod:`llmcore.tokens` and :mod:`llmcore.errors`.
+
+Leaves out: printing (``llmcore audit``, :mod:`llmcore.cli.audit`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from llmcore.audit._auditor import Auditor, audit_bodies
+from llmcore.audit._shape import ANTHROPIC_MIN_TOKENS, PROVIDERS, minimum_tokens
+from llmcore.audit.inputs import read_inputs
+from llmcore.audit.matcher import BodyDifference, body_matcher, first_difference, normalize_body
+from llmcore.audit.report import (
+    GROUPING_RULE,
+    AuditInput,
+    AuditInputError,
+    AuditReport,
+    RequestRecord,
+    Verdict,
+)
+
+__all__ = [
+    "ANTHROPIC_MIN_TOKENS",
+    "GROUPING_RULE",
+    "PROVIDERS",
+    "AuditInput",
+    "AuditInputError",
+    "AuditReport",
+    "Auditor",
+    "BodyDifference",
+    "RequestRecord",
+    "Verdict",
+    "audit_bodies",
+    "audit_paths",
+    "body_matcher",
+    "first_difference",
+    "minimum_tokens",
+    "normalize_body",
+    "read_inputs",
+]
+
+
+def audit_paths(paths: Sequence[Path], provider: str | None = None) -> AuditReport:
+    """Read cassettes, JSONL, corpus cases or folders of them and audit every body in order.
+
+    Raises:
+        AuditInputError: An input is missing or malformed (names the file and line or index).
+        UnknownProviderError: ``provider`` is not a known name.
+    """
+    inputs, skipped = read_inputs(paths)
+    return audit_bodies(inputs, provider, skipped=skipped)

@@ -1,0 +1,336 @@
+"""The P4 comparison between two consecutive requests of one conversation (SPEC P4, V1).
+
+Every wire item (``tools[j]``, ``system[j]``, ``instructions``, ``messages[i]``, ``input[i]``) is
+compared on its exact recorded text after the P4 normalization (``cache_control`` and
+``prompt_cache_breakpoint`` members deleted). Tools, system and instructions must be unchanged;
+the history must be the previous history followed by new items. Two changes are allowed and
+reported as their own kinds (M4, C1):
+
+* Anthropic ``thinking`` / ``redacted_thinking`` blocks removed from an earlier assistant message
+  once a later user message has started a new turn (a user message with no ``tool_result``);
+* Responses ``reasoning`` items removed once a new turn has started, together with the ``id`` and
+  ``status`` members of the items that followed them in their turn;
+* compaction: the first history message (after leading system messages) is replaced by a user
+  message starting with ``# Conversation so far``.
+
+Leaves out: grouping and token arithmetic (:mod:`llmcore.audit._auditor`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from llmcore.audit import _shape
+from llmcore.audit._scan import (
+    ItemInfo,
+    ScannedBody,
+    byte_offset,
+    common_prefix,
+    find_path,
+    normalize_text,
+    raw_offset,
+)
+from llmcore.audit.report import Verdict
+
+__all__ = ["Change", "Prepared", "compare"]
+
+_THINKING: Final = frozenset({"thinking", "redacted_thinking"})
+_ID_STATUS: Final = frozenset({"id", "status"})
+_SNIP: Final = 24
+
+
+class Prepared:
+    """One request scanned and read for comparison.
+
+    Attributes:
+        index: Position in the input sequence.
+        source: Where the body came from.
+        timestamp: Send time (seconds since the epoch) or ``None``.
+        provider: Provider name.
+        model: The body's model ("" when absent).
+        body: The scanned body.
+        hist: The history items (``messages`` or ``input``).
+        lead: How many leading history items are system/developer messages.
+        toks: The prefix items in cache order (:func:`llmcore.audit._shape.token_items`).
+        total_tokens: Σ tokens of ``toks``.
+        anthropic: Whether Anthropic's whole-block cache rule applies.
+    """
+
+    __slots__ = (
+        "index",
+        "source",
+        "timestamp",
+        "provider",
+        "model",
+        "body",
+        "hist",
+        "lead",
+        "toks",
+        "total_tokens",
+        "anthropic",
+        "last_turn_start",
+    )
+
+    def __init__(
+        self,
+        *,
+        index: int,
+        source: str,
+        timestamp: float | None,
+        provider: str,
+        model: str,
+        body: ScannedBody,
+        anthropic: bool,
+    ) -> None:
+        self.index = index
+        self.source = source
+        self.timestamp = timestamp
+        self.provider = provider
+        self.model = model
+        self.body = body
+        self.anthropic = anthropic
+        self.hist: list[ItemInfo] = body.items.get(_shape.history_key(provider), [])
+        lead = 0
+        while lead < len(self.hist) and _shape.msg(self.hist[lead]).is_system:
+            lead += 1
+        self.lead = lead
+        self.toks = _shape.token_items(body, provider, anthropic)
+        self.total_tokens = sum(t[2] for t in self.toks)
+        self.last_turn_start = -1
+        for i in range(len(self.hist) - 1, -1, -1):
+            if _shape.msg(self.hist[i]).turn_start:
+                self.last_turn_start = i
+                break
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Change:
+    """What changed between the previous request and this one."""
+
+    verdict: Verdict
+    """The most serious kind found."""
+    changes: tuple[Verdict, ...]
+    """Every kind found, in the order met."""
+    offset: int
+    """Byte offset of the first changed byte in this request's body."""
+    path: str
+    """JSON path of that byte's value."""
+    detail: str
+    """One line saying what differs."""
+    lost_bytes: int
+    """Normalized bytes of the previous request's items from the first changed one on."""
+
+
+def _name(body: ScannedBody, section: str, j: int) -> str:
+    return section if section in body.values else f"{section}[{j}]"
+
+
+def _snip(text: str, at: int) -> str:
+    piece = text[max(0, at - 8) : at + _SNIP]
+    return repr(piece if piece else "<end>")
+
+
+def _item_diff(
+    c: Prepared, section: str, j: int, prev: ItemInfo, cur: ItemInfo
+) -> tuple[int, str, str]:
+    """Locate the first byte where ``cur`` differs from ``prev``: (offset, path, detail)."""
+    k = common_prefix(prev.norm, cur.norm)
+    start = c.body.starts[section][j]
+    at = start + raw_offset(k, cur.deletions)
+    name = _name(c.body, section, j)
+    path = find_path(c.body.text, start, at, name)
+    detail = f"{name} differs: was {_snip(prev.norm, k)}, now {_snip(cur.norm, k)}"
+    return byte_offset(c.body, at), path, detail
+
+
+def _missing_offset(c: Prepared, section: str) -> int:
+    """Where a removed item would have been: its section's closing bracket, or what follows."""
+    span = c.body.spans.get(section)
+    if span is not None:
+        return byte_offset(c.body, span[1] - 1)
+    sections = _shape.SECTIONS[c.provider]
+    for later in sections[sections.index(section) + 1 :]:
+        starts = c.body.starts.get(later)
+        if starts:
+            return byte_offset(c.body, starts[0])
+    return len(c.body.text.encode("utf-8"))
+
+
+def _lost(p: Prepared, section: str, j: int) -> int:
+    sections = _shape.SECTIONS[p.provider]
+    lost = sum(info.nbytes for info in p.body.items.get(section, ())[j:])
+    for later in sections[sections.index(section) + 1 :]:
+        lost += sum(info.nbytes for info in p.body.items.get(later, ()))
+    return lost
+
+
+def _break(p: Prepared, c: Prepared, section: str, j: int, kinds: list[Verdict]) -> Change:
+    prev_items = p.body.items.get(section, [])
+    cur_items = c.body.items.get(section, [])
+    if j < len(cur_items):
+        offset, path, detail = _item_diff(c, section, j, prev_items[j], cur_items[j])
+    else:
+        offset, path = _missing_offset(c, section), f"{section}[{j}]"
+        detail = f"{path} removed (the previous request had {len(prev_items)})"
+    changes = (*kinds, Verdict.BREAK)
+    return Change(
+        verdict=Verdict.BREAK,
+        changes=changes,
+        offset=offset,
+        path=path,
+        detail=detail,
+        lost_bytes=_lost(p, section, j),
+    )
+
+
+def _fixed(p: Prepared, c: Prepared, section: str) -> Change | None:
+    """Tools, system, instructions: every item unchanged, none added or removed."""
+    prev_items = p.body.items.get(section, [])
+    cur_items = c.body.items.get(section, [])
+    for j, prev in enumerate(prev_items):
+        if j >= len(cur_items) or not (prev is cur_items[j] or prev.norm == cur_items[j].norm):
+            return _break(p, c, section, j, [])
+    if len(cur_items) > len(prev_items):
+        j = len(prev_items)
+        name = _name(c.body, section, j)
+        return Change(
+            verdict=Verdict.BREAK,
+            changes=(Verdict.BREAK,),
+            offset=byte_offset(c.body, c.body.starts[section][j]),
+            path=name,
+            detail=f"{name} added",
+            lost_bytes=_lost(p, section, j),
+        )
+    return None
+
+
+def _stripped(info: ItemInfo, what: str) -> str:
+    got = info.extra.get(what)
+    if got is None:
+        if what == "no_thinking":
+            got = normalize_text(info.raw, drop_types=_THINKING)
+        else:
+            got = normalize_text(info.raw, top_keys=_ID_STATUS)
+        info.extra[what] = got
+    assert isinstance(got, str)
+    return got
+
+
+class _Walk:
+    """State of the history walk: positions in both histories and the kinds met."""
+
+    __slots__ = ("p", "c", "pi", "ci", "kinds", "first", "reasoning_turn")
+
+    def __init__(self, p: Prepared, c: Prepared) -> None:
+        self.p, self.c = p, c
+        self.pi = self.ci = 0
+        self.kinds: list[Verdict] = []
+        self.first: tuple[int, int] | None = None
+        self.reasoning_turn = False
+
+    def allowed(self, a: ItemInfo, b: ItemInfo | None) -> bool:
+        """Try the allowed changes at the current positions; advance and return True if one fits."""
+        c, turn_over = self.c, self.c.last_turn_start >= self.ci
+        fa = _shape.msg(a)
+        if c.provider == "anthropic" and fa.has_thinking and b is not None:
+            if c.last_turn_start > self.ci and _stripped(a, "no_thinking") == b.norm:
+                self._kind(Verdict.THINKING_DROPPED)
+                self.pi, self.ci = self.pi + 1, self.ci + 1
+                return True
+        if c.provider == "openai-responses":
+            if fa.type == "reasoning" and turn_over:
+                self._kind(Verdict.REASONING_DROPPED)
+                self.reasoning_turn = True
+                self.pi += 1
+                return True
+            if self.reasoning_turn and b is not None:
+                if _stripped(a, "no_id") == _stripped(b, "no_id"):
+                    self.pi, self.ci = self.pi + 1, self.ci + 1
+                    return True
+        return False
+
+    def _kind(self, kind: Verdict) -> None:
+        if kind not in self.kinds:
+            self.kinds.append(kind)
+
+
+def _history(p: Prepared, c: Prepared) -> Change | None:
+    section = _shape.history_key(c.provider)
+    hp, hc = p.hist, c.hist
+    w = _Walk(p, c)
+    while w.pi < len(hp):
+        a = hp[w.pi]
+        b = hc[w.ci] if w.ci < len(hc) else None
+        if b is not None and (a is b or a.norm == b.norm):
+            if _shape.msg(a).turn_start:
+                w.reasoning_turn = False
+            w.pi, w.ci = w.pi + 1, w.ci + 1
+            continue
+        if w.first is None:
+            w.first = (w.pi, w.ci)
+            if b is not None and w.ci == c.lead and _shape.msg(b).summary:
+                return _at(p, c, section, w.first, [Verdict.COMPACTION], "history compacted")
+        if not w.allowed(a, b):
+            return _break_at(p, c, section, (w.pi, w.ci), w.kinds)
+    if w.first is None:
+        return None
+    return _at(p, c, section, w.first, w.kinds, "allowed change")
+
+
+def _break_at(
+    p: Prepared, c: Prepared, section: str, where: tuple[int, int], kinds: list[Verdict]
+) -> Change:
+    pi, ci = where
+    cur = c.hist[ci] if ci < len(c.hist) else None
+    if cur is None:
+        offset, path = _missing_offset(c, section), f"{section}[{ci}]"
+        detail = f"{section}[{pi}] of the previous request is missing"
+    else:
+        offset, path, detail = _item_diff(c, section, ci, p.hist[pi], cur)
+    return Change(
+        verdict=Verdict.BREAK,
+        changes=(*kinds, Verdict.BREAK),
+        offset=offset,
+        path=path,
+        detail=detail,
+        lost_bytes=_lost(p, section, pi),
+    )
+
+
+def _at(
+    p: Prepared,
+    c: Prepared,
+    section: str,
+    first: tuple[int, int],
+    kinds: list[Verdict],
+    what: str,
+) -> Change:
+    pi, ci = first
+    if ci < len(c.hist):
+        offset, path, detail = _item_diff(c, section, ci, p.hist[pi], c.hist[ci])
+    else:
+        offset, path, detail = _missing_offset(c, section), f"{section}[{ci}]", "items removed"
+    return Change(
+        verdict=kinds[0],
+        changes=tuple(kinds),
+        offset=offset,
+        path=path,
+        detail=f"{what}: {detail}",
+        lost_bytes=_lost(p, section, pi),
+    )
+
+
+def compare(p: Prepared, c: Prepared) -> Change | None:
+    """Check P4 from request ``p`` to the next request ``c`` of its conversation.
+
+    Returns:
+        ``None`` when P4 holds, else the first change in cache order (a break in tools or
+        system comes before any history change).
+    """
+    sections = _shape.SECTIONS[c.provider]
+    for section in sections[:-1]:
+        change = _fixed(p, c, section)
+        if change is not None:
+            return change
+    return _history(p, c)

@@ -1,0 +1,212 @@
+"""Reading request bodies for the auditor from files (SPEC V1, R2 ``llmcore audit``).
+
+Inputs, by file name:
+
+* ``*.yaml`` / ``*.yml`` — VCR cassettes as vcrpy / pytest-recording write them:
+  ``interactions: [{request: {body, uri, method, …}, response: …, recorded_at?}]``. A body is
+  taken as the exact string (or ``{string: …}``, or ``!!binary`` bytes); pydantic-ai's
+  ``parsed_body`` is accepted re-serialized in its stored key order. Interactions that are not
+  POSTs to a ``/messages``, ``/chat/completions`` or ``/responses`` endpoint, or have no body,
+  are skipped. ``recorded_at`` (on the interaction or its request; ISO 8601 or a YAML timestamp)
+  becomes the input's time.
+* ``*.jsonl`` — one request body per non-blank line, bytes exactly as written.
+* ``*.json`` — a corpus case (``request_raw`` preferred, else ``request`` written by
+  :func:`llmcore.jsonbytes.dumps` in its stored key order) or one plain request body.
+* a folder — every such file below it, in name order (relative POSIX paths, sorted); files that
+  are not inputs (READMEs, ``manifest.json``) are skipped and listed.
+
+Leaves out: auditing (:func:`llmcore.audit.audit_bodies`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+
+from llmcore import jsonbytes
+from llmcore.audit.report import AuditInput, AuditInputError
+
+__all__ = ["read_inputs", "read_path"]
+
+_ENDPOINTS: Final = ("/messages", "/chat/completions", "/responses")
+_SUFFIXES: Final = frozenset({".yaml", ".yml", ".jsonl", ".json"})
+
+try:
+    _Loader: Any = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - PyYAML built without libyaml
+    _Loader = yaml.SafeLoader
+
+
+def read_inputs(paths: Sequence[Path]) -> tuple[list[AuditInput], list[str]]:
+    """Read every body from ``paths`` in order.
+
+    Returns:
+        The inputs, and the files or interactions passed over (with the reason).
+
+    Raises:
+        AuditInputError: A path is missing, a file is unreadable or malformed (names the file
+            and line or index).
+    """
+    inputs: list[AuditInput] = []
+    skipped: list[str] = []
+    for path in paths:
+        if path.is_dir():
+            files = sorted(
+                (p for p in path.rglob("*") if p.is_file()),
+                key=lambda p: p.relative_to(path).as_posix(),
+            )
+            for file in files:
+                if file.suffix.lower() not in _SUFFIXES:
+                    skipped.append(f"{file}: not a cassette, JSONL or JSON file")
+                    continue
+                inputs.extend(read_path(file, skipped, strict=False))
+        elif path.exists():
+            inputs.extend(read_path(path, skipped, strict=True))
+        else:
+            raise AuditInputError("no such file or folder", location=str(path))
+    return inputs, skipped
+
+
+def read_path(path: Path, skipped: list[str], *, strict: bool = True) -> list[AuditInput]:
+    """Read the bodies of one file, chosen by its suffix.
+
+    Args:
+        path: The file.
+        skipped: Receives what was passed over.
+        strict: Whether a ``.json`` file that is neither a case nor a body is an error (a file
+            named on the command line) or skipped (a file found in a folder).
+
+    Raises:
+        AuditInputError: The file cannot be read or is malformed.
+    """
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise AuditInputError(f"cannot read: {exc.strerror}", location=str(path)) from exc
+    suffix = path.suffix.lower()
+    if suffix in (".yaml", ".yml"):
+        return _cassette(path, data, skipped)
+    if suffix == ".jsonl":
+        return _jsonl(path, data)
+    if suffix == ".json":
+        return _json(path, data, skipped, strict)
+    raise AuditInputError(
+        "unknown input type (expected .yaml/.yml cassette, .jsonl or .json)", location=str(path)
+    )
+
+
+def _jsonl(path: Path, data: bytes) -> list[AuditInput]:
+    out = []
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        line = line.removesuffix(b"\r")
+        if line.strip():
+            out.append(AuditInput(body=line, source=f"{path}:{number}"))
+    return out
+
+
+def _json(path: Path, data: bytes, skipped: list[str], strict: bool) -> list[AuditInput]:
+    try:
+        value = jsonbytes.loads(data)
+    except ValueError as exc:
+        raise AuditInputError(f"not valid JSON ({exc})", location=str(path)) from None
+    if isinstance(value, dict) and "request" in value:
+        return [_case(path, value)]
+    if isinstance(value, dict) and ("messages" in value or "input" in value):
+        return [AuditInput(body=data, source=str(path))]
+    if strict:
+        raise AuditInputError(
+            "neither a corpus case (no 'request') nor a request body (no 'messages' or 'input')",
+            location=str(path),
+        )
+    skipped.append(f"{path}: neither a corpus case nor a request body")
+    return []
+
+
+def _case(path: Path, value: dict[str, Any]) -> AuditInput:
+    raw = value.get("request_raw")
+    if isinstance(raw, str):
+        return AuditInput(body=raw.encode("utf-8"), source=str(path))
+    request = value["request"]
+    if not isinstance(request, dict):
+        raise AuditInputError("'request' is not a JSON object", location=f"{path}: request")
+    return AuditInput(body=jsonbytes.dumps(request), source=str(path))
+
+
+def _cassette(path: Path, data: bytes, skipped: list[str]) -> list[AuditInput]:
+    try:
+        doc = yaml.load(data, Loader=_Loader)  # noqa: S506 - a safe loader
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        problem = getattr(exc, "problem", None) or "malformed"
+        raise AuditInputError(f"not a valid YAML cassette: {problem}", location=where) from None
+    interactions = doc.get("interactions") if isinstance(doc, dict) else None
+    if not isinstance(interactions, list):
+        raise AuditInputError("a cassette needs an 'interactions' list", location=str(path))
+    out = []
+    for index, interaction in enumerate(interactions):
+        where = f"{path}: interactions[{index}]"
+        got = _interaction(interaction, where)
+        if isinstance(got, str):
+            skipped.append(f"{where}: {got}")
+        else:
+            out.append(got)
+    return out
+
+
+def _interaction(interaction: Any, where: str) -> AuditInput | str:
+    """Return the interaction's input, or why it is skipped."""
+    request = interaction.get("request") if isinstance(interaction, dict) else None
+    if not isinstance(request, dict):
+        raise AuditInputError("an interaction needs a 'request' mapping", location=where)
+    method = str(request.get("method", "POST")).upper()
+    uri = str(request.get("uri", "")).split("?", 1)[0].rstrip("/")
+    if method != "POST" or (uri and not uri.endswith(_ENDPOINTS)):
+        return f"not a request to a model endpoint ({method} {uri})"
+    body = _body(request, where)
+    if body is None:
+        return "no request body"
+    stamp = interaction.get("recorded_at", request.get("recorded_at"))
+    return AuditInput(body=body, source=where, timestamp=_timestamp(stamp, where))
+
+
+def _body(request: dict[str, Any], where: str) -> bytes | None:
+    body = request.get("body")
+    if isinstance(body, dict) and "string" in body:
+        body = body["string"]
+    if body is None and isinstance(request.get("parsed_body"), dict):
+        return jsonbytes.dumps(request["parsed_body"])
+    if body is None or body in ("", b""):
+        return None
+    if isinstance(body, str):
+        return body.encode("utf-8")
+    if isinstance(body, bytes):
+        return body
+    raise AuditInputError(
+        f"request body is a {type(body).__name__}, not the string that was sent",
+        location=f"{where}.request.body",
+    )
+
+
+def _timestamp(value: Any, where: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    when = value
+    if isinstance(value, str):
+        try:
+            when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise AuditInputError(
+                f"recorded_at {value!r} is not an ISO 8601 time", location=where
+            ) from None
+    if not isinstance(when, datetime):
+        raise AuditInputError(f"recorded_at {value!r} is not a time", location=where)
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.timestamp()

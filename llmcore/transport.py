@@ -16,9 +16,9 @@ application/json``.
 * **Retries** (:class:`RetryPolicy`): statuses 408, 409, 429, 5xx (Anthropic 529
   ``overloaded_error`` included) and connection failures or timeouts are retried with
   exponential backoff and jitter; a ``retry-after`` / ``retry-after-ms`` header sets the wait
-  instead (capped). Retries happen only before a response body is accepted: a stream that
-  breaks after it started raises :class:`~llmcore.errors.TransportError` (no retry; nothing of it
-  reaches a history).
+  instead (capped). A stream that breaks after it started raises :class:`StreamBrokenError` (a
+  :class:`~llmcore.errors.TransportError`; not retried; nothing of it reaches a history). An
+  ``error`` event inside a stream is the provider's status error and is retried like one.
 * **Errors**: :class:`~llmcore.errors.TransportError` (no response), the provider module's
   :class:`~llmcore.errors.APIStatusError` (status, provider error type and message, request id,
   ``retryable``), :class:`~llmcore.errors.ResponseParseError` (a body or stream that cannot be
@@ -57,6 +57,7 @@ __all__ = [
     "HTTPTransport",
     "MissingAPIKeyError",
     "RetryPolicy",
+    "StreamBrokenError",
     "Transport",
 ]
 
@@ -70,6 +71,14 @@ _USER_AGENT: Final = "llmcore/0.1.0"
 
 class MissingAPIKeyError(UserError):
     """No API key is set for a provider whose default base URL needs one."""
+
+
+class StreamBrokenError(TransportError):
+    """The connection broke after the response body started; nothing of it was kept.
+
+    Not retried by the transport (the generation may have cost tokens already); ``retryable``
+    is true, so the caller may send the same body again.
+    """
 
 
 class Transport(Protocol):
@@ -179,8 +188,8 @@ def _transport_error(provider: Provider, exc: httpx.HTTPError, url: str) -> Tran
     )
 
 
-def _cut_error(provider: Provider, exc: httpx.HTTPError, received: int) -> TransportError:
-    return TransportError(
+def _cut_error(provider: Provider, exc: httpx.HTTPError, received: int) -> StreamBrokenError:
+    return StreamBrokenError(
         f"{provider.name}: the response stream broke after {received} bytes "
         f"({type(exc).__name__}: {exc}); nothing of it was kept",
         provider=provider.name,
@@ -191,6 +200,12 @@ def _cut_error(provider: Provider, exc: httpx.HTTPError, received: int) -> Trans
 def _is_event_stream(response: httpx.Response) -> bool:
     content_type: str = response.headers.get("content-type", "")
     return content_type.startswith("text/event-stream")
+
+
+def _wait(policy: RetryPolicy, attempt: int, error: ProviderError, rand: float) -> float | None:
+    if isinstance(error, StreamBrokenError):
+        return None
+    return policy.delay(attempt, error, rand)
 
 
 class _StreamState:
@@ -274,7 +289,7 @@ class HTTPTransport:
             try:
                 return self._once(provider, setup, body)
             except (TransportError, APIStatusError) as error:
-                wait = self._retry.delay(attempt, error, self._rand())
+                wait = _wait(self._retry, attempt, error, self._rand())
                 if wait is None:
                     raise
                 _log.info(
@@ -377,7 +392,7 @@ class AsyncHTTPTransport:
             try:
                 return await self._once(provider, setup, body)
             except (TransportError, APIStatusError) as error:
-                wait = self._retry.delay(attempt, error, self._rand())
+                wait = _wait(self._retry, attempt, error, self._rand())
                 if wait is None:
                     raise
                 _log.info(

@@ -132,15 +132,19 @@ def _snip(text: str, at: int) -> str:
 
 
 def _item_diff(
-    c: Prepared, section: str, j: int, prev: ItemInfo, cur: ItemInfo
+    c: Prepared, section: str, j: int, prev: ItemInfo | str, cur: ItemInfo
 ) -> tuple[int, str, str]:
-    """Locate the first byte where ``cur`` differs from ``prev``: (offset, path, detail)."""
-    k = common_prefix(prev.norm, cur.norm)
+    """Locate the first byte where ``cur`` differs from ``prev``: (offset, path, detail).
+
+    ``prev`` is the previous item, or its normalized text with an allowed change applied.
+    """
+    before = prev if isinstance(prev, str) else prev.norm
+    k = common_prefix(before, cur.norm)
     start = c.body.starts[section][j]
     at = start + raw_offset(k, cur.deletions)
     name = _name(c.body, section, j)
     path = find_path(c.body.text, start, at, name)
-    detail = f"{name} differs: was {_snip(prev.norm, k)}, now {_snip(cur.norm, k)}"
+    detail = f"{name} differs: was {_snip(before, k)}, now {_snip(cur.norm, k)}"
     return byte_offset(c.body, at), path, detail
 
 
@@ -272,14 +276,26 @@ def _history(p: Prepared, c: Prepared) -> Change | None:
             if b is not None and w.ci == c.lead and _shape.msg(b).summary:
                 return _at(p, c, section, w.first, [Verdict.COMPACTION], "history compacted")
         if not w.allowed(a, b):
-            return _break_at(p, c, section, (w.pi, w.ci), w.kinds)
+            return _break_at(p, c, section, (w.pi, w.ci), w.kinds, _edited_base(a, c, w.ci))
     if w.first is None:
         return None
     return _at(p, c, section, w.first, w.kinds, "allowed change")
 
 
+def _edited_base(a: ItemInfo, c: Prepared, ci: int) -> str | None:
+    """For a message whose thinking could be dropped here, the text to diff against."""
+    if c.provider == "anthropic" and _shape.msg(a).has_thinking and c.last_turn_start > ci:
+        return _stripped(a, "no_thinking")
+    return None
+
+
 def _break_at(
-    p: Prepared, c: Prepared, section: str, where: tuple[int, int], kinds: list[Verdict]
+    p: Prepared,
+    c: Prepared,
+    section: str,
+    where: tuple[int, int],
+    kinds: list[Verdict],
+    base: str | None = None,
 ) -> Change:
     pi, ci = where
     cur = c.hist[ci] if ci < len(c.hist) else None
@@ -287,7 +303,10 @@ def _break_at(
         offset, path = _missing_offset(c, section), f"{section}[{ci}]"
         detail = f"{section}[{pi}] of the previous request is missing"
     else:
-        offset, path, detail = _item_diff(c, section, ci, p.hist[pi], cur)
+        if base is not None and Verdict.THINKING_DROPPED not in kinds:
+            kinds = [*kinds, Verdict.THINKING_DROPPED]
+        prev: ItemInfo | str = base if base is not None else p.hist[pi]
+        offset, path, detail = _item_diff(c, section, ci, prev, cur)
     return Change(
         verdict=Verdict.BREAK,
         changes=(*kinds, Verdict.BREAK),

@@ -35,26 +35,36 @@ module), so adding or moving a marker never changes a message's shape. Mode ``au
 one top-level ``cache_control`` for ``anthropic/`` models (OpenRouter's automatic mode, Claude
 only) and nothing for Gemini; ``off`` sends none.
 
-Import of recorded OpenRouter bodies is not supported (import them as ``openai-chat``). Usage and
-``usage.cost`` reading is not in this module yet.
+Import of recorded OpenRouter bodies is not supported (import them as ``openai-chat``).
+
+Response side: the Chat module's parsers under the name ``openrouter``
+(:func:`~llmcore.providers.openai_chat.parse_completion`,
+:class:`~llmcore.providers.openai_chat.ChatStreamParser`); ``usage.cost`` (US dollars) becomes
+``Usage.reported_cost``, so the cost kind is ``reported`` (PROVIDER-RULES §3,
+https://openrouter.ai/docs/use-cases/usage-accounting). ``: OPENROUTER PROCESSING`` keep-alive
+lines are SSE comments. Errors are ``{"error": {"code": <HTTP status>, "message", "metadata"}}``;
+an error chunk mid-stream takes its status from ``code``.
 
 Source: https://openrouter.ai/docs/features/prompt-caching.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from typing import Any, Final
 
 from llmcore import jsonbytes
-from llmcore.errors import UserError
+from llmcore.errors import APIStatusError, UserError
 from llmcore.messages import Message
 from llmcore.providers import _import_common as imp
 from llmcore.providers import openai_chat
 from llmcore.providers.base import (
     Carry,
     EncodeCache,
+    Endpoint,
     ImportResult,
+    ParsedResponse,
+    StreamParser,
     breakpoint_messages,
     check_request,
     encode_messages,
@@ -62,6 +72,7 @@ from llmcore.providers.base import (
 from llmcore.request import CacheMode, CacheTtl, Request
 
 __all__ = [
+    "ENDPOINT",
     "EXPLICIT_PREFIXES",
     "PROVIDER",
     "ImportNotSupportedError",
@@ -159,6 +170,34 @@ class OpenRouterProvider:
             "importing OpenRouter bodies is not supported; import it with --provider openai-chat",
             location=location,
         )
+
+    @property
+    def endpoint(self) -> Endpoint:
+        """``POST https://openrouter.ai/api/v1/chat/completions`` with a bearer key."""
+        return ENDPOINT
+
+    def parse_response(self, body: bytes) -> ParsedResponse:
+        """Parse a non-streamed response (the Chat parser, ``usage.cost`` read)."""
+        return openai_chat.parse_completion(body, self.name)
+
+    def stream_parser(self) -> StreamParser:
+        """Return a Chat chunk-stream parser named ``openrouter``."""
+        return openai_chat.ChatStreamParser(self.name)
+
+    def parse_error(self, status: int, body: bytes, headers: Mapping[str, str]) -> APIStatusError:
+        """Return the typed error for an HTTP error response."""
+        return openai_chat.error_from_body(status, body, headers, self.name)
+
+
+# --- Response side ---------------------------------------------------------------------------
+
+ENDPOINT: Final = Endpoint(
+    base_url="https://openrouter.ai/api",
+    path="/v1/chat/completions",
+    api_key_env="OPENROUTER_API_KEY",
+    auth="bearer",
+)
+"""The OpenRouter chat endpoint (https://openrouter.ai/docs/api-reference/overview)."""
 
 
 PROVIDER: Final = OpenRouterProvider()

@@ -1,0 +1,71 @@
+"""``llmcore emulate`` — run the provider emulator on loopback (SPEC V2, R2).
+
+:func:`emulate_command` is the whole command as a plain function; :data:`app` wraps it as a
+typer application for registration in the CLI. Errors are one line on stderr and exit 2.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from llmcore.emulator import Emulator, EmulatorError, ScriptError, load_script
+
+__all__ = ["app", "emulate_command"]
+
+
+def emulate_command(port: int = 0, script: Path | None = None, access_log: bool = False) -> int:
+    """Serve the emulator on 127.0.0.1 until interrupted.
+
+    Prints one line with the base URLs, then serves Anthropic ``POST /v1/messages`` and OpenAI
+    ``POST /v1/chat/completions`` / ``POST /v1/responses``.
+
+    Args:
+        port: TCP port; 0 lets the OS choose (the chosen port is printed).
+        script: A reply script file (format in :mod:`llmcore.emulator.script`); ``None`` runs
+            the built-in agent script.
+        access_log: Log each request on stderr.
+
+    Returns:
+        The exit status: 0 after Ctrl+C, 2 for a bad script or a port that cannot be bound.
+    """
+    try:
+        loaded = load_script(script) if script is not None else None
+    except ScriptError as exc:
+        print(f"llmcore emulate: {exc}", file=sys.stderr)
+        return 2
+    emulator = Emulator(script=loaded, port=port, access_log=access_log)
+    try:
+        emulator.serve_forever(on_ready=_announce)
+    except EmulatorError as exc:
+        print(f"llmcore emulate: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def _announce(emulator: Emulator) -> None:
+    print(
+        f"llmcore emulator listening: anthropic base URL {emulator.base_url} · "
+        f"openai base URL {emulator.openai_base_url} (Ctrl+C stops)",
+        flush=True,
+    )
+
+
+app = typer.Typer(add_completion=False)
+
+
+@app.command()
+def emulate(
+    port: Annotated[int, typer.Option(help="TCP port on 127.0.0.1; 0 picks a free one.")] = 0,
+    script: Annotated[
+        Path | None, typer.Option(help="Reply script (JSON); default: the built-in agent.")
+    ] = None,
+    access_log: Annotated[bool, typer.Option(help="Log each request.")] = False,
+) -> None:
+    """Run the local provider emulator (Anthropic Messages, OpenAI Chat and Responses)."""
+    raise typer.Exit(emulate_command(port, script, access_log))

@@ -29,7 +29,7 @@ from typing import Any
 
 from llmcore import jsonbytes
 from llmcore.emulator.errors import Rejection
-from llmcore.emulator.prefix import measure
+from llmcore.emulator.scan import MEMO, Spans
 from llmcore.emulator.store import KeyStore
 from llmcore.emulator.tables import (
     ANTHROPIC_TTL_SECONDS,
@@ -126,8 +126,8 @@ def _cacheable(block: Any) -> bool:
     return not (block.get("type") == "text" and block.get("text") == "")
 
 
-def _item(path: str, level: str, tag: bytes, block: Any) -> PrefixItem:
-    data, tokens, images = measure(block)
+def _item(path: str, level: str, tag: bytes, block: Any, spans: Spans) -> PrefixItem:
+    data, tokens, images = MEMO.measure(block, spans)
     return PrefixItem(
         path=path,
         level=level,
@@ -140,7 +140,7 @@ def _item(path: str, level: str, tag: bytes, block: Any) -> PrefixItem:
     )
 
 
-def _message_items(messages: list[Any]) -> Iterator[PrefixItem]:
+def _message_items(messages: list[Any], spans: Spans) -> Iterator[PrefixItem]:
     for m_index, message in enumerate(messages):
         role = str(message.get("role", "")).encode("utf-8")
         content = message.get("content")
@@ -152,28 +152,32 @@ def _message_items(messages: list[Any]) -> Iterator[PrefixItem]:
                 if isinstance(content, str)
                 else (f"messages.{m_index}.content.{b_index}")
             )
-            yield _item(path, "messages", tag, block)
+            yield _item(path, "messages", tag, block, spans)
 
 
-def linearize(body: dict[str, Any]) -> list[PrefixItem]:
+def linearize(body: dict[str, Any], spans: Spans | None = None) -> list[PrefixItem]:
     """Split a validated Messages body into prefix items: tools → system → messages.
 
     Args:
         body: The parsed request body (already checked by the validator).
+        spans: Item source texts from :func:`~llmcore.emulator.scan.scan_body` (memo keys).
 
     Returns:
         The items in prefix order.
     """
+    spans = spans if spans is not None else {}
     items = [
-        _item(f"tools.{index}", "tools", b"", tool)
+        _item(f"tools.{index}", "tools", b"", tool, spans)
         for index, tool in enumerate(body.get("tools") or ())
     ]
     system = body.get("system")
     if isinstance(system, str) and system:
-        items.append(_item("system", "system", b"", system))
+        items.append(_item("system", "system", b"", system, spans))
     elif isinstance(system, list):
-        items.extend(_item(f"system.{i}", "system", b"", block) for i, block in enumerate(system))
-    items.extend(_message_items(body.get("messages") or []))
+        items.extend(
+            _item(f"system.{i}", "system", b"", block, spans) for i, block in enumerate(system)
+        )
+    items.extend(_message_items(body.get("messages") or [], spans))
     return items
 
 
@@ -226,9 +230,10 @@ def chain_keys(seed: bytes, salt: bytes, items: list[PrefixItem]) -> list[bytes]
         if item.level == "messages" and not salted:
             state = hashlib.sha256(state + b"salt:" + salt).digest()
             salted = True
-        state = hashlib.sha256(
-            state + item.level.encode() + b"|" + item.tag + b"|" + item.data
-        ).digest()
+        step = hashlib.sha256(state)
+        step.update(item.level.encode() + b"|" + item.tag + b"|")
+        step.update(item.data)
+        state = step.digest()
         keys.append(state)
     return keys
 
@@ -239,11 +244,14 @@ class AnthropicCache:
     def __init__(self) -> None:
         self.store = KeyStore()
 
-    def plan(self, body: dict[str, Any], org: str, now: float) -> AnthropicPlan:
+    def plan(
+        self, body: dict[str, Any], org: str, now: float, spans: Spans | None = None
+    ) -> AnthropicPlan:
         """Decide what ``body`` reads and writes at time ``now`` (seconds).
 
         Args:
             body: A validated Messages body.
+            spans: Item source texts (memo keys), when the body was read with ``scan_body``.
             org: The organization the cache is isolated by (the API key the client sent).
             now: The emulator clock.
 
@@ -253,7 +261,7 @@ class AnthropicCache:
         Raises:
             Rejection: The breakpoints break the count or TTL-order rules.
         """
-        items = linearize(body)
+        items = linearize(body, spans)
         points = breakpoints(body, items)
         model = str(body.get("model", ""))
         seed = b"anthropic\x00" + org.encode("utf-8") + b"\x00" + model.encode("utf-8")

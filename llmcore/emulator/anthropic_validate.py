@@ -230,27 +230,22 @@ def _tool_ids(message: dict[str, Any], kind: str, key: str) -> list[tuple[int, s
 
 def _pairing(messages: list[dict[str, Any]]) -> None:
     """Check PROVIDER-RULES §1.7: each tool_use answered in the next message, no orphans."""
-    for index, message in enumerate(messages):
-        uses = _tool_ids(message, "tool_use", "id") if message["role"] == "assistant" else []
-        after = messages[index + 1] if index + 1 < len(messages) else None
-        answered = {
-            call_id
-            for _, call_id in (_tool_ids(after, "tool_result", "tool_use_id") if after else [])
-        }
-        missing = [call_id for _, call_id in uses if call_id not in answered]
+    uses = [_tool_ids(m, "tool_use", "id") if m["role"] == "assistant" else [] for m in messages]
+    results = [
+        _tool_ids(m, "tool_result", "tool_use_id") if m["role"] == "user" else [] for m in messages
+    ]
+    for index, calls in enumerate(uses):
+        answered = {c for _, c in results[index + 1]} if index + 1 < len(messages) else set()
+        missing = [call_id for _, call_id in calls if call_id not in answered]
         if missing:
             raise Rejection(
                 f"messages.{index}: `tool_use` ids were found without `tool_result` blocks "
                 f"immediately after: {', '.join(missing)}. Each `tool_use` block must have a "
                 "corresponding `tool_result` block in the next message."
             )
-        before = messages[index - 1] if index > 0 and message["role"] == "user" else None
-        offered = (
-            {call_id for _, call_id in _tool_ids(before, "tool_use", "id")}
-            if before and (before["role"] == "assistant")
-            else set()
-        )
-        for b_index, call_id in _tool_ids(message, "tool_result", "tool_use_id"):
+    for index, found in enumerate(results):
+        offered = {c for _, c in uses[index - 1]} if index > 0 else set()
+        for b_index, call_id in found:
             if call_id not in offered:
                 raise Rejection(
                     f"messages.{index}.content.{b_index}: unexpected `tool_use_id` found in "

@@ -33,6 +33,7 @@ from llmcore.emulator.responses_wire import (
     responses_turn,
     responses_usage,
 )
+from llmcore.emulator.scan import Spans, scan_body
 from llmcore.emulator.script import Script
 
 __all__ = ["ANTHROPIC_MAX_BODY", "Engine", "Prepared"]
@@ -55,9 +56,9 @@ class Prepared:
     """Makes the request's cache entries visible; call when the response starts."""
 
 
-def _parse(raw: bytes, shape: Shape) -> Any:
+def _parse(raw: bytes, shape: Shape) -> tuple[Any, Spans]:
     try:
-        return jsonbytes.loads(raw)
+        return scan_body(raw)
     except (ValueError, RecursionError) as exc:
         message = (
             "There was an error parsing the body"
@@ -116,11 +117,12 @@ class Engine:
                 status=413,
                 error_type="request_too_large",
             )
-        body = validate_anthropic(_parse(raw, "anthropic"))
-        plan = self.anthropic.plan(body, org, self.clock.now())
+        parsed, spans = _parse(raw, "anthropic")
+        body = validate_anthropic(parsed)
+        plan = self.anthropic.plan(body, org, self.clock.now(), spans)
         turn = anthropic_turn(body)
         reply = self.script.reply_for(turn.first_user_text, turn.index)
-        ident = make_id("msg_emu_", raw, "message")
+        ident = make_id("msg_emu_", turn.seed, "message", turn.index)
         model = body["model"]
 
         def commit() -> None:
@@ -138,9 +140,10 @@ class Engine:
         Raises:
             Rejection: The request breaks a Chat Completions rule.
         """
-        body = validate_chat(_parse(raw, "openai"))
+        parsed, spans = _parse(raw, "openai")
+        body = validate_chat(parsed)
         now = self.clock.now()
-        plan = self.openai.plan("chat", body, [], org, now)
+        plan = self.openai.plan("chat", body, [], org, now, spans)
         turn = chat_turn(body)
         reply = self.script.reply_for(turn.first_user_text, turn.index)
         ident = make_id("chatcmpl-emu", raw, "chat")
@@ -177,11 +180,11 @@ class Engine:
             Rejection: The request breaks a Responses rule, or names an unknown
                 ``previous_response_id``.
         """
-        parsed = _parse(raw, "openai")
+        parsed, spans = _parse(raw, "openai")
         history = self._history(parsed)
         body = validate_responses(parsed, history)
         now = self.clock.now()
-        plan = self.openai.plan("responses", body, history, org, now)
+        plan = self.openai.plan("responses", body, history, org, now, spans)
         turn = responses_turn(body, history)
         reply = self.script.reply_for(turn.first_user_text, turn.index)
         ident = make_id("resp_emu_", raw, "response", length=32)

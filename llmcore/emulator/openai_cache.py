@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from llmcore import jsonbytes
-from llmcore.emulator.prefix import measure
+from llmcore.emulator.scan import MEMO, Spans
 from llmcore.emulator.store import PromptEntry, PromptStore
 from llmcore.emulator.tables import OPENAI_RETENTION_SECONDS
 from llmcore.tokens import OPENAI_CACHE_MIN, openai_cacheable
@@ -79,7 +79,13 @@ class OpenAICache:
         self.store = PromptStore()
 
     def plan(
-        self, api: Api, body: dict[str, Any], history: list[Any], org: str, now: float
+        self,
+        api: Api,
+        body: dict[str, Any],
+        history: list[Any],
+        org: str,
+        now: float,
+        spans: Spans | None = None,
     ) -> OpenAIPlan:
         """Decide what ``body`` reads at ``now`` (seconds) and what it will store.
 
@@ -89,8 +95,10 @@ class OpenAICache:
             history: Items from ``previous_response_id`` (Responses), else empty.
             org: The API key the client sent (caches are per organization).
             now: The emulator clock.
+            spans: Item source texts (memo keys), when the body was read with ``scan_body``.
         """
-        measured = [measure(item) for item in openai_items(api, body, history)]
+        found = spans if spans is not None else {}
+        measured = [MEMO.measure(item, found) for item in openai_items(api, body, history)]
         items = tuple(data for data, _, _ in measured)
         tokens = tuple(count for _, count, _ in measured)
         schema = body.get("response_format") if api == "chat" else body.get("text")

@@ -209,6 +209,8 @@ class Emulator:
             lifespan="off",
             ws="none",
             timeout_keep_alive=60,
+            http="auto",  # httptools when installed (much faster than h11), else h11
+            loop="auto",  # uvloop when installed
         )
         self._server = uvicorn.Server(config)
         return self._server

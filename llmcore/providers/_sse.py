@@ -49,6 +49,7 @@ class SSEReader:
         self._provider = provider
         self._decoder = codecs.getincrementaldecoder("utf-8")("strict")
         self._buffer = ""
+        self._partial: list[str] = []
         self._started = False
         self._event = ""
         self._data: list[str] = []
@@ -84,7 +85,7 @@ class SSEReader:
                 "event stream ends inside a UTF-8 sequence", provider=self._provider
             ) from exc
         events = self._lines(tail)
-        if self._buffer or self._has_fields:
+        if self._buffer or self._partial or self._has_fields:
             raise ResponseParseError(
                 "event stream ends in the middle of an event (truncated)", provider=self._provider
             )
@@ -97,7 +98,12 @@ class SSEReader:
         if self._pending_cr and text.startswith("\n"):
             text = text[1:]
         self._pending_cr = False
-        self._buffer += text
+        if "\n" not in text and "\r" not in text:
+            if text:
+                self._partial.append(text)  # no line ends: keep joining cheap for long lines
+            return []
+        self._buffer += "".join(self._partial) + text
+        self._partial.clear()
         events: list[SSEEvent] = []
         while True:
             cut = _line_end(self._buffer)

@@ -84,3 +84,88 @@ def _anthropic_block(index: int, block: dict[str, Any]) -> list[str]:
     out.extend(_delta(index, d) for d in deltas)
     out.append(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
     return out
+
+
+def _data(obj: Any) -> str:
+    return _sse(None, obj)
+
+
+def chat_stream(response: dict[str, Any]) -> bytes:
+    head = {k: response[k] for k in ("id", "created", "model") if k in response}
+    head["object"] = "chat.completion.chunk"
+    choice = response["choices"][0]
+    message = choice["message"]
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+        return _data({**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+
+    out = [chunk({"role": "assistant", "content": ""})]
+    for key in ("content", "refusal"):
+        if message.get(key):
+            out.extend(chunk({key: p}) for p in _pieces(message[key]))
+    for index, call in enumerate(message.get("tool_calls") or []):
+        kind = call.get("type", "function")
+        inner_key, arg_key = ("custom", "input") if kind == "custom" else ("function", "arguments")
+        inner = call[inner_key]
+        first = {
+            "index": index,
+            "id": call["id"],
+            "type": kind,
+            inner_key: {"name": inner["name"], arg_key: ""},
+        }
+        out.append(chunk({"tool_calls": [first]}))
+        for piece in _pieces(inner[arg_key]):
+            out.append(chunk({"tool_calls": [{"index": index, inner_key: {arg_key: piece}}]}))
+    out.append(chunk({}, choice.get("finish_reason")))
+    out.append(_data({**head, "choices": [], "usage": response.get("usage")}))
+    out.append("data: [DONE]\n\n")
+    return "".join(out).encode("utf-8")
+
+
+def responses_stream(response: dict[str, Any]) -> bytes:
+    seq = iter(range(10_000))
+
+    def event(kind: str, **fields: Any) -> str:
+        return _sse(kind, {"type": kind, "sequence_number": next(seq), **fields})
+
+    started = {**response, "status": "in_progress", "output": [], "usage": None}
+    out = [
+        event("response.created", response=started),
+        event("response.in_progress", response=started),
+    ]
+    for index, item in enumerate(response["output"]):
+        out.append(
+            event(
+                "response.output_item.added",
+                output_index=index,
+                item={**item, "status": "in_progress"},
+            )
+        )
+        if item["type"] == "message":
+            for part_index, part in enumerate(item["content"]):
+                for piece in _pieces(part.get("text", "")):
+                    out.append(
+                        event(
+                            "response.output_text.delta",
+                            item_id=item.get("id"),
+                            output_index=index,
+                            content_index=part_index,
+                            delta=piece,
+                        )
+                    )
+        elif item["type"] == "function_call":
+            for piece in _pieces(item["arguments"]):
+                out.append(
+                    event(
+                        "response.function_call_arguments.delta",
+                        item_id=item.get("id"),
+                        output_index=index,
+                        delta=piece,
+                    )
+                )
+        out.append(event("response.output_item.done", output_index=index, item=item))
+    terminal = (
+        "response.incomplete" if response.get("status") == "incomplete" else "response.completed"
+    )
+    out.append(event(terminal, response=response))
+    return "".join(out).encode("utf-8")

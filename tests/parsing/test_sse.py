@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmcore.errors import ResponseParseError
@@ -73,6 +73,7 @@ json_values = st.recursive(
 )
 
 
+@settings(max_examples=100, deadline=None)
 @given(
     st.dictionaries(st.text(max_size=6), json_values, min_size=1, max_size=5),
     st.booleans(),

@@ -364,3 +364,81 @@ def test_reported_cost_and_unknown_models() -> None:
     assert runner(Scripted()).prices.cost("x", Usage(reported_cost=0.25)) == Cost(
         kind="reported", dollars=0.25
     )
+
+
+def chat_reply(
+    content: str | None, *calls: tuple[str, str, str], usage: dict[str, Any] | None = None
+) -> bytes:
+    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
+    if calls:
+        message["tool_calls"] = [
+            {"id": i, "type": "function", "function": {"name": n, "arguments": a}}
+            for i, n, a in calls
+        ]
+    body = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "model": "gpt-4o",
+        "choices": [
+            {"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}
+        ],
+        "usage": usage
+        or {
+            "prompt_tokens": 2000,
+            "completion_tokens": 10,
+            "prompt_tokens_details": {"cached_tokens": 1024},
+        },
+    }
+    return json.dumps(body).encode()
+
+
+def test_switching_provider_between_turns_sends_the_same_history() -> None:
+    from llmcore.providers import get_provider
+    from llmcore.request import Request
+
+    transport = Scripted(
+        reply(call("toolu_1", "weather", {"city": "Oslo"}), stop="tool_use"),
+        reply(text("Cold.")),
+        chat_reply(None, ("call_9", "weather", '{"city":"Bergen"}')),
+        chat_reply("Wet."),
+    )
+    run = runner(transport)
+    first = run.run_turn(Conversation(), "Oslo?").conversation
+    run.provider, run.model = "openai-chat", "gpt-4o"
+    second = run.run_turn(first, "And Bergen?")
+    assert first.provider == "anthropic" and second.conversation.provider == "openai-chat"
+    assert second.conversation.model == "gpt-4o"
+    assert second.conversation.history[: len(first.history)] == first.history  # nothing dropped
+    expected = get_provider("openai-chat").build_body(
+        Request(
+            model="gpt-4o",
+            system=("Be brief.",),
+            tools=(WEATHER.tool,),
+            messages=(*first.history, Message.user("And Bergen?")),
+        )
+    )
+    assert transport.bodies[2] == expected  # the same messages, nothing added
+    assert second.conversation.history[-2] == Message.tool(
+        ToolResult(call_id="call_9", tool_name="weather", content=b'{"city": "Bergen", "temp": 21}')
+    )
+    assert second.conversation.usage.last_round == Usage(input=976, output=10, cache_read=1024)
+
+
+def test_openai_turn_over_loopback_with_bearer_key() -> None:
+    replies = [
+        Reply(body=chat_reply(None, ("call_1", "weather", '{"city":"Rome"}'))),
+        Reply(body=chat_reply("Sunny.")),
+    ]
+    with serve(*replies) as server:
+        with HTTPTransport(
+            base_urls={"openai-chat": server.url}, api_keys={"openai-chat": "sk-test"}
+        ) as t:
+            run = Runner(provider="openai-chat", model="gpt-4o", transport=t, tools=[WEATHER])
+            result = run.run_turn(Conversation(), "Rome?")
+    assert [s.path for s in server.seen] == ["/v1/chat/completions"] * 2
+    assert server.seen[0].headers["authorization"] == "Bearer sk-test"
+    assert [s.body for s in server.seen] == list(result.bodies)
+    assert result.conversation.history[1] == Message.assistant(
+        ToolCall(id="call_1", name="weather", arguments=b'{"city":"Rome"}')
+    )
+    assert result.conversation.usage.cost.kind == "estimated"

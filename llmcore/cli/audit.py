@@ -91,6 +91,15 @@ def _summary(report: AuditReport) -> list[str]:
     return lines
 
 
+def _width(report: AuditReport, out: TextIO) -> int | None:
+    """Terminal width on a terminal; else wide enough that no row wraps (files, pipes)."""
+    if out.isatty():
+        return None
+    source = max((len(r.source) for r in report.requests), default=10)
+    where = max((len(r.path or "") + 12 for r in report.requests), default=10)
+    return max(120, source + where + 110)
+
+
 def audit_command(
     paths: list[Path],
     provider: str | None,
@@ -121,10 +130,10 @@ def audit_command(
     if as_json:
         out.write(report.to_json().decode("utf-8") + "\n")
     else:
-        console = Console(file=out, width=max(Console(file=out).width, 140), highlight=False)
+        console = Console(file=out, width=_width(report, out), highlight=False)
         console.print(_table(report))
         for line in _summary(report):
-            console.print(line, markup=False)
+            console.print(line, markup=False, soft_wrap=True)
     return EXIT_STABLE if report.stable else EXIT_BREAK
 
 

@@ -1,0 +1,51 @@
+"""The auditor over the whole recorded corpus: no crash, and what it finds there.
+
+The corpus holds single requests from many unrelated test suites, so most requests start new
+conversations; those that share a first history message are grouped and compared as V1 says,
+which finds real differences between neighbouring recordings (edited tools, system prompts,
+provider ids) and one real Anthropic thinking drop.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from llmcore.audit import Verdict, audit_paths
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _corpus() -> Path:
+    vendored = ROOT / "tests" / "corpus"
+    return vendored if vendored.is_dir() else ROOT.parent / "shared" / "corpus"
+
+
+def test_whole_corpus_audits_without_error():
+    corpus = _corpus()
+    cases = sorted(p for p in corpus.rglob("*.json") if p.name != "manifest.json")
+    report = audit_paths([corpus])
+    assert len(report.requests) == len(cases) == 376
+    assert [r.source for r in report.requests] == [str(p) for p in cases]
+    counts = report.counts()
+    assert sum(counts.values()) == 376
+    # What the audit finds on the corpus (recorded here so a change in the auditor shows up).
+    assert counts == {
+        "new": 197,
+        "stable": 102,
+        "break": 76,
+        "thinking_dropped": 1,
+        "reasoning_dropped": 0,
+        "compaction": 0,
+    }
+    assert report.conversations == 197
+    providers = {r.provider for r in report.requests}
+    assert providers == {"anthropic", "openai-chat", "openai-responses"}
+    by_dir = {p.parent.name for p in cases}
+    for r in report.requests:
+        assert Path(r.source).parent.name == r.provider  # shape detection agrees with the folders
+    assert by_dir == providers
+    dropped = [r for r in report.requests if r.verdict is Verdict.THINKING_DROPPED]
+    assert [Path(r.source).name for r in dropped] == ["0026.json"]
+    for r in report.requests:
+        assert (r.first_break_offset is None) == (r.verdict in (Verdict.NEW, Verdict.STABLE))
+        assert 0 <= r.max_cacheable_tokens <= r.total_tokens

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import typer
 
-from llmcore.cli import bodies
+from llmcore.cli import audit, bodies, emulate
 
 __all__ = ["app", "main"]
 
@@ -19,6 +19,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 bodies.register(app)
+audit.register(app)
+emulate.register(app)
 
 
 def main() -> None:

@@ -1,7 +1,7 @@
 """``llmcore emulate`` — run the provider emulator on loopback (SPEC V2, R2).
 
-:func:`emulate_command` is the whole command as a plain function; :data:`app` wraps it as a
-typer application for registration in the CLI. Errors are one line on stderr and exit 2.
+:func:`emulate_command` is the whole command as a plain function; :func:`register` adds it
+to the ``llmcore`` application. Errors are one line on stderr and exit 2.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import typer
 
 from llmcore.emulator import Emulator, EmulatorError, ScriptError, load_script
 
-__all__ = ["app", "emulate_command"]
+__all__ = ["emulate_command", "register"]
 
 
 def emulate_command(port: int = 0, script: Path | None = None, access_log: bool = False) -> int:
@@ -56,10 +56,6 @@ def _announce(emulator: Emulator) -> None:
     )
 
 
-app = typer.Typer(add_completion=False)
-
-
-@app.command()
 def emulate(
     port: Annotated[int, typer.Option(help="TCP port on 127.0.0.1; 0 picks a free one.")] = 0,
     script: Annotated[
@@ -69,3 +65,8 @@ def emulate(
 ) -> None:
     """Run the local provider emulator (Anthropic Messages, OpenAI Chat and Responses)."""
     raise typer.Exit(emulate_command(port, script, access_log))
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``emulate`` to ``app``."""
+    app.command("emulate")(emulate)

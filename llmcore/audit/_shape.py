@@ -306,23 +306,38 @@ def _compact(value: Any) -> bytes:
         return jsonbytes.dumps_text(value).encode("utf-8", "surrogatepass")
 
 
-def _image_payloads(value: Any, out: list[str]) -> None:
+_IMAGE_TYPES: Final = frozenset({"image", "image_url", "input_image"})
+"""Content parts that are images: Anthropic ``image``, Chat ``image_url``, Responses
+``input_image`` (each API reference's content part types)."""
+
+
+def _image_payload(node: dict[str, Any]) -> str | None:
+    """Return the base64 payload of an image part (``source.data`` or a ``data:`` URL)."""
+    if node.get("type") == "image":
+        source = node.get("source")
+        data = source.get("data") if isinstance(source, dict) else None
+        return data if isinstance(data, str) else None
+    url = node.get("image_url")
+    if isinstance(url, dict):
+        url = url.get("url")
+    return url if isinstance(url, str) and url.startswith("data:") else None
+
+
+def _images(value: Any, acc: list[int]) -> None:
+    """Add to ``acc`` = [images, payload bytes] the image parts found in ``value``."""
     if isinstance(value, dict):
-        data, media = value.get("data"), value.get("media_type")
-        if (
-            value.get("type") == "base64"
-            and isinstance(data, str)
-            and isinstance(media, str)
-            and media.startswith("image/")
-        ):
-            out.append(data)
+        if value.get("type") in _IMAGE_TYPES:
+            acc[0] += 1
+            payload = _image_payload(value)
+            if payload is not None:
+                acc[1] += len(jsonbytes.encode_str(payload).encode("utf-8", "surrogatepass")) - 2
         for sub in value.values():
-            _image_payloads(sub, out)
+            if isinstance(sub, dict | list):
+                _images(sub, acc)
     elif isinstance(value, list):
         for sub in value:
-            _image_payloads(sub, out)
-    elif isinstance(value, str) and value.startswith("data:image/"):
-        out.append(value)
+            if isinstance(sub, dict | list):
+                _images(sub, acc)
 
 
 def item_tokens(value: Any, data: bytes) -> int:
@@ -333,13 +348,13 @@ def item_tokens(value: Any, data: bytes) -> int:
         data: Its compact JSON bytes.
 
     Returns:
-        ``IMAGE_TOKENS`` per image plus ``ceil(bytes / 4)`` of ``data`` with each base64 image
-        payload's characters (between its quotes) cut out.
+        ``IMAGE_TOKENS`` per image part (Anthropic ``image``, Chat ``image_url``, Responses
+        ``input_image``) plus ``ceil(bytes / 4)`` of ``data`` without the characters of each
+        base64 payload (``source.data`` or a ``data:`` URL; its quotes and key still count).
     """
-    payloads: list[str] = []
-    _image_payloads(value, payloads)
-    cut = sum(len(jsonbytes.encode_str(p)) - 2 for p in payloads)
-    return tokens.IMAGE_TOKENS * len(payloads) + tokens.bytes_tokens(len(data) - cut)
+    acc = [0, 0]
+    _images(value, acc)
+    return tokens.IMAGE_TOKENS * acc[0] + tokens.bytes_tokens(len(data) - acc[1])
 
 
 def _whole(info: ItemInfo) -> tuple[bytes, int]:
@@ -370,6 +385,20 @@ def _blocks(info: ItemInfo) -> tuple[tuple[bytes, int], ...]:
     return got
 
 
+_STRING_ONLY: Final = frozenset({"system", "instructions"})
+
+
+def _counted(section: str, value: Any) -> bool:
+    """Whether a ``system`` / ``instructions`` item is a prefix item (tokens.py).
+
+    ``instructions`` counts only as a string (even empty); ``system`` counts as a non-empty
+    string or as blocks (objects).
+    """
+    if isinstance(value, str):
+        return section == "instructions" or value != ""
+    return section == "system" and isinstance(value, dict)
+
+
 def token_items(body: ScannedBody, provider: str, anthropic: bool) -> list[TokenItem]:
     """Return the body's prefix items in cache order, as :mod:`llmcore.tokens` defines them.
 
@@ -389,6 +418,8 @@ def token_items(body: ScannedBody, provider: str, anthropic: bool) -> list[Token
                     out.append(((i, role, data), data, count, section))
         else:
             for info in infos:
+                if section in _STRING_ONLY and not _counted(section, info.parsed()):
+                    continue
                 data, count = _whole(info)
                 out.append(((section, data), data, count, section))
     return out

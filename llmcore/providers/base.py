@@ -148,8 +148,10 @@ class Provider(Protocol):
     (:mod:`llmcore.providers`).
     """
 
-    name: str
-    """The registry name, e.g. ``anthropic``."""
+    @property
+    def name(self) -> str:
+        """The registry name, e.g. ``anthropic`` (read-only, so ``Final`` class attributes fit)."""
+        ...
 
     def build_body(
         self, request: Request, *, cache: EncodeCache | None = None, carry: Carry | None = None

@@ -442,3 +442,66 @@ def test_openai_turn_over_loopback_with_bearer_key() -> None:
         ToolCall(id="call_1", name="weather", arguments=b'{"city":"Rome"}')
     )
     assert result.conversation.usage.cost.kind == "estimated"
+
+
+def test_streamed_turn_over_loopback() -> None:
+    from llmcore.request import Params
+
+    def sse_reply(*events: dict[str, Any]) -> Reply:
+        body = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
+        return Reply(body=body, headers={"content-type": "text/event-stream"})
+
+    start = {
+        "type": "message_start",
+        "message": {"id": "m", "model": MODEL, "usage": {"input_tokens": 7}},
+    }
+    first = sse_reply(
+        start,
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "tool_use", "id": "t1", "name": "weather", "input": {}},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "input_json_delta", "partial_json": '{"city":'},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "input_json_delta", "partial_json": ' "Pau"}'},
+        },
+        {"type": "content_block_stop", "index": 0},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "tool_use"},
+            "usage": {"output_tokens": 3},
+        },
+        {"type": "message_stop"},
+    )
+    second = sse_reply(
+        start,
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "text_delta", "text": "Mild."},
+        },
+        {"type": "content_block_stop", "index": 0},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn"},
+            "usage": {"output_tokens": 2},
+        },
+        {"type": "message_stop"},
+    )
+    with serve(first, second) as server:
+        with HTTPTransport(base_urls={"anthropic": server.url}, api_keys={"anthropic": "k"}) as t:
+            result = runner(t, params=Params(stream=True)).run_turn(Conversation(), "Pau?")
+    assert b'"stream":true' in server.seen[0].body
+    assert result.conversation.history[1] == Message.assistant(
+        ToolCall(id="t1", name="weather", arguments=b'{"city": "Pau"}')
+    )
+    assert result.conversation.history[-1] == Message.assistant("Mild.")
+    assert result.conversation.usage.total == Usage(input=14, output=5)

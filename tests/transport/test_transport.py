@@ -247,3 +247,26 @@ def test_async_transport_retries_and_streams_over_loopback() -> None:
     assert sleeps == [0.25]
     assert first.content == (Text(text="hello"),)  # type: ignore[attr-defined]
     assert [s.body for s in server.seen] == [BODY, BODY, BODY]
+
+
+def test_error_event_mid_stream_is_retried_like_its_status() -> None:
+    overloaded = (
+        SSE.split(b"event: content_block_start")[0]
+        + b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n'
+    )
+    sleeps = Sleeps()
+    replies = (Reply(body=overloaded, headers=SSE_HEADERS), Reply(body=SSE, headers=SSE_HEADERS))
+    with serve(*replies) as server, transport(server.url, sleeps) as t:
+        parsed = t.send(PROVIDER, BODY, stream=True)
+    assert parsed.content == (Text(text="hello"),)
+    assert sleeps == [0.5] and len(server.seen) == 2
+
+
+def test_truncated_stream_without_message_stop_is_a_parse_error() -> None:
+    short = SSE.split(b"event: message_stop")[0]
+    with (
+        serve(Reply(body=short, headers=SSE_HEADERS)) as server,
+        transport(server.url, Sleeps()) as t,
+    ):
+        with pytest.raises(ResponseParseError, match="before message_stop"):
+            t.send(PROVIDER, BODY, stream=True)

@@ -1,0 +1,190 @@
+"""``llmcore verify ARCHIVE [--request FILE] [--provider P]``: P5 for an archive folder (SPEC R2).
+
+Builds the next request body from the archive (model, system, tools and params from
+``--request``, else neutral defaults; provider from ``--provider``, else the archive's; model the
+archive's unless the request file names one; the request file's messages appended after the
+history), saves a copy of the conversation into a temporary folder, reopens the copy, rebuilds
+the body and compares the two byte for byte. Exit 0: identical. Exit 1: they differ (the first
+differing byte and its context are shown). Exit 2: bad input — a missing, unreadable or newer
+archive (never touched), an unreadable request file, an unknown provider.
+
+It leaves out the archive itself (:mod:`llmcore.archive`) and body building (the providers).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from llmcore.archive import ArchiveStore, ConversationState, encode
+from llmcore.archive.store import Encoder
+from llmcore.cli._common import EXIT_USAGE
+from llmcore.errors import LLMCoreError
+from llmcore.providers import PROVIDER_NAMES, get_provider
+from llmcore.request import Request
+
+__all__ = ["VerifyResult", "register", "verify", "verify_archive", "verify_command"]
+
+EXIT_IDENTICAL = 0
+EXIT_DIFFERS = 1
+_CONTEXT = 32
+"""Bytes of context shown on each side of the first difference."""
+
+
+class VerifyInputError(LLMCoreError):
+    """The archive or the options cannot be verified (exit 2)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VerifyResult:
+    """The outcome of :func:`verify_archive`."""
+
+    provider: str
+    """The provider the bodies were built for."""
+    model: str
+    """The model of the request."""
+    before: bytes
+    """The body built from the archive as opened."""
+    after: bytes
+    """The body built after saving a copy and reopening it (empty if the copy is unreadable)."""
+    note: str | None = None
+    """Why there is no second body: the saved copy could not be read back."""
+
+    @property
+    def identical(self) -> bool:
+        """Whether the two bodies are byte-identical (P5 holds)."""
+        return self.before == self.after
+
+    def first_difference(self) -> int:
+        """Return the offset of the first differing byte (the shorter length if one is a prefix)."""
+        for index, (a, b) in enumerate(zip(self.before, self.after, strict=False)):
+            if a != b:
+                return index
+        return min(len(self.before), len(self.after))
+
+
+def _open(archive: Path) -> ConversationState:
+    store = ArchiveStore(archive)
+    if not store.fs.is_file(store.conversation_file):
+        raise VerifyInputError("no conversation.json in this folder", location=str(archive))
+    loaded = store.load()
+    if loaded.notice is not None:
+        raise VerifyInputError(f"cannot verify: {loaded.notice.reason}")
+    return loaded.state
+
+
+def _request(state: ConversationState, request: Path | None) -> Request:
+    if request is None:
+        if not state.model:
+            raise VerifyInputError("the archive names no model; pass --request with a model")
+        return Request(model=state.model, messages=state.history)
+    from llmcore.requestfile import load_request_file
+
+    extra = load_request_file(request)
+    model = extra.model or state.model
+    return Request(
+        model=model,
+        system=extra.system,
+        tools=extra.tools,
+        messages=(*state.history, *extra.messages),
+        params=extra.params,
+    )
+
+
+def verify_archive(
+    archive: Path,
+    request: Path | None = None,
+    provider: str | None = None,
+    *,
+    encoder: Encoder = encode,
+) -> VerifyResult:
+    """Check P5 for the archive folder ``archive``; never writes into it.
+
+    Args:
+        archive: The folder holding ``conversation.json``.
+        request: A request file (SPEC R1) for model, system, tools, params and new messages.
+        provider: The provider name; ``None`` uses the archive's.
+        encoder: Writes the saved copy (tests inject a non-canonical writer here).
+
+    Raises:
+        VerifyInputError: No archive, an unreadable or newer one, or no provider/model to use.
+        LLMCoreError: The request file is bad, the provider unknown, or a body cannot be built.
+    """
+    state = _open(archive)
+    name = provider or state.provider
+    if not name:
+        raise VerifyInputError("the archive names no provider; pass --provider")
+    builder = get_provider(name)
+    first = _request(state, request)
+    before = builder.build_body(first)
+    with tempfile.TemporaryDirectory(prefix="llmcore-verify-") as tmp:
+        copy = ArchiveStore(Path(tmp) / "agent", encoder=encoder)
+        copy.write(state)
+        loaded = ArchiveStore(copy.folder).load()
+    if loaded.notice is not None:
+        return VerifyResult(
+            provider=name, model=first.model, before=before, after=b"", note=loaded.notice.reason
+        )
+    extra = first.messages[len(state.history) :]
+    second = dataclasses.replace(first, messages=(*loaded.state.history, *extra))
+    after = builder.build_body(second)
+    return VerifyResult(provider=name, model=first.model, before=before, after=after)
+
+
+def _context(data: bytes, offset: int) -> str:
+    start = max(0, offset - _CONTEXT)
+    return repr(data[start : offset + _CONTEXT])
+
+
+def report(result: VerifyResult) -> int:
+    """Print the outcome on stdout and return the exit code (0 identical, 1 differs)."""
+    if result.identical:
+        print(
+            f"OK: {len(result.before)} body bytes identical after save and reopen "
+            f"({result.provider}, {result.model})"
+        )
+        return EXIT_IDENTICAL
+    offset = result.first_difference()
+    print(
+        f"DIFFERS at byte {offset} ({result.provider}, {result.model}; "
+        f"{len(result.before)} bytes before, {len(result.after)} after reopen)"
+    )
+    print(f"  before: {_context(result.before, offset)}")
+    print(f"  after:  {_context(result.after, offset)}")
+    if result.note is not None:
+        print(f"  the saved copy could not be read back: {result.note}")
+    return EXIT_DIFFERS
+
+
+def verify_command(archive: Path, request: Path | None, provider: str | None) -> int:
+    """Run ``llmcore verify`` and return its exit code; errors are one line on stderr (exit 2)."""
+    try:
+        return report(verify_archive(archive, request, provider))
+    except LLMCoreError as exc:
+        print(f"llmcore: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def verify(
+    archive: Annotated[Path, typer.Argument(help="The archive folder holding conversation.json.")],
+    request: Annotated[
+        Path | None, typer.Option("--request", "-r", help="A request file (model, system, …).")
+    ] = None,
+    provider: Annotated[
+        str | None,
+        typer.Option("--provider", "-p", help=f"One of: {', '.join(PROVIDER_NAMES)}."),
+    ] = None,
+) -> None:
+    """Check that the next body is byte-identical after saving and reopening ARCHIVE (P5)."""
+    raise typer.Exit(verify_command(archive, request, provider))
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``verify`` to ``app``."""
+    app.command("verify")(verify)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ class Reply:
     body: bytes = b""
     headers: dict[str, str] = field(default_factory=lambda: {"content-type": "application/json"})
     cut_after: int | None = None  # send only this many body bytes, then drop the connection
+    delay: float = 0.0  # seconds to wait before answering
 
 
 @dataclass
@@ -42,6 +44,8 @@ class _Handler(BaseHTTPRequestHandler):
             if self.server.script
             else Reply(status=500, body=b"script empty")
         )
+        if reply.delay:
+            time.sleep(reply.delay)
         self.send_response(reply.status)
         for key, value in reply.headers.items():
             self.send_header(key, value)

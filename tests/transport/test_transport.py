@@ -43,8 +43,7 @@ def transport(url: str, sleeps: Sleeps, **kw: object) -> HTTPTransport:
         api_keys={"anthropic": KEY},
         sleep=sleeps,
         rand=lambda: 0.0,
-        timeout=5.0,
-        **kw,  # type: ignore[arg-type]
+        **{"timeout": 5.0, **kw},  # type: ignore[arg-type]
     )
 
 
@@ -270,3 +269,13 @@ def test_truncated_stream_without_message_stop_is_a_parse_error() -> None:
     ):
         with pytest.raises(ResponseParseError, match="before message_stop"):
             t.send(PROVIDER, BODY, stream=True)
+
+
+def test_read_timeout_is_a_retryable_transport_error() -> None:
+    sleeps = Sleeps()
+    slow = Reply(body=OK, delay=1.0)
+    with serve(slow) as server:
+        with transport(server.url, sleeps, retry=RetryPolicy(max_retries=0), timeout=0.2) as t:
+            with pytest.raises(TransportError, match="ReadTimeout") as info:
+                t.send(PROVIDER, BODY)
+    assert info.value.retryable and sleeps == []

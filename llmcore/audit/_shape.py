@@ -180,9 +180,9 @@ def _is_anthropic(body: ScannedBody) -> bool:
     if vote:
         return vote > 0
     model = body.values.get("model")
-    if isinstance(model, str) and "claude" in model and "/" not in model:
-        return True
-    return "max_tokens" in keys and not (isinstance(model, str) and model.startswith(("gpt", "o")))
+    # Nothing provider-only in the body: Claude model ids are Anthropic's; anything else is
+    # taken as Chat Completions, the shape OpenAI-compatible servers share.
+    return isinstance(model, str) and "claude" in model and "/" not in model
 
 
 def detect_provider(body: ScannedBody, given: str | None, *, location: str) -> str:

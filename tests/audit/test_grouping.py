@@ -114,3 +114,25 @@ def test_provider_flag_overrides_the_shape():
     body = b.chat([{"role": "user", "content": "hi"}])
     report = audit_bodies([body], provider="openrouter")
     assert report.requests[0].provider == "openrouter"
+
+
+def test_shape_detection_of_minimal_bodies():
+    from llmcore import jsonbytes
+
+    def provider(body):
+        return audit_bodies([jsonbytes.dumps(body)]).requests[0].provider
+
+    hi = [{"role": "user", "content": "hi"}]
+    assert provider({"model": "claude-3-opus", "max_tokens": 5, "messages": hi}) == "anthropic"
+    assert provider({"model": "llama-3", "max_tokens": 5, "messages": hi}) == "openai-chat"
+    assert provider({"model": "x", "system": "s", "messages": hi}) == "anthropic"
+    assert provider({"model": "x", "messages": hi, "max_completion_tokens": 5}) == "openai-chat"
+    assert (
+        provider(
+            {"model": "x", "messages": [{"role": "tool", "tool_call_id": "a", "content": "r"}]}
+        )
+        == "openai-chat"
+    )
+    assert provider({"model": "x", "input": "hi"}) == "openai-responses"
+    assert provider({"model": "x", "prompt": {"id": "pmpt_1"}}) == "openai-responses"
+    assert provider({"model": "anthropic/claude-sonnet-4", "messages": hi}) == "openai-chat"

@@ -1,6 +1,7 @@
 """Encode and decode ``conversation.json``, format 1 (SPEC A1–A4, A7, U1, U2, F1).
 
-:func:`encode` turns a :class:`~llmcore.archive.state.ConversationState` into the file's bytes:
+:func:`encode` turns a :class:`~llmcore.archive.state.ConversationState` into the file's bytes
+(history blocks through the shared A3 writer, :func:`llmcore.blocks.encode_message`):
 keys sorted, :data:`~llmcore.archive.format.INDENT` spaces, one trailing newline, so an unchanged
 conversation always gives the same bytes (A2). Images whose hash is not in ``kept_images`` are
 written as ``imageOmitted`` (the budget of A6 is decided by :mod:`llmcore.archive.images`).
@@ -17,7 +18,10 @@ it cannot supply reads as an omitted image (A7). Every way a file can be wrong r
   feedback or turn record, or an unknown key inside one of those llmcore-owned objects (a field
   this version cannot read, A8). Host fields of items and card states are free JSON.
 
-A missing top-level key reads as its empty default. It leaves out files and folders
+A missing top-level key reads as its empty default. The reader is stricter than the request-file
+reader of :mod:`llmcore.blocks` (unknown fields, lone surrogates in tool bytes and missing
+``isError`` are refused) because a file it cannot fully read must be kept, not rewritten (A8).
+It leaves out files and folders
 (:mod:`llmcore.archive.store`).
 """
 
@@ -30,9 +34,10 @@ import warnings
 from collections.abc import Callable, Collection, Mapping
 from typing import Any, Final, NoReturn
 
-from llmcore import jsonbytes
+from llmcore import blocks, jsonbytes
 from llmcore.errors import ArchiveReadError, InvalidMessageError
 from llmcore.facts import SentFacts, TurnFacts
+from llmcore.jsonbytes import Raw
 from llmcore.messages import (
     Image,
     ImageTypeCorrectedWarning,
@@ -42,6 +47,7 @@ from llmcore.messages import (
     ToolCall,
     ToolResult,
     clean_text,
+    sniff_image_type,
 )
 from llmcore.usage import Cost, CostKind, Usage, UsageTotals
 
@@ -56,7 +62,7 @@ from .state import (
     short_repr,
 )
 
-__all__ = ["ImageLoader", "decode", "encode", "encode_block", "is_sha256"]
+__all__ = ["FragmentCache", "ImageLoader", "decode", "encode", "is_sha256"]
 
 ImageLoader = Callable[[str, str], bytes | None]
 """``load_image(sha256_hex, mime_type)`` → the verified image bytes, or ``None`` if unusable."""
@@ -91,6 +97,7 @@ def encode(
     *,
     kept_images: Collection[str] | None = None,
     digest: Callable[[Image], str] | None = None,
+    fragments: FragmentCache | None = None,
 ) -> bytes:
     """Return the bytes of ``conversation.json`` for ``state`` (SPEC A1, A2).
 
@@ -99,16 +106,19 @@ def encode(
         kept_images: SHA-256 hex of the images written as ``image``; every other image is
             written as ``imageOmitted``. ``None`` keeps every image.
         digest: Returns an image's SHA-256 hex (a cache); ``None`` hashes each image.
+        fragments: Encoded messages and items of earlier calls, reused when unchanged (the
+            output is the same bytes as without it).
 
     Raises:
         EncodingError: A value has no JSON form (cannot happen for values built through
             :mod:`llmcore.archive.state`).
     """
+    image_block = _image_encoder(kept_images, digest)
     doc = {
         "formatVersion": FORMAT_VERSION,
         "provider": state.provider,
         "model": state.model,
-        "items": [item.fields() for item in state.items],
+        "items": [_item_json(item, fragments) for item in state.items],
         "feedback": {
             key: {"rating": fb.rating, "reasons": list(fb.reasons)} for key, fb in state.feedback
         },
@@ -116,10 +126,7 @@ def encode(
         "lintRuleCards": _cards_json(state.lint_rule_cards),
         "approvalCards": _cards_json(state.approval_cards),
         "resolvedCards": list(state.resolved_cards),
-        "history": [
-            {"role": m.role, "content": [encode_block(p, kept_images, digest) for p in m.content]}
-            for m in state.history
-        ],
+        "history": [_message_json(m, image_block, fragments) for m in state.history],
         "queued": list(state.queued),
         "unsent": list(state.unsent),
         "usage": _usage_json(state.usage.total),
@@ -127,47 +134,83 @@ def encode(
         "estimatedCost": _cost_json(state.usage.cost),
         "sentFacts": [_fact_json(turn) for turn in state.sent_facts.turns],
     }
-    return jsonbytes.dumps_sorted(doc, indent=INDENT) + b"\n"
+    data = jsonbytes.dumps_sorted(doc, indent=INDENT) + b"\n"
+    if fragments is not None:
+        fragments.rotate()
+    return data
+
+
+_FRAGMENT_DEPTH: Final = 2
+"""Nesting depth of a history message or an item inside the file (top object → array)."""
+
+
+class FragmentCache:
+    """The encoded text of history messages and items, so a save re-encodes only what is new.
+
+    A message's text is keyed by the message object and by which of its images are kept; an
+    item's by the item object. Entries hold their object, so an ``id`` is never reused while
+    cached; entries not used by the latest :func:`encode` call are dropped.
+    """
+
+    __slots__ = ("_entries", "_fresh")
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[int, frozenset[str]], tuple[object, Raw]] = {}
+        self._fresh: dict[tuple[int, frozenset[str]], tuple[object, Raw]] = {}
+
+    def get(self, obj: object, variant: frozenset[str], make: Callable[[], Any]) -> Raw:
+        """Return the cached text of ``obj`` (``variant`` distinguishes kept images)."""
+        key = (id(obj), variant)
+        entry = self._entries.get(key) or self._fresh.get(key)
+        if entry is None:
+            text = jsonbytes.dumps_sorted(make(), indent=INDENT).decode("utf-8")
+            indent = "\n" + " " * (INDENT * _FRAGMENT_DEPTH)
+            entry = (obj, Raw(text.replace("\n", indent)))
+        self._fresh[key] = entry
+        return entry[1]
+
+    def rotate(self) -> None:
+        """Keep only the entries the latest encoding used."""
+        self._entries, self._fresh = self._fresh, {}
+
+
+def _message_json(
+    message: Message,
+    image_block: Callable[[Image], dict[str, Any]],
+    fragments: FragmentCache | None,
+) -> Any:
+    if fragments is None:
+        return blocks.encode_message(message, image_block)
+    variant = frozenset(
+        block["sha256"]
+        for block in (image_block(p) for p in message.content if isinstance(p, Image))
+        if "sha256" in block
+    )
+    return fragments.get(message, variant, lambda: blocks.encode_message(message, image_block))
+
+
+def _item_json(item: Item, fragments: FragmentCache | None) -> Any:
+    if fragments is None:
+        return item.fields()
+    return fragments.get(item, frozenset(), item.fields)
 
 
 def _cards_json(cards: CardMap) -> dict[str, Any]:
     return {key: jsonbytes.loads(text) for key, text in cards}
 
 
-def encode_block(
-    part: MessageContent,
-    kept_images: Collection[str] | None = None,
-    digest: Callable[[Image], str] | None = None,
-) -> dict[str, Any]:
-    """Return the A3 block of one content case (images not in ``kept_images`` as omitted)."""
-    if isinstance(part, Text):
-        if part.omitted_image_mime_type is not None:
-            return {"type": "imageOmitted", "mimeType": part.omitted_image_mime_type}
-        return {"type": "text", "text": part.text}
-    if isinstance(part, Image):
+def _image_encoder(
+    kept_images: Collection[str] | None, digest: Callable[[Image], str] | None
+) -> Callable[[Image], dict[str, Any]]:
+    """Return the ``image`` block writer: kept images by hash, others as ``imageOmitted``."""
+
+    def image_block(part: Image) -> dict[str, Any]:
         sha = part.sha256 if digest is None else digest(part)
         if kept_images is not None and sha not in kept_images:
             return {"type": "imageOmitted", "mimeType": part.mime_type}
         return {"type": "image", "sha256": sha, "mimeType": part.mime_type}
-    if isinstance(part, ToolCall):
-        block: dict[str, Any] = {"type": "toolCall", "id": part.id, "name": part.name}
-        _put_bytes(block, "arguments", part.arguments)
-        return block
-    block = {
-        "type": "toolResult",
-        "callID": part.call_id,
-        "toolName": part.tool_name,
-        "isError": part.is_error,
-    }
-    _put_bytes(block, "content", part.content)
-    return block
 
-
-def _put_bytes(block: dict[str, Any], key: str, data: bytes) -> None:
-    try:
-        block[key] = data.decode("utf-8")
-    except UnicodeDecodeError:
-        block[key + "Base64"] = base64.b64encode(data).decode("ascii")
+    return image_block
 
 
 def _usage_json(usage: Usage) -> dict[str, Any]:
@@ -333,9 +376,10 @@ def _check_version(top: Mapping[str, Any]) -> None:
 
 def _decode_top(top: dict[str, Any], load_image: ImageLoader) -> ConversationState:
     history = _history(top.get("history", []), load_image)
+    zero = {disk: 0 for disk in _USAGE_KEYS}
     totals = UsageTotals(
-        total=_usage(top.get("usage", {}), "$.usage"),
-        last_round=_usage(top.get("lastRoundUsage", {}), "$.lastRoundUsage"),
+        total=_usage(top.get("usage", zero), "$.usage"),
+        last_round=_usage(top.get("lastRoundUsage", zero), "$.lastRoundUsage"),
         cost=_cost(top.get("estimatedCost", {"kind": "notBilled"}), "$.estimatedCost"),
     )
     return ConversationState(
@@ -487,7 +531,10 @@ def _image(obj: dict[str, Any], loc: str, load_image: ImageLoader) -> MessageCon
     data = load_image(digest, mime)
     if data is None:
         return Text.omitted_image(mime)
-    with warnings.catch_warnings():
+    sniffed = sniff_image_type(data)
+    if sniffed is None or sniffed == mime:
+        return Image(data=data, mime_type=mime)
+    with warnings.catch_warnings():  # the type was corrected when the image was first made
         warnings.simplefilter("ignore", ImageTypeCorrectedWarning)
         return Image(data=data, mime_type=mime)
 

@@ -46,7 +46,7 @@ from typing import Literal, Protocol
 from llmcore.errors import ArchiveReadError, ArchiveWriteError
 from llmcore.messages import Image
 
-from .codec import decode, encode
+from .codec import FragmentCache, decode, encode
 from .conversation import Conversation
 from .format import CONVERSATION_FILE, IMAGES_DIR
 from .fs import FileSystem
@@ -65,6 +65,7 @@ class Encoder(Protocol):
         *,
         kept_images: Collection[str] | None = None,
         digest: Callable[[Image], str] | None = None,
+        fragments: FragmentCache | None = None,
     ) -> bytes:
         """Return the file's bytes."""
         ...
@@ -150,6 +151,7 @@ class ArchiveStore:
         self.image_budget = image_budget
         self.encoder = encoder
         self._digests = DigestCache()
+        self._fragments = FragmentCache()
         self._good: dict[str, tuple[int, int, int]] = {}
 
     @property
@@ -275,7 +277,9 @@ class ArchiveStore:
         """
         self._digests.retain(state.history)
         plan = kept_images(state.history, self.image_budget, digest=self._digests)
-        data = self.encoder(state, kept_images=plan.kept, digest=self._digests)
+        data = self.encoder(
+            state, kept_images=plan.kept, digest=self._digests, fragments=self._fragments
+        )
         missing = [(name, image) for name, image in plan.files if not self._image_ok(name)]
         leftovers = self._leftovers({name for name, _ in plan.files})
         if not missing and not leftovers and self._current_bytes() == data:

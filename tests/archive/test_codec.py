@@ -369,3 +369,18 @@ def test_image_type_contradicted_by_signature_reads_without_warning():
         warnings.simplefilter("error")
         state = decode(json.dumps(doc).encode(), load_image=lambda sha, mime: data)
     assert state.history[0].content[0] == Image(data=data, mime_type="image/png")
+
+
+def test_fragment_cache_gives_the_same_bytes_as_a_plain_encode():
+    from llmcore.archive.codec import FragmentCache
+    from llmcore.archive.images import kept_images
+
+    cache = FragmentCache()
+    state = conversation(6)
+    assert encode(state, fragments=cache) == encode(state)
+    assert encode(state, fragments=cache) == encode(state)  # served from the cache
+    # An image dropped by the budget changes its message's fragment.
+    kept = kept_images(state.history, budget=200).kept
+    assert encode(state, kept_images=kept, fragments=cache) == encode(state, kept_images=kept)
+    grown = conversation(7)
+    assert encode(grown, fragments=cache) == encode(grown)

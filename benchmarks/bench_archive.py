@@ -1,0 +1,246 @@
+"""Benchmark the conversation archive: save, reopen, incremental and unchanged saves.
+
+For conversations of 10, 100 and 1,000 turns (each turn: a user message with a ~24 KB image, a
+tool call, a ~2 KB tool result, a reply, and three panel items; 1,000 turns exceed the 20 MiB
+image budget, so older images are omitted) it measures, as medians over several runs:
+
+* the first save into an empty folder (with every fsync);
+* reopening in a fresh store (reading, hash-checking images, decoding);
+* a save after one new turn: time, bytes written and file-system calls;
+* a save of an unchanged conversation: time and mutating file-system calls (must be 0).
+
+Optionally (``--kills N``) it runs the SIGKILL harness of the test suite with N kills.
+
+Usage::
+
+    python benchmarks/bench_archive.py [--repeat 5] [--kills 2000]
+
+Prints a table and writes ``results/bench_archive.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from llmcore.archive import ArchiveStore, Conversation, Item
+from llmcore.archive.fs import MUTATING, FileSystem
+from llmcore.messages import Image, Message, Text, ToolCall, ToolResult
+from llmcore.usage import Cost, Usage
+
+ROOT = Path(__file__).resolve().parent.parent
+SIZES = (10, 100, 1000)
+IMAGE_BYTES = 24 * 1024
+RESULT_BYTES = 2 * 1024
+
+
+class CountingFS(FileSystem):
+    """Counts mutating calls and bytes written."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.bytes = 0
+
+    def __getattribute__(self, name: str) -> Any:
+        attr = super().__getattribute__(name)
+        if name not in MUTATING:
+            return attr
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.calls += 1
+            if name == "write":
+                self.bytes += len(args[1])
+            return attr(*args, **kwargs)
+
+        return counted
+
+
+def _image(index: int) -> Image:
+    body = os.urandom(16) + index.to_bytes(4, "big") * ((IMAGE_BYTES - 24) // 4)
+    return Image(data=b"\x89PNG\r\n\x1a\n" + body, mime_type="image/png")
+
+
+def _turn(index: int) -> tuple[list[Message], list[Item]]:
+    call = f"toolu_{index:05d}"
+    result = json.dumps({"created": [f"node-{index}-{k}" for k in range(RESULT_BYTES // 20)]})
+    messages = [
+        Message(
+            role="user",
+            content=(Text(text=f"# This turn\nMode: Just do it\n\nStep {index}"), _image(index)),
+        ),
+        Message.assistant(
+            f"Working on step {index}.",
+            ToolCall(id=call, name="batch_design", arguments=b'{"operations":"[]"}'),
+        ),
+        Message.tool(ToolResult(call_id=call, tool_name="batch_design", content=result.encode())),
+        Message.assistant(f"Step {index} is done."),
+    ]
+    items = [
+        Item.make(id=f"u{index}", type="user", text=f"Step {index}", hasImage=True),
+        Item.make(id=f"t{index}", type="tool", name="batch_design", status="succeeded"),
+        Item.make(id=f"a{index}", type="assistant", text=f"Step {index} is done."),
+    ]
+    return messages, items
+
+
+def _conversation(turns: int) -> Conversation:
+    conv = Conversation()
+    for index in range(turns):
+        messages, items = _turn(index)
+        conv.end_turn(
+            messages=messages,
+            items=items,
+            provider="anthropic",
+            model="claude-sonnet-4-5",
+            rounds=[
+                (
+                    Usage(input=100, output=20, cache_read=1000),
+                    Cost(kind="estimated", dollars=0.001),
+                )
+            ],
+        )
+    return conv
+
+
+def _measure(turns: int, work: Path) -> dict[str, float]:
+    conv = _conversation(turns)
+    folder = work / f"agent-{turns}"
+    if folder.exists():
+        shutil.rmtree(folder)
+    started = time.perf_counter()
+    first = ArchiveStore(folder).save(conv)
+    save_s = time.perf_counter() - started
+
+    fs = CountingFS()
+    store = ArchiveStore(folder, fs=fs)  # a fresh store, used for open and saves as a host does
+    started = time.perf_counter()
+    reopened = store.open()
+    reopen_s = time.perf_counter() - started
+    assert reopened.notices == () and len(reopened.history) == len(conv.history)
+    assert fs.calls == 0
+
+    started = time.perf_counter()
+    unchanged = store.save(reopened)
+    unchanged_s = time.perf_counter() - started
+    unchanged_calls = fs.calls
+
+    messages, items = _turn(turns)
+    reopened.end_turn(messages=messages, items=items, provider="anthropic", model="m")
+    fs.calls = fs.bytes = 0
+    started = time.perf_counter()
+    after_turn = store.save(reopened)
+    turn_s = time.perf_counter() - started
+    return {
+        "first_save_ms": save_s * 1000,
+        "first_save_bytes": first.bytes_written,
+        "images_omitted": first.images_omitted,
+        "reopen_ms": reopen_s * 1000,
+        "unchanged_save_ms": unchanged_s * 1000,
+        "unchanged_save_mutating_calls": unchanged_calls,
+        "unchanged_action": unchanged.action,
+        "one_turn_save_ms": turn_s * 1000,
+        "one_turn_bytes_written": fs.bytes,
+        "one_turn_mutating_calls": fs.calls,
+        "one_turn_action": after_turn.action,
+        "conversation_json_bytes": (folder / "conversation.json").stat().st_size,
+    }
+
+
+def _median(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key in runs[0]:
+        values = [run[key] for run in runs]
+        out[key] = statistics.median(values) if isinstance(values[0], int | float) else values[0]
+    return out
+
+
+def _kills(count: int, work: Path) -> dict[str, Any]:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tests.archive.kill_child",
+            str(work / "kill" / "agent"),
+            "--kills",
+            str(count),
+            "--seed",
+            "2026",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    )
+    result: dict[str, Any] = json.loads(proc.stdout)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--kills", type=int, default=0, help="SIGKILL harness kills (0: skip)")
+    parser.add_argument("--out", type=Path, default=ROOT / "results" / "bench_archive.json")
+    args = parser.parse_args()
+    console = Console(width=170)
+    results: dict[str, Any] = {"repeat": args.repeat, "sizes": {}}
+    with tempfile.TemporaryDirectory(
+        prefix="bench-archive-", dir=ROOT / "results" if (ROOT / "results").exists() else None
+    ) as tmp:
+        work = Path(tmp)
+        for turns in SIZES:
+            runs = [
+                _measure(turns, work)
+                for _ in range(args.repeat if turns < 1000 else max(1, args.repeat // 2 + 1))
+            ]
+            results["sizes"][str(turns)] = _median(runs)
+            console.log(f"{turns} turns measured")
+        if args.kills:
+            results["kill_harness"] = _kills(args.kills, work)
+    table = Table(title="Conversation archive (medians)")
+    for column in (
+        "turns",
+        "json KB",
+        "first save ms",
+        "reopen ms",
+        "unchanged save ms",
+        "unchanged writes",
+        "+1 turn save ms",
+        "+1 turn bytes",
+        "+1 turn fs calls",
+        "images omitted",
+    ):
+        table.add_column(column, justify="right")
+    for turns, row in results["sizes"].items():
+        table.add_row(
+            turns,
+            f"{row['conversation_json_bytes'] / 1024:.0f}",
+            f"{row['first_save_ms']:.1f}",
+            f"{row['reopen_ms']:.1f}",
+            f"{row['unchanged_save_ms']:.1f}",
+            f"{row['unchanged_save_mutating_calls']:.0f}",
+            f"{row['one_turn_save_ms']:.1f}",
+            f"{row['one_turn_bytes_written']:,.0f}",
+            f"{row['one_turn_mutating_calls']:.0f}",
+            f"{row['images_omitted']:.0f}",
+        )
+    console.print(table)
+    if "kill_harness" in results:
+        console.print(f"SIGKILL harness: {results['kill_harness']}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    console.print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -140,7 +140,9 @@ def audit_command(
 def audit(
     paths: Annotated[
         list[Path],
-        typer.Argument(help="Cassettes (.yaml), JSONL, corpus cases (.json), or folders."),
+        typer.Argument(
+            metavar="PATH...", help="Cassettes (.yaml), JSONL, corpus cases (.json), or folders."
+        ),
     ],
     provider: Annotated[
         str | None,

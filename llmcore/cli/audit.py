@@ -141,7 +141,7 @@ def audit(
     paths: Annotated[
         list[Path],
         typer.Argument(
-            metavar="PATH...", help="Cassettes (.yaml), JSONL, corpus cases (.json), or folders."
+            metavar="PATH", help="Cassettes (.yaml), JSONL, corpus cases (.json), or folders."
         ),
     ],
     provider: Annotated[

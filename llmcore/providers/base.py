@@ -44,10 +44,10 @@ __all__ = [
 Carry: TypeAlias = Mapping[int, tuple[str, ...]]
 """Provider-only wire data carried in memory within one running turn (SPEC M4).
 
-Maps a message index to raw JSON texts (complete wire blocks or items, exactly as the provider
-sent them) that the provider module places before that message's own content: Anthropic
-``thinking`` / ``redacted_thinking`` blocks at the start of the assistant message's ``content``;
-Responses ``reasoning`` items before the message's items. Never stored in the history; dropped
+Maps a message index to raw JSON texts, exactly as the provider sent them: Anthropic
+``thinking`` / ``redacted_thinking`` blocks, placed at the start of that assistant message's
+``content``; Responses output items (reasoning items and the items that followed them, with
+their ids), sent in place of that message's own items. Never stored in the history; dropped
 when the turn ends.
 """
 

@@ -60,9 +60,14 @@ Encoding rules:
   ``stopSequences`` is refused with :class:`~llmcore.errors.InvalidRequestError`.
 * No explicit breakpoints in this version: OpenAI caches prefixes automatically [O-PC], so
   ``cacheMode`` and ``cacheTtl`` are ignored.
-* ``carry`` (M4): message index → raw JSON texts of ``reasoning`` items, placed unchanged
-  before that assistant message's items (a reasoning item must precede the item it produced,
-  PROVIDER-RULES §2.4).
+* ``carry`` (M4): message index → the raw JSON texts of *every* output item of the response
+  that produced that assistant message, exactly as received (``reasoning`` items and the
+  ``message`` / ``function_call`` items after them, with their ``id`` and ``status``); within
+  the turn they are sent *instead of* the message's own items, since a reasoning item must be
+  followed by the item it produced, ids included (PROVIDER-RULES §2.4; corpus case 0115 shows
+  the 400 otherwise). When the turn ends the carry is dropped and the message is encoded from
+  the history: P4's allowed kind "reasoning items dropped with the id/status of the items that
+  followed them".
 
 Import (:meth:`OpenAIResponsesProvider.import_body`) is the inverse; its rules are in
 :class:`_Importer`.
@@ -73,11 +78,12 @@ Response side (JSON and event stream):
   items become tool calls with ``id`` = ``call_id`` and ``arguments`` = the UTF-8 bytes of the
   decoded ``arguments`` string (M2; ``custom_tool_call`` ``input`` likewise). The item ``id``
   (``msg_``, ``fc_``) and ``status`` never enter the history (M4).
-* ``reasoning`` items go to ``ParsedResponse.carry`` exactly as received (the item's bytes in
-  the body, or in the ``response.output_item.done`` event); the runner sends them back before
-  that assistant message's items for the rest of the turn and drops them when it ends. Cache
-  cost: the next turn's input differs from the carried request at that item, so the cached
-  prefix ends there and the tail is read again uncached once.
+* When the response holds a ``reasoning`` item, ``ParsedResponse.carry`` is every output item
+  exactly as received (each item's bytes in the body, or in its ``response.output_item.done``
+  event); the runner sends them in place of that assistant message's items for the rest of the
+  turn and drops them when it ends. Cache cost: the next turn's input differs from the carried
+  request at that message, so the cached prefix ends there and the tail is read again uncached
+  once per turn.
 * Other items (``web_search_call``, ``file_search_call``, ``code_interpreter_call``, MCP, …)
   are left out and named in the notes; each ``web_search_call`` counts one web search.
 * Usage (PROVIDER-RULES §2.2): ``input`` = ``input_tokens`` − ``cached_tokens`` −
@@ -234,10 +240,9 @@ def _items(message: Message) -> list[dict[str, Any]]:
 
 
 def _encode_message(index: int, message: Message, option: Hashable) -> str:
-    carried = option if isinstance(option, tuple) else ()
-    texts = [str(text) for text in carried]
-    texts.extend(jsonbytes.dumps_text(item) for item in _items(message))
-    return ",".join(texts)
+    if isinstance(option, tuple) and option:
+        return ",".join(str(text) for text in option)
+    return ",".join(jsonbytes.dumps_text(item) for item in _items(message))
 
 
 def _message_options(request: Request, carry: Carry | None) -> list[Hashable]:
@@ -312,8 +317,8 @@ class OpenAIResponsesProvider:
     ) -> bytes:
         """Return the Responses API body bytes for ``request`` (key order in the module doc).
 
-        ``carry`` holds the running turn's ``reasoning`` items by message index (M4); they are
-        placed unchanged before that message's items.
+        ``carry`` holds the running turn's raw output items by message index (M4); they are
+        sent in place of that message's own items.
 
         Raises:
             InvalidRequestError: Unpaired tool calls/results, stop sequences, an unknown tool
@@ -661,7 +666,8 @@ class _Output:
     """What the output items of one response give."""
 
     content: list[Text | ToolCall] = field(default_factory=list)
-    carry: list[str] = field(default_factory=list)
+    raw_items: list[str] = field(default_factory=list)
+    reasoning: bool = False
     notes: list[str] = field(default_factory=list)
     searches: int = 0
 
@@ -692,6 +698,7 @@ def _output_item(item: Any, raw: str, at: str, out: _Output) -> None:
     if not isinstance(item, dict) or not isinstance(item.get("type"), str):
         raise ResponseParseError(f"{at} must be an object with a type", provider=_NAME)
     kind = item["type"]
+    out.raw_items.append(raw)
     if kind == "message":
         _message_item(item, at, out)
     elif kind in ("function_call", "custom_tool_call"):
@@ -699,7 +706,7 @@ def _output_item(item: Any, raw: str, at: str, out: _Output) -> None:
         call_id, name = _need_str(item, "call_id", at), _need_str(item, "name", at)
         out.content.append(ToolCall(id=call_id, name=name, arguments=raw_args.encode("utf-8")))
     elif kind == "reasoning":
-        out.carry.append(raw)
+        out.reasoning = True
     else:
         out.searches += kind == "web_search_call"
         out.notes.append(f"{at}: left out a {kind} item (provider-only, M4)")
@@ -733,7 +740,7 @@ def _finish(obj: dict[str, Any], out: _Output) -> ParsedResponse:
     usage = obj.get("usage")
     return ParsedResponse(
         content=tuple(out.content),
-        carry=tuple(out.carry),
+        carry=tuple(out.raw_items) if out.reasoning else (),
         stop_reason=map_status(status if isinstance(status, str) else None, reason, has_calls),
         raw_stop_reason=raw_stop if isinstance(raw_stop, str) else None,
         usage=parse_usage(usage if isinstance(usage, dict) else {}, out.searches),

@@ -29,6 +29,8 @@ P = get_provider("openai-responses")
 TOOL = Tool.from_schema("f", "does f", {"type": "object", "properties": {"x": {"type": "integer"}}})
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 8
 REASONING = '{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"gAAAA=="}'
+CALL_ITEM = '{"id":"fc_1","type":"function_call","status":"completed","arguments":"{\\"x\\":1}","call_id":"call_1","name":"f"}'
+CARRY = (REASONING, CALL_ITEM)
 
 
 def body(request, **kw):
@@ -97,10 +99,10 @@ def carry_request():
     )
 
 
-def test_golden_carry_places_reasoning_before_the_assistant_items():
-    raw = P.build_body(carry_request(), carry={1: (REASONING,)})
+def test_golden_carry_replaces_the_assistant_items_with_the_received_ones():
+    raw = P.build_body(carry_request(), carry={1: CARRY})
     check_golden(GOLDEN / "carry-reasoning.json", raw)
-    assert REASONING.encode() in raw  # byte for byte, not re-dumped
+    assert (REASONING + "," + CALL_ITEM).encode() in raw  # byte for byte, ids kept, not re-dumped
     items = json.loads(raw)["input"]
     assert [i["type"] for i in items] == [
         "message",
@@ -108,9 +110,11 @@ def test_golden_carry_places_reasoning_before_the_assistant_items():
         "function_call",
         "function_call_output",
     ]
-    # the turn ends: the reasoning item is dropped, every other item is byte-identical (P4)
+    assert items[2]["id"] == "fc_1"
+    # the turn ends: the carried items give way to the history's own item (P4's allowed kind)
     plain = P.build_body(carry_request())
-    assert plain == raw.replace(REASONING.encode() + b",", b"")
+    own = b'{"type":"function_call","call_id":"call_1","name":"f","arguments":"{\\"x\\":1}"}'
+    assert plain == raw.replace((REASONING + "," + CALL_ITEM).encode(), own)
 
 
 def test_golden_edge_contents():
@@ -160,7 +164,10 @@ def test_key_order_table_rows():
             extra=(("user", '"u"'),),
         ),
     )
-    b = body(request, carry={1: (REASONING,)})
+    b = body(request)
+    carried = body(request, carry={1: CARRY})["input"]
+    assert [i["type"] for i in carried[:3]] == ["message", "reasoning", "function_call"]
+    assert list(carried[1]) == ["type", "id", "summary", "encrypted_content"]  # as received
     assert list(b) == [
         "model",
         "instructions",
@@ -174,13 +181,12 @@ def test_key_order_table_rows():
         "store",
         "user",
     ]
-    user, reasoning, text, call, output, done, q2 = b["input"]
+    user, text, call, output, done, q2 = b["input"]
     assert list(user) == ["type", "role", "content"]
     assert list(user["content"][0]) == ["type", "text"]
     assert list(user["content"][1]) == ["type", "image_url", "detail"]
     assert user["content"][1]["image_url"].startswith("data:image/png;base64,iVBORw0KGgo")
     assert user["content"][1]["detail"] == "auto"
-    assert list(reasoning) == ["type", "id", "summary", "encrypted_content"]
     assert text == {"type": "message", "role": "assistant", "content": "a1"}
     assert list(text) == ["type", "role", "content"]
     assert list(call) == ["type", "call_id", "name", "arguments"]
@@ -347,7 +353,7 @@ def test_import_then_build_round_trips_own_bodies(index):
 
 
 def test_import_drops_provider_data_with_notes():
-    recorded = json.loads(P.build_body(carry_request(), carry={1: (REASONING,)}))
+    recorded = json.loads(P.build_body(carry_request(), carry={1: CARRY}))
     recorded["input"][2] |= {"id": "fc_1", "status": "completed"}
     recorded["tools"][0]["strict"] = True
     recorded["store"] = True

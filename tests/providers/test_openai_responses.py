@@ -361,8 +361,13 @@ def test_import_drops_provider_data_with_notes():
     assert result.request.messages == carry_request().messages
     assert result.request.tools[0].strict is True
     assert json.loads(P.build_body(result.request))["tools"][0]["strict"] is True
-    plain = Request(model=result.request.model, system=result.request.system, tools=carry_request().tools,
-                    messages=result.request.messages, params=result.request.params)
+    plain = Request(
+        model=result.request.model,
+        system=result.request.system,
+        tools=carry_request().tools,
+        messages=result.request.messages,
+        params=result.request.params,
+    )
     assert P.build_body(plain) == P.build_body(carry_request())
     assert result.notes == (
         "$.input[1]: dropped a reasoning item (provider-only data, M4)",

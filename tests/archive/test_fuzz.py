@@ -7,6 +7,7 @@ folder (no mutating file-system call, identical bytes after).
 
 from __future__ import annotations
 
+import atexit
 import copy
 import json
 import os
@@ -77,6 +78,7 @@ def _paths(value: Any, prefix: tuple = ()) -> list[tuple]:
 
 def _base_folder() -> tuple[Path, dict[str, Any]]:
     root = Path(tempfile.mkdtemp(prefix="archive-fuzz-"))
+    atexit.register(shutil.rmtree, root, True)
     store = ArchiveStore(root / "base")
     store.save(Conversation(conversation(3)))
     doc = json.loads((root / "base" / "conversation.json").read_bytes())

@@ -10,7 +10,9 @@ sits — the one exemption of P5.
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -101,7 +103,11 @@ def test_next_body_after_reopen_is_byte_identical(provider_name, data):
         sent_facts=plan.facts,
     )
     # One folder per provider, reused: each save replaces the last one's archive (and cleans up).
-    folder = _FOLDERS.setdefault(provider_name, Path(tempfile.mkdtemp(prefix="p5-")) / "agent")
+    if provider_name not in _FOLDERS:
+        root = Path(tempfile.mkdtemp(prefix="p5-"))
+        atexit.register(shutil.rmtree, root, True)
+        _FOLDERS[provider_name] = root / "agent"
+    folder = _FOLDERS[provider_name]
     result = ArchiveStore(folder, fs=NoSyncFS(), image_budget=budget).save(live)
     reopened = ArchiveStore(folder).open()
 

@@ -4,7 +4,9 @@ Requests are taken in input order. Each is scanned (:mod:`llmcore.audit._scan`),
 provider (``--provider`` or its shape), grouped into a conversation, compared with the previous
 request of that conversation (:mod:`llmcore.audit._compare`), and given its theoretical maximum
 cacheable prefix: the longest prefix of :mod:`llmcore.tokens` prefix items it shares with any
-earlier request to the same provider and model whose cache entry is still alive. Anthropic counts
+earlier request to the same provider and model whose cache entry is still alive (for Anthropic,
+messages items match only under the same messages-level key: image presence, ``tool_choice``,
+thinking — PROVIDER-RULES §1.6). Anthropic counts
 whole items and nothing below the model's minimum; OpenAI adds the common leading bytes of the
 first differing item and floors to 1,024 + 128·k. Lifetimes apply only when both requests carry
 timestamps; a hit refreshes the entry (PROVIDER-RULES §1.4, §2.1).
@@ -229,8 +231,9 @@ class Auditor:
         now = prep.timestamp
         node, shared, k = root, 0, 0
         toks = prep.toks
+        keys = _trie_keys(prep)
         while k < len(toks):
-            child = node.children.get(toks[k][0])
+            child = node.children.get(keys[k])
             if child is None or (now is not None and child.expiry < now):
                 break
             shared += toks[k][2]
@@ -240,20 +243,29 @@ class Auditor:
         else:
             partial = _partial(node, toks[k], now) if k < len(toks) else 0
             best = tokens.openai_cacheable(shared + partial)
-        self._insert(root, prep)
+        self._insert(root, prep, keys)
         return best
 
-    def _insert(self, root: _Node, prep: Prepared) -> None:
+    def _insert(self, root: _Node, prep: Prepared, keys: list[object]) -> None:
         now = prep.timestamp
         expiry = math.inf if now is None else now + _shape.cache_ttl(prep.body, prep.anthropic)
         node = root
-        for key, data, _count, _section in prep.toks:
+        for key, (_key, data, _count, _section) in zip(keys, prep.toks, strict=True):
             child = node.children.get(key)
             if child is None:
                 child = _Node(data)
                 node.children[key] = child
             child.expiry = max(child.expiry, expiry)
             node = child
+
+
+def _trie_keys(prep: Prepared) -> list[object]:
+    """The prefix items' keys; Anthropic message items also carry the messages-level key."""
+    if not prep.anthropic:
+        return [tok[0] for tok in prep.toks]
+    level = _shape.messages_level(prep.body, prep.provider)
+    last = _shape.SECTIONS[prep.provider][-1]
+    return [(tok[0], level) if tok[3] == last else tok[0] for tok in prep.toks]
 
 
 def _partial(node: _Node, tok: _shape.TokenItem, now: float | None) -> int:

@@ -254,7 +254,7 @@ def cache_ttl(body: ScannedBody, anthropic: bool) -> float:
 class _Msg:
     """Facts about one history item that the comparison and grouping need."""
 
-    __slots__ = ("role", "type", "is_system", "turn_start", "has_thinking", "summary")
+    __slots__ = ("role", "type", "is_system", "turn_start", "has_thinking", "has_image", "summary")
 
     def __init__(self, value: Any) -> None:
         obj = value if isinstance(value, dict) else {}
@@ -266,6 +266,7 @@ class _Msg:
         content = obj.get("content")
         self.turn_start = self.role == "user" and "tool_result" not in types
         self.has_thinking = bool(types & {"thinking", "redacted_thinking"})
+        self.has_image = "image" in types
         self.summary = self.role == "user" and _first_text(content).startswith(COMPACTION_HEAD)
 
 
@@ -286,6 +287,20 @@ def msg(info: ItemInfo) -> _Msg:
         info.extra["msg"] = facts
     assert isinstance(facts, _Msg)
     return facts
+
+
+def messages_level(body: ScannedBody, provider: str) -> tuple[Any, ...]:
+    """Return what Anthropic hashes into the messages level besides the blocks themselves.
+
+    PROVIDER-RULES §1.6 ("What invalidates the cache"): adding or removing images anywhere in
+    the prompt, changing ``tool_choice``, or the thinking parameters keeps the tools and system
+    levels but misses the messages level. The key is (any image block, ``tool_choice``,
+    ``thinking``) — the same reading as the emulator's.
+    """
+    infos = body.items.get(SECTIONS[provider][-1], ())
+    has_image = any(msg(info).has_image for info in infos)
+    values = body.values
+    return (has_image, _compact(values.get("tool_choice")), _compact(values.get("thinking")))
 
 
 # --- token items (llmcore.tokens) ------------------------------------------------------------

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import typer
 
-from llmcore.cli import audit, bodies, emulate
+from llmcore.cli import audit, bench, bodies, emulate, verify
 
 __all__ = ["app", "main"]
 
@@ -21,6 +21,8 @@ app = typer.Typer(
 bodies.register(app)
 audit.register(app)
 emulate.register(app)
+verify.register(app)
+bench.register(app)
 
 
 def main() -> None:

@@ -1,0 +1,328 @@
+"""The main job: a scripted agent session whose prompt-cache hits are measured (SPEC R2 ``bench``).
+
+:func:`run_bench` starts the provider emulator in-process (SPEC V2) with its built-in agent
+script, and plays the session's user prompts through the turn runner (:mod:`llmcore.runner`)
+with the script's four workspace tools — parallel calls, a 12 KB tool result, a ~49 KB image,
+an error result — as a real agent would. Midway it saves the conversation archive, drops every
+in-memory state, and reopens it (SPEC A, P5); later it switches provider once (P6). Every
+request's usage comes back from the emulator's cache accounting; the stability auditor
+(SPEC V1) then computes, from the bodies actually sent, the theoretical maximum it could have
+been. Both count tokens with :mod:`llmcore.tokens`.
+
+hit rate = Σ cache_read ÷ Σ (input + cache_read + cache_write), per request and in total.
+
+With ``live=True`` the same prompts go to the real API of one provider (an API key from the
+environment is required; it is never used otherwise).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Final
+
+from llmcore import jsonbytes
+from llmcore.archive import ArchiveStore, ConversationState
+from llmcore.audit import audit_bodies
+from llmcore.emulator import AGENT_TOOLS, AgentWorkspace, Emulator, ManualClock
+from llmcore.emulator.session import PROMPTS, SYSTEM
+from llmcore.messages import Image
+from llmcore.providers import get_provider
+from llmcore.request import Params, Request
+from llmcore.runner import Conversation, FunctionTool, Runner, ToolOutput
+from llmcore.transport import HTTPTransport
+from llmcore.usage import Usage
+
+__all__ = ["BenchLeg", "BenchResult", "BenchRow", "DEFAULT_PLAN", "run_bench"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BenchLeg:
+    """A stretch of the session on one provider and model."""
+
+    provider: str
+    """The provider's registry name."""
+    model: str
+    """The model name sent."""
+    turns: int
+    """User turns played on this leg."""
+    reopen_after: int | None = None
+    """After this many user turns of the leg, save the archive and reopen it."""
+
+
+DEFAULT_PLAN: Final = (
+    BenchLeg(provider="anthropic", model="claude-sonnet-4-5", turns=6, reopen_after=3),
+    BenchLeg(provider="openai-chat", model="gpt-4.1", turns=3),
+)
+"""The embedded session: 9 user turns (24 requests); reopen after turn 3, switch after turn 6."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BenchRow:
+    """One request of the session."""
+
+    request: int
+    """1-based request number."""
+    turn: int
+    """1-based user turn the request belongs to."""
+    provider: str
+    """The provider it went to."""
+    model: str
+    """The model."""
+    usage: Usage
+    """Its usage as the provider reported it (normalized, U1)."""
+    event: str = ""
+    """``reopened`` on the first request after the archive was reopened, ``switched`` on the
+    first request after the provider switch."""
+
+    @property
+    def prompt_tokens(self) -> int:
+        """Prompt tokens: input + cache_read + cache_write."""
+        return self.usage.input + self.usage.cache_read + self.usage.cache_write
+
+    @property
+    def hit_rate(self) -> float:
+        """cache_read ÷ prompt tokens (0 for an empty prompt)."""
+        total = self.prompt_tokens
+        return self.usage.cache_read / total if total else 0.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BenchResult:
+    """The whole session's numbers."""
+
+    rows: tuple[BenchRow, ...]
+    """Every request, in order."""
+    bodies: tuple[bytes, ...]
+    """The exact bodies sent, in order."""
+    theoretical_hit_rate: float
+    """The auditor's Σ max cacheable tokens ÷ Σ prompt tokens over :attr:`bodies` (V1)."""
+    audit_breaks: int
+    """Prefix-invariant breaks the auditor found in :attr:`bodies` (expected 0)."""
+    reopen_identical: bool
+    """Whether the body built after reopening equals the one built before saving (P5)."""
+    archive_bytes: int
+    """Size of ``conversation.json`` at the reopen (bytes)."""
+    live: bool = False
+    """Whether a real API answered."""
+
+    @property
+    def hit_rate(self) -> float:
+        """Σ cache_read ÷ Σ (input + cache_read + cache_write)."""
+        read = sum(r.usage.cache_read for r in self.rows)
+        total = sum(r.prompt_tokens for r in self.rows)
+        return read / total if total else 0.0
+
+    def to_json(self) -> bytes:
+        """The machine-readable results (UTF-8 JSON, keys sorted)."""
+        rows = [
+            {
+                "request": r.request,
+                "turn": r.turn,
+                "provider": r.provider,
+                "model": r.model,
+                "input": r.usage.input,
+                "cacheRead": r.usage.cache_read,
+                "cacheWrite": r.usage.cache_write,
+                "output": r.usage.output,
+                "hitRate": round(r.hit_rate, 6),
+                "event": r.event,
+            }
+            for r in self.rows
+        ]
+        value = {
+            "live": self.live,
+            "requests": len(self.rows),
+            "hitRate": round(self.hit_rate, 6),
+            "theoreticalHitRate": round(self.theoretical_hit_rate, 6),
+            "auditBreaks": self.audit_breaks,
+            "reopenIdentical": self.reopen_identical,
+            "archiveBytes": self.archive_bytes,
+            "bodyBytes": sum(len(b) for b in self.bodies),
+            "rows": rows,
+        }
+        return jsonbytes.dumps_sorted(value, indent=2) + b"\n"
+
+
+def _agent_tools(workspace: AgentWorkspace) -> list[FunctionTool]:
+    def make(name: str) -> Callable[[dict[str, Any]], ToolOutput]:
+        def run(arguments: dict[str, Any]) -> ToolOutput:
+            outcome = workspace.call(name, jsonbytes.dumps(arguments))
+            images: tuple[Image, ...] = ()
+            if outcome.image is not None:
+                images = (Image(data=outcome.image[0], mime_type=outcome.image[1]),)
+            return ToolOutput(content=outcome.content, images=images, is_error=outcome.is_error)
+
+        return run
+
+    return [
+        FunctionTool.create(t.name, t.description, dict(t.input_schema), make(t.name))
+        for t in AGENT_TOOLS
+    ]
+
+
+@dataclass(slots=True)
+class _Session:
+    """The mutable state of one bench run."""
+
+    transport: HTTPTransport
+    tools: list[FunctionTool]
+    on_request: Callable[[BenchRow], None] | None
+    conversation: Conversation = field(default_factory=Conversation)
+    rows: list[BenchRow] = field(default_factory=list)
+    bodies: list[bytes] = field(default_factory=list)
+    event: str = ""
+    turn: int = 0
+    reopen_identical: bool = True
+    archive_bytes: int = 0
+    clock: ManualClock | None = None
+
+    def runner(self, leg: BenchLeg) -> Runner:
+        params = Params(max_tokens=1024)
+        return Runner(
+            provider=leg.provider,
+            model=leg.model,
+            transport=self.transport,
+            system=(SYSTEM,),
+            tools=self.tools,
+            params=params,
+        )
+
+    def play(self, runner: Runner, leg: BenchLeg, prompt: str) -> None:
+        self.turn += 1
+        result = runner.run_turn(self.conversation, prompt)
+        self.conversation = result.conversation
+        for body, response in zip(result.bodies, result.responses, strict=True):
+            row = BenchRow(
+                request=len(self.rows) + 1,
+                turn=self.turn,
+                provider=leg.provider,
+                model=leg.model,
+                usage=response.usage,
+                event=self.event,
+            )
+            self.event = ""
+            self.rows.append(row)
+            self.bodies.append(body)
+            if self.on_request is not None:
+                self.on_request(row)
+        if self.clock is not None:
+            self.clock.advance(30.0)
+
+    def reopen(self, runner: Runner, leg: BenchLeg, folder: Path) -> Runner:
+        before = _next_body(runner, self.conversation, leg)
+        state = ConversationState(
+            provider=self.conversation.provider,
+            model=self.conversation.model,
+            history=self.conversation.history,
+            usage=self.conversation.usage,
+            sent_facts=self.conversation.sent_facts,
+        )
+        store = ArchiveStore(folder)
+        store.write(state)
+        self.archive_bytes = store.conversation_file.stat().st_size
+        loaded = ArchiveStore(folder).load().state
+        self.conversation = Conversation(
+            history=loaded.history,
+            usage=loaded.usage,
+            sent_facts=loaded.sent_facts,
+            provider=loaded.provider,
+            model=loaded.model,
+        )
+        fresh = self.runner(leg)  # a new process would start with empty encode caches
+        self.reopen_identical = before == _next_body(fresh, self.conversation, leg)
+        self.event = "reopened"
+        return fresh
+
+
+def _next_body(runner: Runner, conversation: Conversation, leg: BenchLeg) -> bytes:
+    """The body the next turn would start with for a fixed probe message (P5 check)."""
+    from llmcore.messages import Message
+
+    request = Request(
+        model=leg.model,
+        system=runner.system,
+        tools=tuple(t.tool for t in runner.tools),
+        messages=(*conversation.history, Message.user("probe")),
+        params=runner.params,
+    )
+    return get_provider(leg.provider).build_body(request)
+
+
+def _play_legs(session: _Session, plan: Sequence[BenchLeg], folder: Path) -> None:
+    prompts = iter(PROMPTS)
+    for index, leg in enumerate(plan):
+        runner = session.runner(leg)
+        if index:
+            session.event = "switched"
+        for played in range(leg.turns):
+            prompt = next(prompts, None)
+            if prompt is None:
+                return
+            session.play(runner, leg, prompt)
+            if leg.reopen_after == played + 1:
+                runner = session.reopen(runner, leg, folder)
+
+
+def _result(session: _Session, live: bool) -> BenchResult:
+    report = audit_bodies(session.bodies)
+    return BenchResult(
+        rows=tuple(session.rows),
+        bodies=tuple(session.bodies),
+        theoretical_hit_rate=report.theoretical_hit_rate,
+        audit_breaks=report.breaks,
+        reopen_identical=session.reopen_identical,
+        archive_bytes=session.archive_bytes,
+        live=live,
+    )
+
+
+def run_bench(
+    *,
+    plan: Sequence[BenchLeg] = DEFAULT_PLAN,
+    live: bool = False,
+    on_request: Callable[[BenchRow], None] | None = None,
+    archive_folder: Path | None = None,
+) -> BenchResult:
+    """Play the agent session and measure its prompt-cache hits.
+
+    Args:
+        plan: The legs (provider, model, user turns, where to reopen). Live runs use one leg.
+        live: Send to the real APIs (keys from the environment) instead of the emulator.
+        on_request: Called with each request's row as soon as its turn ends (progress).
+        archive_folder: Where the archive is saved and reopened (default: a temporary folder).
+
+    Returns:
+        Every request's usage, the bodies sent, and the auditor's theoretical maximum.
+
+    Raises:
+        ProviderError: A provider (or the emulator) failed.
+        MissingAPIKeyError: ``live`` without the provider's API key.
+    """
+    workspace = AgentWorkspace()
+    with tempfile.TemporaryDirectory(prefix="llmcore-bench-") as tmp:
+        folder = archive_folder or Path(tmp) / "agent"
+        if live:
+            session = _Session(HTTPTransport(), _agent_tools(workspace), on_request)
+            _play_legs(session, plan, folder)
+            return _result(session, live)
+        clock = ManualClock()
+        with Emulator(clock=clock) as emulator:
+            names = {leg.provider for leg in plan}
+            transport = HTTPTransport(
+                base_urls=dict.fromkeys(names, emulator.base_url),
+                api_keys=dict.fromkeys(names, "emulator"),
+            )
+            session = _Session(transport, _agent_tools(workspace), on_request, clock=clock)
+            _play_legs(session, plan, folder)
+            transport.close()
+        return _result(session, live)
+
+
+def with_provider(plan: Sequence[BenchLeg], provider: str, model: str | None) -> list[BenchLeg]:
+    """Return ``plan`` as one leg on ``provider`` (live runs have one provider)."""
+    turns = sum(leg.turns for leg in plan)
+    first = plan[0]
+    return [replace(first, provider=provider, model=model or first.model, turns=turns)]

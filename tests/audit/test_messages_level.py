@@ -1,0 +1,69 @@
+"""PROVIDER-RULES §1.6: an image appearing, or tool_choice changing, misses the messages level."""
+
+from llmcore import jsonbytes
+from llmcore.audit import audit_bodies
+from llmcore.tokens import IMAGE_TOKENS, bytes_tokens
+
+TOOLS = [{"name": "t", "description": "d" * 4000, "input_schema": {"type": "object"}}]
+SYSTEM = [{"type": "text", "text": "s" * 4000}]
+IMAGE = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}
+
+
+def body(messages, **extra):
+    return jsonbytes.dumps(
+        {
+            "model": "claude-sonnet-4-5",
+            "max_tokens": 10,
+            "system": SYSTEM,
+            "tools": TOOLS,
+            "messages": messages,
+            **extra,
+        }
+    )
+
+
+def text(role, value):
+    return {"role": role, "content": [{"type": "text", "text": value}]}
+
+
+def tokens_of(value):
+    return bytes_tokens(len(jsonbytes.dumps(value)))
+
+
+FIRST = [text("user", "q" * 400)]
+SECOND = [*FIRST, text("assistant", "a"), {"role": "user", "content": [IMAGE]}]
+TOOLS_SYSTEM = tokens_of(TOOLS[0]) + tokens_of(SYSTEM[0])
+
+
+def test_first_image_caps_the_shared_prefix_at_tools_and_system():
+    report = audit_bodies([body(FIRST), body(SECOND)])
+    assert report.requests[1].max_cacheable_tokens == TOOLS_SYSTEM
+    assert report.breaks == 0  # the bytes are a prefix: P4 holds, only the cache level misses
+
+
+def test_without_a_toggle_the_whole_earlier_request_is_cacheable():
+    plain = [*FIRST, text("assistant", "a"), text("user", "next")]
+    report = audit_bodies([body(FIRST), body(plain)])
+    assert report.requests[1].max_cacheable_tokens == TOOLS_SYSTEM + tokens_of(
+        FIRST[0]["content"][0]
+    )
+
+
+def test_after_the_image_later_requests_share_the_messages_again():
+    third = [*SECOND, text("assistant", "b"), text("user", "more")]
+    report = audit_bodies([body(FIRST), body(SECOND), body(third)])
+    shared = (
+        TOOLS_SYSTEM
+        + tokens_of(FIRST[0]["content"][0])
+        + tokens_of(SECOND[1]["content"][0])
+        + IMAGE_TOKENS
+        + bytes_tokens(
+            len(b'{"type":"image","source":{"type":"base64","media_type":"image/png","data":""}}')
+        )
+    )
+    assert report.requests[2].max_cacheable_tokens == shared
+
+
+def test_tool_choice_change_misses_the_messages_level():
+    report = audit_bodies([body(FIRST), body(FIRST, tool_choice={"type": "any"})])
+    assert report.requests[1].max_cacheable_tokens == TOOLS_SYSTEM

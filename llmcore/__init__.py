@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from llmcore.archive import ArchiveStore
+from llmcore.audit import audit_bodies
 from llmcore.errors import LLMCoreError
 from llmcore.messages import (
     OMITTED_IMAGE_PLACEHOLDER,
@@ -14,21 +16,34 @@ from llmcore.messages import (
 )
 from llmcore.providers import PROVIDER_NAMES, get_provider
 from llmcore.request import Params, Request, Tool, ToolChoiceName
+from llmcore.runner import Conversation, FunctionTool, Runner, ToolOutput
+from llmcore.transport import AsyncHTTPTransport, HTTPTransport
+from llmcore.usage import Cost, Usage
 
 __all__ = [
     "OMITTED_IMAGE_PLACEHOLDER",
     "PROVIDER_NAMES",
+    "ArchiveStore",
+    "AsyncHTTPTransport",
+    "Conversation",
+    "Cost",
+    "FunctionTool",
+    "HTTPTransport",
     "Image",
     "LLMCoreError",
     "Message",
     "MessageContent",
     "Params",
     "Request",
+    "Runner",
     "Text",
     "Tool",
     "ToolCall",
     "ToolChoiceName",
+    "ToolOutput",
     "ToolResult",
+    "Usage",
+    "audit_bodies",
     "get_provider",
 ]
 

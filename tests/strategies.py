@@ -26,19 +26,27 @@ Sizes stay small for most examples; :data:`HUGE_RESULT_ONE_IN` bounds the heavy 
 from __future__ import annotations
 
 import json
-from functools import cache
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from hypothesis import strategies as st
 
-from llmcore.messages import Image, Message, MessageContent, Text, ToolCall, ToolResult, sniff_image_type
+from llmcore.messages import (
+    Image,
+    Message,
+    MessageContent,
+    Text,
+    ToolCall,
+    ToolResult,
+    sniff_image_type,
+)
 from llmcore.request import Params, Request, Tool, ToolChoiceName
 
 MEGABYTE = 1 << 20
-HUGE_RESULT_ONE_IN = 64
+HUGE_RESULT_ONE_IN = 160
 """About one tool result step in this many carries a 1 MB result."""
-WIDE_STEP_ONE_IN = 4
+WIDE_STEP_ONE_IN = 6
 """About one step in this many makes 11–24 parallel tool calls (more than 20 blocks)."""
 MANY_IMAGES_ONE_IN = 16
 """About one user message in this many holds 21–40 images."""
@@ -163,7 +171,7 @@ def _huge(chunk: bytes) -> bytes:
 @cache
 def result_contents(allow_huge: bool) -> st.SearchStrategy[bytes]:
     """Result bytes: text, empty, non-UTF-8; a 1 MB result built by repetition when allowed."""
-    small = st.one_of(
+    small: st.SearchStrategy[bytes] = st.one_of(
         st.text(max_size=40).map(lambda s: s.encode("utf-8", "surrogatepass")),
         st.just(b""),
         st.binary(max_size=24),
@@ -171,8 +179,7 @@ def result_contents(allow_huge: bool) -> st.SearchStrategy[bytes]:
     )
     if not allow_huge:
         return small
-    huge = st.binary(min_size=1, max_size=8).map(_huge)
-    return st.one_of(small, huge)
+    return st.binary(min_size=1, max_size=8).map(_huge)
 
 
 @cache
@@ -201,23 +208,13 @@ class _Ids:
 
 TOOL_NAMES = ("read_file", "run_shell", "search", "get_weather", "screenshot")
 
-
-@st.composite
-def tool_definitions(draw: st.DrawFn) -> tuple[Tool, ...]:
-    """Zero to three tools with distinct names, descriptions (maybe empty, non-ASCII), schemas."""
-    names = draw(st.lists(st.sampled_from(TOOL_NAMES), max_size=3, unique=True))
-    tools = []
-    for name in names:
-        props = draw(_SCHEMA_PROPS)
-        schema: dict[str, Any] = {"type": "object", "properties": props}
-        if props and draw(st.booleans()):
-            schema["required"] = sorted(props)[:1]
-        tools.append(Tool.from_schema(name, draw(texts(30)), schema))
-    return tuple(tools)
-
-
-
-_SMALL_IMAGES = images(max_bytes=8)
+# Strategies are built once: hypothesis validates each new strategy object, which costs more
+# than drawing from it.
+_TOOL_NAME_LISTS = st.lists(st.sampled_from(TOOL_NAMES), max_size=3, unique=True)
+_SCHEMA_PROPS = st.dictionaries(
+    st.text("abcxyz_", min_size=1, max_size=5), st.just({"type": "string"}), max_size=3
+)
+_FEW_IMAGES = st.lists(images(max_bytes=8), min_size=1, max_size=4)
 _USER_PARTS = st.lists(
     st.one_of(texts().map(lambda s: Text(text=s)), images(), omitted_images()),
     min_size=1,
@@ -226,17 +223,43 @@ _USER_PARTS = st.lists(
 _LEAD_TEXTS = st.lists(texts(), max_size=2)
 _REPLY_TEXTS = st.lists(texts(), min_size=1, max_size=3)
 _SYSTEM_TEXTS = st.lists(texts(40), max_size=3)
-_SCHEMA_PROPS = st.dictionaries(
-    st.text("abcxyz_", min_size=1, max_size=5), st.just({"type": "string"}), max_size=3
-)
+_HUGE_CONTENT = result_contents(allow_huge=True)
 _STOPS = st.none() | st.lists(st.text(min_size=1, max_size=5), min_size=1, max_size=2).map(tuple)
+_MAX_TOKENS = st.none() | st.integers(1, 64000)
+_TEMPERATURES = st.none() | st.floats(0, 2)
+_TOP_PS = st.none() | st.floats(0, 1)
+_CHOICES = st.sampled_from([None, "auto", "none", "any", "name"])
+_TTLS = st.sampled_from(["5m", "1h"])
+_MODES = st.sampled_from(["breakpoints", "breakpoints", "automatic", "off"])
+_INDEXES = st.integers(0, 2)
+_STEP_COUNT = st.integers(1, 3)
+_WIDE_COUNT = st.integers(11, 24)
+_MANY_COUNT = st.integers(21, 40)
+_RARE = {n: _is_rare(n) for n in (4, WIDE_STEP_ONE_IN, MANY_IMAGES_ONE_IN, HUGE_RESULT_ONE_IN)}
+
+
+def _tools(draw: st.DrawFn) -> tuple[Tool, ...]:
+    tools = []
+    for name in draw(_TOOL_NAME_LISTS):
+        props = draw(_SCHEMA_PROPS)
+        schema: dict[str, Any] = {"type": "object", "properties": props}
+        if props and draw(st.booleans()):
+            schema["required"] = sorted(props)[:1]
+        tools.append(Tool.from_schema(name, draw(texts(30)), schema))
+    return tuple(tools)
+
 
 @st.composite
-def user_messages(draw: st.DrawFn) -> Message:
-    """A user message of text, images and omitted images (sometimes 21–40 images)."""
-    if draw(_is_rare(MANY_IMAGES_ONE_IN)):
-        count = draw(st.integers(21, 40))
-        parts: list[MessageContent] = [draw(_SMALL_IMAGES) for _ in range(count)]
+def tool_definitions(draw: st.DrawFn) -> tuple[Tool, ...]:
+    """Zero to three tools with distinct names, descriptions (maybe empty, non-ASCII), schemas."""
+    return _tools(draw)
+
+
+def _user_message(draw: st.DrawFn) -> Message:
+    if draw(_RARE[MANY_IMAGES_ONE_IN]):
+        count = draw(_MANY_COUNT)
+        distinct = draw(_FEW_IMAGES)
+        parts: list[MessageContent] = [distinct[i % len(distinct)] for i in range(count)]
         parts.append(Text(text=draw(nonempty_texts())))
         return Message(role="user", content=tuple(parts))
     parts = draw(_USER_PARTS)
@@ -246,32 +269,47 @@ def user_messages(draw: st.DrawFn) -> Message:
 
 
 @st.composite
-def tool_steps(draw: st.DrawFn, ids: _Ids, tools: tuple[Tool, ...]) -> tuple[Message, ...]:
-    """An assistant message with parallel tool calls, then the tool messages answering them."""
-    if draw(_is_rare(WIDE_STEP_ONE_IN)):
-        count = draw(st.integers(11, 24))
-    else:
-        count = draw(st.integers(1, 3))
+def user_messages(draw: st.DrawFn) -> Message:
+    """A user message of text, images and omitted images (sometimes 21–40 images)."""
+    return _user_message(draw)
+
+
+def _drawn_calls(
+    draw: st.DrawFn, names: list[str], huge: bool
+) -> list[tuple[str, str, bytes, bytes, bool]]:
+    drawn = [
+        (
+            draw(call_id_prefixes()),
+            names[draw(_INDEXES) % len(names)],
+            draw(tool_arguments()),
+            draw(result_contents(allow_huge=False)),
+            draw(st.booleans()),
+        )
+        for _ in range(draw(_STEP_COUNT))
+    ]
+    if huge or draw(_RARE[HUGE_RESULT_ONE_IN]):
+        prefix, name, arguments, _, is_error = drawn[-1]
+        drawn[-1] = (prefix, name, arguments, draw(_HUGE_CONTENT), is_error)
+    return drawn
+
+
+def _tool_step(
+    draw: st.DrawFn, ids: _Ids, tools: tuple[Tool, ...], huge: bool = False
+) -> tuple[Message, ...]:
     names = [t.name for t in tools] or list(TOOL_NAMES)
     lead = [Text(text=t) for t in draw(_LEAD_TEXTS)]
-    calls = [
-        ToolCall(
-            id=ids.next(draw(call_id_prefixes())),
-            name=draw(st.sampled_from(names)),
-            arguments=draw(tool_arguments()),
+    drawn = _drawn_calls(draw, names, huge)
+    # A wide step repeats its drawn calls with fresh ids: > 20 blocks for few draws.
+    count = draw(_WIDE_COUNT) if draw(_RARE[WIDE_STEP_ONE_IN]) else len(drawn)
+    calls: list[ToolCall] = []
+    results: list[ToolResult] = []
+    for index in range(count):
+        prefix, name, arguments, content, is_error = drawn[index % len(drawn)]
+        call = ToolCall(id=ids.next(prefix), name=name, arguments=arguments)
+        calls.append(call)
+        results.append(
+            ToolResult(call_id=call.id, tool_name=name, content=content, is_error=is_error)
         )
-        for _ in range(count)
-    ]
-    huge_at = draw(st.integers(0, count - 1)) if draw(_is_rare(HUGE_RESULT_ONE_IN)) else -1
-    results = [
-        ToolResult(
-            call_id=call.id,
-            tool_name=call.name,
-            content=draw(result_contents(allow_huge=index == huge_at)),
-            is_error=draw(st.booleans()),
-        )
-        for index, call in enumerate(calls)
-    ]
     if draw(st.booleans()):
         results.reverse()
     split = draw(st.integers(1, len(results)))
@@ -279,19 +317,15 @@ def tool_steps(draw: st.DrawFn, ids: _Ids, tools: tuple[Tool, ...]) -> tuple[Mes
     if split < len(results):
         tool_messages.append(Message(role="tool", content=tuple(results[split:])))
     assistant = Message(role="assistant", content=(*lead, *calls))
-    follow: list[Message] = []
-    if draw(_is_rare(4)):
-        follow.append(draw(user_messages()))
+    follow = [_user_message(draw)] if draw(_RARE[4]) else []
     return (assistant, *tool_messages, *follow)
 
 
-@st.composite
-def text_steps(draw: st.DrawFn) -> tuple[Message, ...]:
-    """An assistant text reply (maybe with empty blocks among others), then a user message."""
+def _text_step(draw: st.DrawFn) -> tuple[Message, ...]:
     parts = [Text(text=t) for t in draw(_REPLY_TEXTS)]
     if all(not p.text for p in parts):
         parts.append(Text(text=draw(nonempty_texts())))
-    return (Message(role="assistant", content=tuple(parts)), draw(user_messages()))
+    return (Message(role="assistant", content=tuple(parts)), _user_message(draw))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -325,46 +359,54 @@ class Conversation:
         return [self.request(self.history(i)) for i in range(len(self.steps))]
 
 
-def _tool_choices(tools: tuple[Tool, ...]) -> st.SearchStrategy[Any]:
-    options: list[st.SearchStrategy[Any]] = [st.sampled_from([None, "auto", "none", "any"])]
-    if tools:
-        options.append(st.sampled_from([t.name for t in tools]).map(lambda n: ToolChoiceName(name=n)))
-    return st.one_of(options)
-
-
-@st.composite
-def params(draw: st.DrawFn, provider: str, tools: tuple[Tool, ...]) -> Params:
-    """Parameters a provider accepts (Responses has no stop sequences)."""
-    stops = None
-    if provider != "openai-responses":
-        stops = draw(_STOPS)
+def _params(draw: st.DrawFn, provider: str, tools: tuple[Tool, ...]) -> Params:
+    stops = None if provider == "openai-responses" else draw(_STOPS)
+    choice = draw(_CHOICES)
+    if choice == "name":
+        choice = ToolChoiceName(name=tools[draw(_INDEXES) % len(tools)].name) if tools else None
     return Params(
-        max_tokens=draw(st.none() | st.integers(1, 64000)),
-        temperature=draw(st.none() | st.floats(0, 2)),
-        top_p=draw(st.none() | st.floats(0, 1)),
+        max_tokens=draw(_MAX_TOKENS),
+        temperature=draw(_TEMPERATURES),
+        top_p=draw(_TOP_PS),
         stop_sequences=stops,
-        tool_choice=draw(_tool_choices(tools)),
-        cache_ttl=draw(st.sampled_from(["5m", "1h"])),
-        cache_mode=draw(st.sampled_from(["breakpoints", "breakpoints", "automatic", "off"])),
+        tool_choice=choice,
+        cache_ttl=draw(_TTLS),
+        cache_mode=draw(_MODES),
         stream=draw(st.booleans()),
     )
 
 
 @st.composite
-def conversations(draw: st.DrawFn, provider: str, max_steps: int = 4) -> Conversation:
-    """A conversation for ``provider``: one opening user message and 1–``max_steps`` steps."""
-    tools = draw(tool_definitions())
+def params(draw: st.DrawFn, provider: str, tools: tuple[Tool, ...]) -> Params:
+    """Parameters a provider accepts (Responses has no stop sequences)."""
+    return _params(draw, provider, tools)
+
+
+@st.composite
+def conversations(
+    draw: st.DrawFn, provider: str, max_steps: int = 4, huge: bool = False
+) -> Conversation:
+    """A conversation for ``provider``: one opening user message and 1–``max_steps`` steps.
+
+    Each step is, with equal chance, a tool step (an assistant message of 1–3 parallel calls,
+    sometimes repeated to 11–24, then the tool messages answering them, sometimes a user message
+    after) or a text step (an assistant text reply, then a user message). With ``huge`` the
+    first step is a tool step whose last drawn result is 1 MB (the rare case, made certain).
+    """
+    tools = _tools(draw)
     ids = _Ids()
-    steps: list[tuple[Message, ...]] = [(draw(user_messages()),)]
-    for _ in range(draw(st.integers(1, max_steps))):
-        if draw(st.booleans()):
-            steps.append(draw(tool_steps(ids, tools)))
+    steps: list[tuple[Message, ...]] = [(_user_message(draw),)]
+    for number in range(draw(st.integers(1, max_steps))):
+        if huge and number == 0:
+            steps.append(_tool_step(draw, ids, tools, huge=True))
+        elif draw(st.booleans()):
+            steps.append(_tool_step(draw, ids, tools))
         else:
-            steps.append(draw(text_steps()))
+            steps.append(_text_step(draw))
     return Conversation(
         model=draw(st.sampled_from(PROVIDER_MODELS[provider])),
         system=tuple(draw(_SYSTEM_TEXTS)),
         tools=tools,
-        params=draw(params(provider, tools)),
+        params=_params(draw, provider, tools),
         steps=tuple(steps),
     )

@@ -16,12 +16,16 @@ checks, so each runs once per example (the ``ci`` profile: 2,000 examples per pr
   back with ``jsonbytes.loads`` and :func:`llmcore.blocks.decode_message` into a fresh object
   graph, and the conversation continues from it with a fresh cache: every body from there on
   equals, byte for byte, the body built while the conversation stayed open.
+
+1 MB tool results are drawn rarely in the main test (about one tool step in
+:data:`~tests.strategies.HUGE_RESULT_ONE_IN`); a second test makes one certain in a few examples
+per provider, so the heavy case always runs without dominating the suite's time.
 """
 
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from llmcore import jsonbytes
@@ -30,10 +34,29 @@ from llmcore.messages import Message
 from llmcore.providers import PROVIDER_NAMES, get_provider
 from llmcore.providers.base import EncodeCache
 from tests.properties.wire import first_difference, prefix_break
-from tests.strategies import Conversation, conversations
+from tests.strategies import MEGABYTE, Conversation, conversations
 
 MOVABLE_BREAKPOINTS = {"anthropic": 2, "openrouter": 2, "openai-chat": 0, "openai-responses": 0}
 """Old messages whose encoding options may change between two requests: the previous (3), (4)."""
+
+
+def record_events(conversation: Conversation) -> None:
+    """Label the example so ``--hypothesis-show-statistics`` shows how often each case ran."""
+    history = conversation.history()
+    parts = [p for m in history for p in m.content]
+    if any(len(step) > 1 and sum(len(m.content) for m in step) > 20 for step in conversation.steps):
+        event("a step adds more than 20 blocks")
+    if any(p.type == "tool_result" and len(p.content) >= MEGABYTE for p in parts):
+        event("a 1 MB tool result")
+    if any(sum(p.type == "image" for p in m.content) > 20 for m in history):
+        event("a message with more than 20 images")
+    if any(p.type == "text" and p.omitted_image_mime_type for p in parts):
+        event("an omitted image")
+    if any(
+        p.type == "tool_call" and not p.arguments.decode("utf-8", "replace").startswith("{")
+        for p in parts
+    ):
+        event("tool arguments that are not a JSON object")
 
 
 def reopen(messages: tuple[Message, ...]) -> tuple[Message, ...]:
@@ -53,7 +76,9 @@ def build_open(provider: str, conversation: Conversation) -> list[bytes]:
         misses = cache.misses
         body = p.build_body(request, cache=cache)
         cold = p.build_body(request)
-        assert body == cold, f"request {number}: cached build != cold build: {first_difference(body, cold)}"
+        assert body == cold, (
+            f"request {number}: cached build != cold build: {first_difference(body, cold)}"
+        )
         new = len(request.messages) - previous_len
         encoded = cache.misses - misses
         assert encoded <= new + MOVABLE_BREAKPOINTS[provider], (
@@ -61,13 +86,17 @@ def build_open(provider: str, conversation: Conversation) -> list[bytes]:
         )
         if bodies:
             problem = prefix_break(provider, bodies[-1], body)
-            assert problem is None, f"P4 broken between requests {number - 1} and {number}: {problem}"
+            assert problem is None, (
+                f"P4 broken between requests {number - 1} and {number}: {problem}"
+            )
         bodies.append(body)
         previous_len = len(request.messages)
     return bodies
 
 
-def check_reopen(provider: str, conversation: Conversation, save_at: int, bodies: list[bytes]) -> None:
+def check_reopen(
+    provider: str, conversation: Conversation, save_at: int, bodies: list[bytes]
+) -> None:
     """Save after step ``save_at``, reopen, continue: the bodies equal the stayed-open ones."""
     p = get_provider(provider)
     saved = conversation.history(save_at)
@@ -87,6 +116,22 @@ def check_reopen(provider: str, conversation: Conversation, save_at: int, bodies
 @given(data=st.data())
 def test_p4_p5_encode_cache(provider, data):
     conversation = data.draw(conversations(provider), label="conversation")
+    save_at = data.draw(st.integers(0, len(conversation.steps) - 1), label="save after step")
+    record_events(conversation)
+    bodies = build_open(provider, conversation)
+    check_reopen(provider, conversation, save_at, bodies)
+
+
+@pytest.mark.parametrize("provider", PROVIDER_NAMES)
+@settings(max_examples=6)
+@given(data=st.data())
+def test_p4_p5_encode_cache_with_a_1mb_result(provider, data):
+    conversation = data.draw(conversations(provider, huge=True), label="conversation")
+    assert any(
+        p.type == "tool_result" and len(p.content) == MEGABYTE
+        for m in conversation.history()
+        for p in m.content
+    )
     save_at = data.draw(st.integers(0, len(conversation.steps) - 1), label="save after step")
     bodies = build_open(provider, conversation)
     check_reopen(provider, conversation, save_at, bodies)

@@ -154,5 +154,7 @@ def first_difference(a: bytes, b: bytes) -> str:
     """Describe where two byte strings first differ (for assertion messages)."""
     if a == b:
         return "identical"
-    at = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    at = next(
+        (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
+    )
     return f"first difference at byte {at}: {a[max(0, at - 40) : at + 40]!r} vs {b[max(0, at - 40) : at + 40]!r}"

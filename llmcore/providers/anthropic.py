@@ -337,6 +337,8 @@ class _Importer(imp.Importer):
     def message(self, item: Any, at: str) -> list[Message]:
         obj = imp.need_obj(item, at)
         role = imp.need_str(obj, "role", at)
+        if role == "system":
+            raise imp.unsupported("system message inside the conversation", f"{at}.role")
         content = obj.get("content")
         if isinstance(content, str):
             return [imp.make_message(role, (Text(text=content),), at)] if content else []

@@ -22,7 +22,7 @@ from llmcore.errors import (
     UnsupportedContentError,
 )
 from llmcore.messages import Image, Message, MessageContent, ToolResult
-from llmcore.providers.base import ImportResult
+from llmcore.providers.base import ImportResult, validate_pairing
 from llmcore.request import CacheMode, CacheTtl, Params, Request, Tool, ToolChoice
 
 __all__ = [
@@ -293,6 +293,13 @@ class Importer:
         system = self.system(obj, at)
         tools = self.tools(obj, at)
         messages = tuple(self.messages(obj, at))
+        try:
+            validate_pairing(messages)
+        except InvalidRequestError as exc:
+            # Real APIs have accepted such histories, but llmcore never builds one (issue 2).
+            raise UnsupportedContentError(
+                "unpaired tool call or result", exc.message, location=f"{at}.messages"
+            ) from exc
         params = self.params(obj, at)
         request = Request(model=model, system=system, tools=tools, messages=messages, params=params)
         return ImportResult(request=request, notes=tuple(self.notes))

@@ -6,7 +6,9 @@
     string-vs-array content shorthand) and the further ones of :data:`NORMALIZATIONS`, each with
     its reason; a normalization marked ``both_sides`` is applied to the rebuilt body too;
 (c) refused by import with :class:`~llmcore.errors.UnsupportedContentError` naming a feature;
-(d) no importable body (``request`` is not a JSON object).
+(d) no importable body: ``request`` is not a JSON object, or it is not a well-formed body of
+    its API — import raises :class:`~llmcore.errors.RequestFileError` naming the path — and the
+    API itself refused it (recorded status 400; anthropic/0004 sends a bare string as a message).
 
 Where a case keeps ``request_raw``, :func:`classify` also says whether the rebuilt bytes equal it.
 """
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llmcore.errors import UnsupportedContentError
+from llmcore.errors import RequestFileError, UnsupportedContentError
 from llmcore.providers import get_provider
 from tests.corpus_tests import normalize as n
 from tests.corpus_tests.normalize import Normalization, Obj
@@ -217,6 +219,10 @@ def classify(api: str, case: dict[str, Any]) -> Outcome:
         result = provider.import_body(body)
     except UnsupportedContentError as exc:
         return Outcome("c", (exc.feature,))
+    except RequestFileError as exc:
+        if case.get("status") == 400:
+            return Outcome("d", (f"malformed body the API refused: {exc}",))
+        return Outcome("none", (f"import raised RequestFileError: {exc}",))
     except Exception as exc:  # noqa: BLE001 - any other failure is a case outside the classes
         return Outcome("none", (f"import raised {type(exc).__name__}: {exc}",))
     try:

@@ -58,8 +58,8 @@ EXPECTED: dict[str, dict[str, int]] = {
     "anthropic": {
         "byte-equal rebuild": 0,
         "class b": 62,
-        "class c": 76,
-        "class none": 2,
+        "class c": 77,
+        "class d": 1,
         "normalization: cache_control placed by P3": 8,
         "normalization: content shorthand": 23,
         "normalization: empty tool description omitted": 14,
@@ -80,6 +80,7 @@ EXPECTED: dict[str, dict[str, int]] = {
         "refused: server tool 'web_search_20250305'": 8,
         "refused: system message inside the conversation": 2,
         "refused: tool field 'defer_loading'": 40,
+        "refused: unpaired tool call or result": 1,
         "with request_raw": 33,
     },
     "openai-chat": {

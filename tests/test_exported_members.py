@@ -11,7 +11,9 @@ def test_all_names_exist_and_are_sorted():
 
 
 def test_public_objects_say_where_they_live():
-    for name in [n for n in llmcore.__all__ if not n.isupper() and n != "MessageContent"]:  # constants and the union alias have no home module
+    for name in [
+        n for n in llmcore.__all__ if not n.isupper() and n != "MessageContent"
+    ]:  # constants and the union alias have no home module
         value = getattr(llmcore, name)
         module = getattr(value, "__module__", "llmcore")
         assert module.startswith("llmcore"), (name, module)

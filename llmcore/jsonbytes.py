@@ -26,7 +26,16 @@ from typing import Any, Final
 
 from llmcore.errors import EncodingError
 
-__all__ = ["Raw", "dumps", "dumps_sorted", "encode_str", "is_json_object", "loads"]
+__all__ = [
+    "Raw",
+    "RawArray",
+    "dumps",
+    "dumps_sorted",
+    "dumps_text",
+    "encode_str",
+    "is_json_object",
+    "loads",
+]
 
 _encode_basestring: Final[Callable[[str], str]] = encode_basestring
 
@@ -55,6 +64,25 @@ class Raw:
         return hash(self.text)
 
 
+class RawArray:
+    """A JSON array whose elements are already-encoded UTF-8 JSON bytes, spliced as they are.
+
+    Request bodies keep each history message's wire bytes from the previous build
+    (:class:`~llmcore.providers.base.EncodeCache`); the array is written with one copy of each
+    element into the final body, never decoded or re-encoded. Only :func:`dumps` and
+    :func:`dumps_sorted` accept it.
+
+    Args:
+        items: The elements' bytes (each one or more comma-joined JSON values; empty ones are
+            skipped).
+    """
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: list[bytes]) -> None:
+        self.items = items
+
+
 def encode_str(value: str) -> str:
     """Return ``value`` as a JSON string literal (quotes included), non-ASCII kept as is.
 
@@ -70,31 +98,36 @@ def _float(value: float) -> str:
     return float.__repr__(value)
 
 
-def _write(value: Any, out: list[str], sort: bool, indent: str | None, depth: int) -> None:
+_CONSTANTS: Final[dict[object, str]] = {None: "null", True: "true", False: "false"}
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, Raw):
+        return value.text
+    if isinstance(value, bool) or value is None:
+        return _CONSTANTS[value]
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, float):
+        return _float(value)
+    raise EncodingError(f"cannot write a {type(value).__name__} as JSON")
+
+
+def _write(value: Any, out: list[Any], sort: bool, indent: str | None, depth: int) -> None:
     if isinstance(value, str):
         out.append(_encode_basestring(value))
-    elif isinstance(value, Raw):
-        out.append(value.text)
-    elif value is None:
-        out.append("null")
-    elif value is True:
-        out.append("true")
-    elif value is False:
-        out.append("false")
-    elif isinstance(value, int):
-        out.append(int.__repr__(value))
-    elif isinstance(value, float):
-        out.append(_float(value))
     elif isinstance(value, Mapping):
         _write_object(value, out, sort, indent, depth)
-    elif isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
+    elif isinstance(value, list | tuple):
         _write_array(value, out, sort, indent, depth)
+    elif isinstance(value, RawArray):
+        _write_raw_array(value, out)
     else:
-        raise EncodingError(f"cannot write a {type(value).__name__} as JSON")
+        out.append(_scalar(value))
 
 
 def _write_object(
-    value: Mapping[Any, Any], out: list[str], sort: bool, indent: str | None, depth: int
+    value: Mapping[Any, Any], out: list[Any], sort: bool, indent: str | None, depth: int
 ) -> None:
     if not value:
         out.append("{}")
@@ -121,7 +154,7 @@ def _write_object(
 
 
 def _write_array(
-    value: Sequence[Any], out: list[str], sort: bool, indent: str | None, depth: int
+    value: Sequence[Any], out: list[Any], sort: bool, indent: str | None, depth: int
 ) -> None:
     if not value:
         out.append("[]")
@@ -139,11 +172,42 @@ def _write_array(
     out.append("]")
 
 
-def _finish(out: list[str]) -> bytes:
+def _write_raw_array(value: RawArray, out: list[Any]) -> None:
+    out.append("[")
+    first = True
+    for item in value.items:
+        if not item:
+            continue
+        if not first:
+            out.append(",")
+        out.append(item)
+        first = False
+    out.append("]")
+
+
+def _encode(text: str) -> bytes:
     try:
-        return "".join(out).encode("utf-8")
+        return text.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise EncodingError("a string holds a lone surrogate, which has no UTF-8 form") from exc
+
+
+def _finish(out: list[Any]) -> bytes:
+    if not any(type(piece) is bytes for piece in out):
+        return _encode("".join(out))
+    parts: list[bytes] = []
+    run: list[str] = []
+    for piece in out:
+        if type(piece) is bytes:
+            if run:
+                parts.append(_encode("".join(run)))
+                run = []
+            parts.append(piece)
+        else:
+            run.append(piece)
+    if run:
+        parts.append(_encode("".join(run)))
+    return b"".join(parts)
 
 
 def dumps_text(value: Any) -> str:
@@ -152,8 +216,10 @@ def dumps_text(value: Any) -> str:
     Raises:
         EncodingError: ``value`` holds NaN, an infinity, a non-string key or a foreign type.
     """
-    out: list[str] = []
+    out: list[Any] = []
     _write(value, out, False, None, 0)
+    if any(type(piece) is bytes for piece in out):
+        raise EncodingError("a RawArray can only be written as bytes (use dumps)")
     return "".join(out)
 
 
@@ -171,7 +237,7 @@ def dumps(value: Any, *, indent: int | None = None) -> bytes:
     Raises:
         EncodingError: NaN, an infinity, a non-string key, a lone surrogate or a foreign type.
     """
-    out: list[str] = []
+    out: list[Any] = []
     _write(value, out, False, None if indent is None else " " * indent, 0)
     return _finish(out)
 
@@ -186,7 +252,7 @@ def dumps_sorted(value: Any, *, indent: int | None = None) -> bytes:
     Raises:
         EncodingError: As for :func:`dumps`.
     """
-    out: list[str] = []
+    out: list[Any] = []
     _write(value, out, True, None if indent is None else " " * indent, 0)
     return _finish(out)
 

@@ -2,7 +2,7 @@ import json
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmcore import jsonbytes
@@ -69,8 +69,20 @@ def test_is_json_object(data, expected):
     assert jsonbytes.is_json_object(data) is expected
 
 
+@settings(max_examples=500)
 @given(json_values)
 def test_round_trips_through_the_standard_parser(value):
     out = jsonbytes.dumps(value)
     assert json.loads(out) == value
     assert out == json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def test_raw_array_splices_bytes_once_and_skips_empty_items():
+    value = {
+        "a": "é",
+        "messages": jsonbytes.RawArray([b'{"x":1}', b"", b'{"y":"\xc3\xa9"},{"z":2}']),
+    }
+    assert jsonbytes.dumps(value) == '{"a":"é","messages":[{"x":1},{"y":"é"},{"z":2}]}'.encode()
+    assert jsonbytes.dumps({"m": jsonbytes.RawArray([])}) == b'{"m":[]}'
+    with pytest.raises(EncodingError):
+        jsonbytes.dumps_text({"m": jsonbytes.RawArray([b"1"])})

@@ -179,14 +179,14 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-def _encode_message(index: int, message: Message, option: Hashable) -> str:
+def _encode_message(index: int, message: Message, option: Hashable) -> bytes:
     ttl, carried = option if isinstance(option, tuple) else (option, ())
     blocks: list[Any] = [b for b in (_block(part) for part in message.content) if b is not None]
     if ttl is not None:
         blocks[-1]["cache_control"] = breakpoint_dict(ttl)
     role = "user" if message.role == "tool" else message.role
     head = [jsonbytes.Raw(text) for text in carried]
-    return jsonbytes.dumps_text({"role": role, "content": head + blocks})
+    return jsonbytes.dumps({"role": role, "content": head + blocks})
 
 
 def breakpoint_dict(ttl: Hashable) -> dict[str, str]:
@@ -290,7 +290,7 @@ class AnthropicProvider:
         body = _head(request)
         options = _message_options(request, carry)
         texts = encode_messages(request.messages, options, _encode_message, cache)
-        body["messages"] = jsonbytes.Raw("[" + ",".join(texts) + "]")
+        body["messages"] = jsonbytes.RawArray(texts)
         _tail(request, body)
         return jsonbytes.dumps(body)
 

@@ -310,8 +310,8 @@ class EncodeCache:
     request's worth of text. Keep one per conversation and provider.
     """
 
-    entries: dict[tuple[Message, Hashable], str] = field(default_factory=dict)
-    """The stored wire text per (message, options)."""
+    entries: dict[tuple[Message, Hashable], bytes] = field(default_factory=dict)
+    """The stored wire bytes per (message, options)."""
     hits: int = 0
     """Messages joined from stored text over this cache's life."""
     misses: int = 0
@@ -321,17 +321,17 @@ class EncodeCache:
         self,
         messages: tuple[Message, ...],
         options: list[Hashable],
-        encode: Callable[[int, Message, Hashable], str],
-    ) -> list[str]:
-        """Return each message's wire text, reusing stored text where message and options match.
+        encode: Callable[[int, Message, Hashable], bytes],
+    ) -> list[bytes]:
+        """Return each message's wire bytes, reusing stored bytes where message and options match.
 
         Args:
             messages: The request's messages.
             options: Per message, the hashable encoding options (breakpoint, TTL, id rewrites…).
             encode: Encodes message ``i`` under its options.
         """
-        fresh: dict[tuple[Message, Hashable], str] = {}
-        out: list[str] = []
+        fresh: dict[tuple[Message, Hashable], bytes] = {}
+        out: list[bytes] = []
         for index, message in enumerate(messages):
             key = (message, options[index])
             text = self.entries.get(key)
@@ -349,10 +349,10 @@ class EncodeCache:
 def encode_messages(
     messages: tuple[Message, ...],
     options: list[Hashable],
-    encode: Callable[[int, Message, Hashable], str],
+    encode: Callable[[int, Message, Hashable], bytes],
     cache: EncodeCache | None,
-) -> list[str]:
-    """Encode each message's wire text, through ``cache`` when one is given."""
+) -> list[bytes]:
+    """Encode each message's wire bytes (UTF-8 JSON), through ``cache`` when one is given."""
     if cache is not None:
         return cache.encode_all(messages, options, encode)
     return [encode(i, m, options[i]) for i, m in enumerate(messages)]

@@ -236,12 +236,12 @@ def wire_messages(message: Message) -> list[dict[str, Any]]:
     return [_parts_message(message)]
 
 
-def join_wire(wire: list[dict[str, Any]]) -> str:
-    """Return wire messages as the comma-joined JSON texts that go inside ``messages``."""
-    return ",".join(jsonbytes.dumps_text(item) for item in wire)
+def join_wire(wire: list[dict[str, Any]]) -> bytes:
+    """Return wire messages as the comma-joined JSON bytes that go inside ``messages``."""
+    return b",".join(jsonbytes.dumps(item) for item in wire)
 
 
-def _encode_message(index: int, message: Message, option: Hashable) -> str:
+def _encode_message(index: int, message: Message, option: Hashable) -> bytes:
     return join_wire(wire_messages(message))
 
 
@@ -275,21 +275,21 @@ def _tools(request: Request) -> list[dict[str, Any]]:
 
 
 def body_fields(
-    request: Request, system: dict[str, Any] | None, texts: list[str]
+    request: Request, system: dict[str, Any] | None, texts: list[bytes]
 ) -> dict[str, Any]:
     """Return the body's modeled fields in key order, ``params.extra`` not yet appended.
 
     Args:
         request: The neutral request.
         system: The leading system message (see :func:`system_message`), or ``None``.
-        texts: Each history message's wire text (see :func:`join_wire`), in order.
+        texts: Each history message's wire bytes (see :func:`join_wire`), in order.
     """
     params = request.params
     body: dict[str, Any] = {"model": request.model}
     if params.max_tokens is not None:
         body["max_completion_tokens"] = params.max_tokens
-    head = [jsonbytes.dumps_text(system)] if system is not None else []
-    body["messages"] = jsonbytes.Raw("[" + ",".join(head + [t for t in texts if t]) + "]")
+    head = [jsonbytes.dumps(system)] if system is not None else []
+    body["messages"] = jsonbytes.RawArray(head + texts)
     tools = _tools(request)
     if tools:
         body["tools"] = tools

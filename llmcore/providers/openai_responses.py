@@ -239,10 +239,10 @@ def _items(message: Message) -> list[dict[str, Any]]:
     return [_result_item(part) for part in message.content]
 
 
-def _encode_message(index: int, message: Message, option: Hashable) -> str:
+def _encode_message(index: int, message: Message, option: Hashable) -> bytes:
     if isinstance(option, tuple) and option:
-        return ",".join(str(text) for text in option)
-    return ",".join(jsonbytes.dumps_text(item) for item in _items(message))
+        return ",".join(str(text) for text in option).encode("utf-8")
+    return b",".join(jsonbytes.dumps(item) for item in _items(message))
 
 
 def _message_options(request: Request, carry: Carry | None) -> list[Hashable]:
@@ -330,7 +330,7 @@ class OpenAIResponsesProvider:
         body = _head(request)
         options = _message_options(request, carry)
         texts = encode_messages(request.messages, options, _encode_message, cache)
-        body["input"] = jsonbytes.Raw("[" + ",".join(texts) + "]")
+        body["input"] = jsonbytes.RawArray(texts)
         _tail(request, body)
         return jsonbytes.dumps(body)
 

@@ -113,7 +113,7 @@ def _mark_last_part(wire: list[dict[str, Any]], ttl: CacheTtl) -> None:
             return
 
 
-def _encode_message(index: int, message: Message, option: Hashable) -> str:
+def _encode_message(index: int, message: Message, option: Hashable) -> bytes:
     wire = openai_chat.wire_messages(message)
     if option is not None:
         _mark_last_part(wire, "1h" if option == "1h" else "5m")

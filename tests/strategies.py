@@ -97,7 +97,7 @@ _SIGNATURES = {
     "image/gif": b"GIF89a",
     "image/webp": b"RIFF\x00\x00\x00\x00WEBP",
 }
-MIME_TYPES = (*_SIGNATURES, "image/heic", "application/octet-stream")
+MIME_TYPES = tuple(_SIGNATURES)  # the types providers accept (base.SUPPORTED_IMAGE_TYPES)
 
 
 @st.composite

@@ -18,10 +18,10 @@ import hashlib
 import re
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeAlias
+from typing import Any, Final, Literal, Protocol, TypeAlias
 
 from llmcore.errors import APIStatusError, InvalidRequestError
-from llmcore.messages import Message, Text, ToolCall, ToolResult
+from llmcore.messages import Image, Message, Text, ToolCall, ToolResult
 from llmcore.providers._sse import SSEEvent
 from llmcore.request import Request
 from llmcore.usage import Usage
@@ -34,8 +34,12 @@ __all__ = [
     "ParsedResponse",
     "Provider",
     "StopReason",
+    "SUPPORTED_IMAGE_TYPES",
     "StreamParser",
     "breakpoint_messages",
+    "check_images",
+    "check_request",
+    "encode_messages",
     "rewrite_id",
     "validate_pairing",
 ]
@@ -358,12 +362,37 @@ def encode_messages(
     return [encode(i, m, options[i]) for i, m in enumerate(messages)]
 
 
+SUPPORTED_IMAGE_TYPES: Final = ("image/jpeg", "image/png", "image/gif", "image/webp")
+"""The image types every provider accepts (Anthropic vision docs: "image/jpeg, image/png,
+image/gif, image/webp"; OpenAI images guide: PNG, JPEG, WEBP, non-animated GIF)."""
+
+
+def check_images(messages: tuple[Message, ...]) -> None:
+    """Refuse an image whose type no provider accepts (A5 keeps such a declared type).
+
+    Raises:
+        InvalidRequestError: naming ``messages[i].content[j]`` and the type.
+    """
+    for index, message in enumerate(messages):
+        if message.role != "user":
+            continue
+        for position, part in enumerate(message.content):
+            if isinstance(part, Image) and part.mime_type not in SUPPORTED_IMAGE_TYPES:
+                raise InvalidRequestError(
+                    f"image type {part.mime_type!r} cannot be sent; providers accept "
+                    + ", ".join(SUPPORTED_IMAGE_TYPES),
+                    location=f"messages[{index}].content[{position}]",
+                )
+
+
 def check_request(request: Request) -> None:
     """Run the checks every provider makes before building a body.
 
     Raises:
-        InvalidRequestError: Unpaired tool calls/results, or an empty model name.
+        InvalidRequestError: Unpaired tool calls/results, an image type no provider accepts,
+            or an empty model name.
     """
     if not request.model:
         raise InvalidRequestError("the request names no model", location="model")
     validate_pairing(request.messages)
+    check_images(request.messages)

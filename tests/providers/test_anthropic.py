@@ -256,3 +256,11 @@ def test_import_inverse_and_refusals():
     with pytest.raises(UnsupportedContentError) as info:
         P.import_body(doc)
     assert info.value.feature == "document" and info.value.location == "$.messages[0].content[0]"
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai-chat", "openai-responses", "openrouter"])
+def test_an_image_type_no_provider_accepts_is_refused_with_its_place(provider):
+    msgs = (Message.user("look", Image(data=b"\x00\x01", mime_type="image/heic")),)
+    with pytest.raises(InvalidRequestError) as info:
+        get_provider(provider).build_body(Request(model="m", messages=msgs))
+    assert info.value.location == "messages[0].content[1]" and "image/heic" in str(info.value)

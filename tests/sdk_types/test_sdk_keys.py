@@ -8,7 +8,6 @@ the top level and deep inside a message, proves the check fails.
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,11 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmcore.errors import UnsupportedContentError
-from llmcore.messages import Image, Message
 from llmcore.providers import PROVIDER_NAMES, get_provider
 from llmcore.providers.base import EncodeCache
 from tests.sdk_types.keycheck import ALLOWED, check_body
-from tests.strategies import Conversation, conversations
+from tests.strategies import conversations
 
 TESTS = Path(__file__).resolve().parents[1]
 GOLDEN = sorted((TESTS / "providers" / "golden").glob("*/*.json"))
@@ -59,34 +57,11 @@ def test_rebuilt_corpus_bodies_fit_sdk_types(api):
     assert problems == {}
 
 
-SDK_IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
-
-
-def with_sdk_image_types(conversation: Conversation) -> Conversation:
-    """Declare images of other types (heic, octet-stream; no known signature) as PNG.
-
-    The generated conversations also hold types the Anthropic ``media_type`` Literal refuses;
-    llmcore keeps a declared type when the bytes have no known signature (A5), so such a body
-    would fail the value check for a reason that is not a key (see the report).
-    """
-
-    def fix(part):
-        if isinstance(part, Image) and part.mime_type not in SDK_IMAGE_TYPES:
-            return Image(data=part.data, mime_type="image/png")
-        return part
-
-    steps = tuple(
-        tuple(Message(role=m.role, content=tuple(fix(p) for p in m.content)) for m in step)
-        for step in conversation.steps
-    )
-    return replace(conversation, steps=steps)
-
-
 @pytest.mark.parametrize("provider", PROVIDER_NAMES)
 @settings(max_examples=150)
 @given(data=st.data())
 def test_generated_bodies_fit_sdk_types(provider, data):
-    conversation = with_sdk_image_types(data.draw(conversations(provider), label="conversation"))
+    conversation = data.draw(conversations(provider), label="conversation")
     p = get_provider(provider)
     cache = EncodeCache()
     for request in conversation.requests():

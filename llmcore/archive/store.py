@@ -11,7 +11,25 @@ An :class:`ArchiveStore` owns one folder (e.g. ``Poster.silverpoint/agent/``)::
 (A8) → an empty conversation, one :class:`Notice`, and the folder is kept byte-for-byte by every
 save until a turn runs or a new conversation is confirmed. A missing image file, or one whose
 bytes do not match its name, reads as an omitted image (A7). Opening never raises because of
-the folder's contents.
+the folder's contents or its path: an ``OSError`` (a name too long, a symlink loop, no
+permission) is one notice like an unreadable file.
+
+**Symbolic links are never followed** (as for session files, SPEC S6): an archive folder that is
+a symlink (or a file), or a ``conversation.json`` that is a symlink, opens as unreadable with
+one notice naming it; a save that would write there raises
+:class:`~llmcore.errors.ArchiveWriteError` saying so, and a deletion leaves it alone and reports
+it. An ``images/`` that is not a real folder reads as omitted images (A7) and a save that needs
+to write an image into it is refused the same way.
+
+**llmcore removes only what it created**: its own temporary files (``.conversation.json.<pid>-
+<hex>.tmp`` and ``images/.<sha256>.<ext>.<pid>-<hex>.tmp``) and image files named
+``<64 lowercase hex>.<png|jpg|gif|webp|bin>`` in ``images/`` that the archive no longer
+references (A5). Any other entry of the folder (a user's notes, a subfolder, a file of another
+tool) is left alone and is no reason for a save to fail. Where SPEC A11/A12 say "delete the
+folder" (``keep_conversation`` off, a confirmed new conversation), llmcore deletes
+``conversation.json`` (the commit point), its images and temporaries, then ``images/`` and the
+folder only if they are empty; foreign entries stay and are listed in
+:attr:`SaveResult.kept`.
 
 **Saving** (:meth:`ArchiveStore.save`) follows A12's precedence: ``keep_conversation`` off →
 delete the folder; else an unreadable folder is kept as it is; else an empty conversation
@@ -24,7 +42,7 @@ mutating file-system call at all. A write goes:
    ``images/``, flushed, fsynced and renamed into place; then ``images/`` is fsynced;
 3. ``conversation.json`` is written the same way; **its rename is the commit point**;
 4. the folder is fsynced, and unreferenced images and leftovers (temporary files of an
-   interrupted save, anything else this version did not write) are removed.
+   interrupted save) are removed.
 
 A failure in steps 1–3 removes what this save created and raises
 :class:`~llmcore.errors.ArchiveWriteError`: the previous archive stands byte-identical. A
@@ -36,12 +54,13 @@ next save cleans up. The same holds for deletion, whose commit point is removing
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import stat
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Final, Literal, Protocol
 
 from llmcore.errors import ArchiveReadError, ArchiveWriteError
 from llmcore.messages import Image
@@ -106,6 +125,9 @@ class SaveResult:
     """Image positions the budget saved as ``imageOmitted`` (A6)."""
     problems: tuple[str, ...] = ()
     """Failures after the commit point; the new archive stands and the next save cleans up."""
+    kept: tuple[str, ...] = ()
+    """A deletion: entries of the folder llmcore did not create, left in place (relative
+    paths, sorted); the folder stays while they are there."""
 
 
 @dataclass(slots=True)
@@ -119,6 +141,23 @@ class _Txn:
 
 
 _UNREADABLE = "The saved conversation could not be read; it is kept unchanged."
+
+_IMAGE_NAME: Final = re.compile(r"[0-9a-f]{64}\.(?:png|jpg|gif|webp|bin)")
+"""An image file llmcore writes (A5): ``<sha256 lowercase hex>.<ext>``."""
+_TEMP_SUFFIX: Final = r"\.[0-9]+-[0-9a-f]+\.tmp"
+_DOC_TEMP: Final = re.compile(r"\.conversation\.json" + _TEMP_SUFFIX)
+"""A temporary ``conversation.json`` of an interrupted save (see ``_write_file``)."""
+_IMAGE_TEMP: Final = re.compile(r"\.[0-9a-f]{64}\.(?:png|jpg|gif|webp|bin)" + _TEMP_SUFFIX)
+"""A temporary image file of an interrupted save, in ``images/``."""
+
+
+def _folder_problem(info: os.stat_result | None) -> str | None:
+    """What makes the archive folder unusable, or ``None`` (absent or a real directory)."""
+    if info is None or stat.S_ISDIR(info.st_mode):
+        return None
+    if stat.S_ISLNK(info.st_mode):
+        return "the archive folder is a symbolic link; llmcore does not follow links"
+    return "the archive folder is not a folder (a file is in its place)"
 
 
 class ArchiveStore:
@@ -174,30 +213,45 @@ class ArchiveStore:
         """Read the folder without changing it (SPEC A7, A8).
 
         Returns:
-            The conversation, or an empty one with a notice when the file cannot be read.
-            Never raises because of what the folder holds.
+            The conversation, or an empty one with a notice when the file cannot be read, the
+            folder or ``conversation.json`` is a symlink, or the path cannot be used (a name too
+            long, a symlink loop: any ``OSError``). Never raises because of what the folder
+            holds or where it is.
         """
-        if not self.fs.is_dir(self.folder) or self.fs.lstat(self.conversation_file) is None:
-            return Loaded(state=ConversationState())
         try:
+            problem = _folder_problem(self.fs.lstat(self.folder))
+            if problem is not None:
+                return self._unreadable(ArchiveReadError(problem), where=str(self.folder))
+            info = self.fs.lstat(self.conversation_file)
+            if info is None:
+                return Loaded(state=ConversationState())
+            if stat.S_ISLNK(info.st_mode):
+                link = "conversation.json is a symbolic link; llmcore does not follow links"
+                return self._unreadable(ArchiveReadError(link), where=str(self.folder))
             data = self.fs.read_bytes(self.conversation_file)
             state = decode(data, load_image=self._image_loader())
         except OSError as exc:
-            error = ArchiveReadError(f"cannot read the file ({exc.strerror or exc})")
-            return self._unreadable(error)
+            error = ArchiveReadError(f"cannot read the archive ({exc.strerror or exc})")
+            return self._unreadable(error, where=str(exc.filename or self.folder))
         except ArchiveReadError as exc:
             return self._unreadable(exc)
         return Loaded(state=state)
 
-    def _unreadable(self, error: ArchiveReadError) -> Loaded:
-        where = f"{self.conversation_file}: {error.location or '$'}"
+    def _unreadable(self, error: ArchiveReadError, *, where: str | None = None) -> Loaded:
+        if where is None:
+            where = f"{self.conversation_file}: {error.location or '$'}"
         notice = Notice(message=_UNREADABLE, reason=f"{where}: {error.message}")
         return Loaded(state=ConversationState(), notice=notice, error=error)
 
     def _image_loader(self) -> Callable[[str, str], bytes | None]:
         seen: dict[str, bytes | None] = {}
+        real: list[bool] = []  # images/ is a real folder (checked at the first image)
 
         def load_image(sha256: str, mime_type: str) -> bytes | None:
+            if not real:
+                real.append(self.fs.is_dir(self.images_dir))
+            if not real[0]:
+                return None  # a symlinked images/ is not followed: the image reads as omitted
             name = image_file_name(sha256, mime_type)
             if name not in seen:
                 seen[name] = self._read_image(name, sha256)
@@ -273,16 +327,27 @@ class ArchiveStore:
         Makes no mutating call when the disk already holds exactly this archive.
 
         Raises:
-            ArchiveWriteError: A failure before the commit point; the old archive stands.
+            ArchiveWriteError: A failure before the commit point (including any ``OSError`` of
+                the checks before it, such as a name too long), or a folder llmcore does not
+                write into (a symlink, a file, a ``conversation.json`` or ``images`` that is not
+                what llmcore writes); the old archive stands.
         """
         self._digests.retain(state.history)
         plan = kept_images(state.history, self.image_budget, digest=self._digests)
         data = self.encoder(
             state, kept_images=plan.kept, digest=self._digests, fragments=self._fragments
         )
-        missing = [(name, image) for name, image in plan.files if not self._image_ok(name)]
-        leftovers = self._leftovers({name for name, _ in plan.files})
-        if not missing and not leftovers and self._current_bytes() == data:
+        wanted = {name for name, _ in plan.files}
+        try:
+            self._check_folder()
+            if plan.files:
+                self._check_images_dir()
+            missing = [(name, image) for name, image in plan.files if not self._image_ok(name)]
+            leftovers = self._leftovers(wanted)
+            current = self._current_bytes()
+        except OSError as exc:
+            raise self._write_error(exc) from exc
+        if not missing and not leftovers and current == data:
             return SaveResult(action="unchanged", images_omitted=plan.omitted)
         txn = _Txn()
         try:
@@ -291,18 +356,41 @@ class ArchiveStore:
             self._commit(txn, data)
         except OSError as exc:
             self._undo(txn)
-            raise ArchiveWriteError(
-                f"could not save the conversation ({exc.strerror or exc}); "
-                "the previous archive is unchanged",
-                location=str(self.folder),
-            ) from exc
-        problems = self._after_commit({name for name, _ in plan.files})
+            raise self._write_error(exc) from exc
         return SaveResult(
             action="written",
             bytes_written=txn.written,
             images_omitted=plan.omitted,
-            problems=problems,
+            problems=self._after_commit(wanted),
         )
+
+    def _write_error(self, exc: OSError) -> ArchiveWriteError:
+        return ArchiveWriteError(
+            f"could not save the conversation ({exc.strerror or exc}); "
+            "the previous archive is unchanged",
+            location=str(self.folder),
+        )
+
+    def _refuse(self, what: str) -> ArchiveWriteError:
+        return ArchiveWriteError(
+            f"{what}; nothing was saved and nothing was changed", location=str(self.folder)
+        )
+
+    def _check_folder(self) -> None:
+        """Refuse a folder that is a symlink or a file, or a ``conversation.json`` folder."""
+        problem = _folder_problem(self.fs.lstat(self.folder))
+        if problem is not None:
+            raise self._refuse(problem)
+        info = self.fs.lstat(self.conversation_file)
+        if info is not None and stat.S_ISDIR(info.st_mode):
+            raise self._refuse("conversation.json is a folder llmcore did not create")
+
+    def _check_images_dir(self) -> None:
+        """Refuse an archive with images when ``images`` is not a real folder (not followed)."""
+        info = self.fs.lstat(self.images_dir)
+        if info is not None and not stat.S_ISDIR(info.st_mode):
+            kind = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a folder"
+            raise self._refuse(f"images is {kind}; llmcore keeps images only in a real folder")
 
     def _current_bytes(self) -> bytes | None:
         try:
@@ -320,19 +408,23 @@ class ArchiveStore:
         return self._read_image(name, name.split(".", 1)[0]) is not None
 
     def _leftovers(self, wanted: set[str]) -> list[Path]:
-        """Return every entry of the folder a clean archive would not hold."""
+        """Return the files llmcore created that a clean archive would not hold.
+
+        Only temporary files of an interrupted save (by their name pattern) and image files
+        named ``<sha256>.<ext>`` that ``wanted`` does not name; regular files only. Anything
+        else in the folder is not llmcore's and is left alone.
+        """
         out = [
             self.folder / name
             for name in self.fs.listdir(self.folder)
-            if name not in (CONVERSATION_FILE, IMAGES_DIR)
+            if _DOC_TEMP.fullmatch(name) and self.fs.is_file(self.folder / name)
         ]
-        if self.fs.lstat(self.images_dir) is not None and not self.fs.is_dir(self.images_dir):
-            out.append(self.images_dir)
-        out.extend(
-            self.images_dir / name
-            for name in self.fs.listdir(self.images_dir)
-            if name not in wanted
-        )
+        if self.fs.is_dir(self.images_dir):
+            out.extend(
+                self.images_dir / name
+                for name in self.fs.listdir(self.images_dir)
+                if _is_owned_image(name, wanted) and self.fs.is_file(self.images_dir / name)
+            )
         return out
 
     def _ensure_dirs(self, txn: _Txn, *, images: bool) -> None:
@@ -341,8 +433,6 @@ class ArchiveStore:
             txn.dirs.append(self.folder)
             self.fs.fsync_dir(self.folder.parent)
         if images and not self.fs.is_dir(self.images_dir):
-            if self.fs.lstat(self.images_dir) is not None:
-                self.fs.unlink(self.images_dir)
             self.fs.mkdir(self.images_dir)
             txn.dirs.append(self.images_dir)
             self.fs.fsync_dir(self.folder)
@@ -361,9 +451,8 @@ class ArchiveStore:
             self.fs.fsync_dir(self.images_dir)
 
     def _commit(self, txn: _Txn, data: bytes) -> None:
-        if self.fs.is_dir(self.conversation_file):
-            # Only an unreadable foreign folder holds this; it is being replaced (A8).
-            self._remove(self.conversation_file)
+        # An unreadable conversation.json (A8) is replaced by this rename; a folder in its
+        # place was refused by _check_folder.
         self._write_file(txn, self.conversation_file, data)
 
     def _write_file(self, txn: _Txn, target: Path, data: bytes) -> None:
@@ -414,30 +503,39 @@ class ArchiveStore:
         return tuple(problems)
 
     def _remove(self, path: Path) -> None:
-        """Remove a file, symlink or whole directory tree, never following symlinks."""
-        if self.fs.is_dir(path):
-            for name in self.fs.listdir(path):
-                self._remove(path / name)
-            self.fs.rmdir(path)
-        else:
-            self.fs.unlink(path)
+        """Remove one file llmcore created (never a directory tree, never through a symlink)."""
+        self.fs.unlink(path)
         self._good.pop(path.name, None)
 
     # ----------------------------------------------------------------------------- deleting
 
     def delete(self) -> SaveResult:
-        """Delete the archive folder (A11, A12, new conversation). No folder → no call.
+        """Delete the archive (A11, A12, a confirmed new conversation). No folder → no call.
 
-        Removing ``conversation.json`` is the commit point: a failure before it raises and
-        leaves the folder as it was; a failure after it is reported in
-        :attr:`SaveResult.problems` and the rest is removed by the next save.
+        Removes ``conversation.json`` (the commit point), every ``<sha256>.<ext>`` image and
+        llmcore temporary file, then ``images/`` and the folder if they are empty. Entries
+        llmcore did not create are left in place and listed in :attr:`SaveResult.kept` (the
+        folder stays with them). A folder that is a symlink or a file is not touched; that is
+        reported in :attr:`SaveResult.problems` with action ``nothing``.
+
+        A failure before the commit point raises and leaves the folder as it was; a failure
+        after it is reported in :attr:`SaveResult.problems` and the rest is removed by the
+        next save.
 
         Raises:
-            ArchiveWriteError: ``conversation.json`` could not be removed.
+            ArchiveWriteError: ``conversation.json`` could not be removed, or the folder's path
+                cannot be used (``OSError``: a name too long, a symlink loop).
         """
-        if self.fs.lstat(self.folder) is None:
-            return SaveResult(action="nothing")
-        if self.fs.lstat(self.conversation_file) is not None:
+        try:
+            info = self.fs.lstat(self.folder)
+            problem = _folder_problem(info)
+            if info is None or problem is not None:
+                why = () if problem is None else (f"{self.folder}: {problem}; not deleted",)
+                return SaveResult(action="nothing", problems=why)
+            doc = self.fs.lstat(self.conversation_file)
+        except OSError as exc:
+            raise self._write_error(exc) from exc
+        if doc is not None and not stat.S_ISDIR(doc.st_mode):
             try:
                 self.fs.unlink(self.conversation_file)
             except OSError as exc:
@@ -447,12 +545,38 @@ class ArchiveStore:
                 ) from exc
         problems: list[str] = []
         try:
-            self._remove(self.folder)
-            self.fs.fsync_dir(self.folder.parent)
+            kept = self._remove_owned()
         except OSError as exc:
             problems.append(f"{self.folder}: not fully removed ({exc.strerror or exc})")
+            kept = ()
         self._good.clear()
-        return SaveResult(action="deleted", problems=tuple(problems))
+        return SaveResult(action="deleted", problems=tuple(problems), kept=kept)
+
+    def _remove_owned(self) -> tuple[str, ...]:
+        """Remove llmcore's files, then ``images/`` and the folder if empty; return the rest."""
+        for path in self._leftovers(set()):
+            self._remove(path)
+        kept: list[str] = []
+        images = self.fs.is_dir(self.images_dir)
+        if images:
+            rest = self.fs.listdir(self.images_dir)
+            kept.extend(f"{IMAGES_DIR}/{name}" for name in rest)
+            if not rest:
+                self.fs.rmdir(self.images_dir)
+        kept.extend(n for n in self.fs.listdir(self.folder) if not (images and n == IMAGES_DIR))
+        if not kept:
+            self.fs.rmdir(self.folder)
+            self.fs.fsync_dir(self.folder.parent)
+        else:
+            self.fs.fsync_dir(self.folder)
+        return tuple(sorted(kept))
+
+
+def _is_owned_image(name: str, wanted: set[str]) -> bool:
+    """Whether ``images/<name>`` is llmcore's to remove: a temporary or an unwanted image."""
+    if _IMAGE_TEMP.fullmatch(name):
+        return True
+    return _IMAGE_NAME.fullmatch(name) is not None and name not in wanted
 
 
 def _signature(info: os.stat_result) -> tuple[int, int, int]:

@@ -57,10 +57,13 @@ def test_unreadable_opens_with_one_notice_and_is_kept_through_saves(tmp_path, co
     assert store.save(conv).action == "kept_unreadable"
     assert snapshot(folder) == before
     assert fs.calls == []
-    # A turn runs: the folder is replaced by format 1 and foreign leftovers go.
+    # A turn runs: conversation.json is replaced by format 1; files llmcore did not create
+    # (notes.txt, images/keep.bin) stay byte for byte.
     conv.end_turn(messages=turn(0), provider="anthropic", model="m")
     assert store.save(conv).action == "written"
-    assert sorted(snapshot(folder)) == ["conversation.json", "images/"]
+    after = snapshot(folder)
+    assert sorted(after) == ["conversation.json", "images/", "images/keep.bin", "notes.txt"]
+    assert after["notes.txt"] == b"foreign" and after["images/keep.bin"] == b"old image"
     assert store.load().state == conv.state
 
 
@@ -70,8 +73,11 @@ def test_unreadable_deleted_when_new_conversation_confirmed(tmp_path):
     conv = store.open()
     conv.new_conversation()
     assert conv.notices == ()
-    assert store.save(conv).action == "deleted"
-    assert not folder.exists()
+    result = store.save(conv)
+    assert result.action == "deleted"
+    # Only what llmcore wrote goes; the foreign files keep the folder (SaveResult.kept).
+    assert result.kept == ("images/keep.bin", "notes.txt")
+    assert sorted(snapshot(folder)) == ["images/", "images/keep.bin", "notes.txt"]
     assert store.save(conv).action == "nothing"
 
 
@@ -128,7 +134,7 @@ def test_unreferenced_images_and_leftovers_removed_on_save(tmp_path):
     store.save(conv)
     folder = tmp_path / "agent"
     (folder / ".conversation.json.1-abcd.tmp").write_bytes(b"partial")
-    (folder / "images" / ".x.png.1-abcd.tmp").write_bytes(b"partial")
+    (folder / "images" / f".{'ab' * 32}.png.1-abcd.tmp").write_bytes(b"partial")
     conv.new_conversation()
     conv.end_turn(messages=turn(7, image=b"\x89PNG\r\n\x1a\nonly"), provider="p", model="m")
     store.save(conv)
@@ -187,6 +193,13 @@ def test_keep_conversation_off_deletes_even_an_unreadable_folder(tmp_path):
     conv = store.open()
     assert conv.keeps_unreadable
     store_off = ArchiveStore(folder, keep_conversation=False)
+    result = store_off.save(conv)
+    assert result.action == "deleted"
+    assert not (folder / "conversation.json").exists()
+    assert result.kept == ("images/keep.bin", "notes.txt")
+    (folder / "notes.txt").unlink()
+    (folder / "images" / "keep.bin").unlink()
+    (folder / "conversation.json").write_bytes(b"{broken")
     assert store_off.save(conv).action == "deleted"
     assert not folder.exists()
 

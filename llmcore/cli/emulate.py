@@ -14,7 +14,12 @@ import typer
 
 from llmcore.emulator import Emulator, EmulatorError, ScriptError, load_script
 
-__all__ = ["emulate_command", "register"]
+__all__ = ["EXIT_INPUT", "MAX_PORT", "emulate_command", "register"]
+
+EXIT_INPUT = 2
+"""Exit status for a bad script, an out-of-range port or a port that cannot be bound."""
+MAX_PORT = 65535
+"""Highest TCP port number."""
 
 
 def emulate_command(port: int = 0, script: Path | None = None, access_log: bool = False) -> int:
@@ -30,22 +35,29 @@ def emulate_command(port: int = 0, script: Path | None = None, access_log: bool 
         access_log: Log each request on stderr.
 
     Returns:
-        The exit status: 0 after Ctrl+C, 2 for a bad script or a port that cannot be bound.
+        The exit status: 0 after Ctrl+C, 2 (one ``llmcore: …`` line on stderr) for a bad
+        script, a port outside 0–65535, or a port that cannot be bound.
     """
+    if not 0 <= port <= MAX_PORT:
+        return _fail(f"--port {port} is out of range (0 to {MAX_PORT}; 0 picks a free port)")
     try:
         loaded = load_script(script) if script is not None else None
     except ScriptError as exc:
-        print(f"llmcore emulate: {exc}", file=sys.stderr)
-        return 2
+        return _fail(str(exc))
     emulator = Emulator(script=loaded, port=port, access_log=access_log)
     try:
         emulator.serve_forever(on_ready=_announce)
     except EmulatorError as exc:
-        print(f"llmcore emulate: {exc}", file=sys.stderr)
-        return 2
+        return _fail(str(exc))
     except KeyboardInterrupt:
         pass
     return 0
+
+
+def _fail(message: str) -> int:
+    """Print ``llmcore: message`` on stderr (one line, as every command does); return 2."""
+    print(f"llmcore: {message}", file=sys.stderr)
+    return EXIT_INPUT
 
 
 def _announce(emulator: Emulator) -> None:

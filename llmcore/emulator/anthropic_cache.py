@@ -121,7 +121,8 @@ def _markers(block: Any, path: str) -> tuple[tuple[str, str], ...]:
 def _cacheable(block: Any) -> bool:
     if isinstance(block, str):
         return block != ""
-    if block.get("type") in _UNCACHEABLE:
+    kind = block.get("type")
+    if isinstance(kind, str) and kind in _UNCACHEABLE:  # "type" may be any JSON value
         return False
     return not (block.get("type") == "text" and block.get("text") == "")
 

@@ -10,10 +10,11 @@ an entry is usable only after the first response that wrote it has begun).
 from __future__ import annotations
 
 import itertools
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from llmcore import jsonbytes
 from llmcore.emulator.agent import AGENT_SCRIPT
@@ -56,16 +57,98 @@ class Prepared:
     """Makes the request's cache entries visible; call when the response starts."""
 
 
+_PARSE_ERROR: Final[dict[Shape, str]] = {
+    "anthropic": "There was an error parsing the body",
+    "openai": "We could not parse the JSON body of your request.",
+}
+"""Each API's message for a body it cannot parse (PROVIDER-RULES §1.10, §2.3)."""
+_TOO_DEEP: Final[dict[Shape, str]] = {
+    shape: f"{text} (the JSON is nested too deeply)" for shape, text in _PARSE_ERROR.items()
+}
+
+_LONE_ESCAPE: Final = re.compile(
+    rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])"
+    rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+)
+"""A ``\\uD800``-``\\uDFFF`` escape that may be unpaired (a cheap filter; the walk confirms)."""
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def _path(shape: Shape, path: tuple[str | int, ...]) -> str:
+    """Write a JSON path as the API does (``messages.0.content`` / ``messages[0].content``)."""
+    if shape == "anthropic":
+        return ".".join(str(part) for part in path)
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
+    return out
+
+
+def _lone_surrogate(value: Any) -> tuple[tuple[str | int, ...], str] | None:
+    """Return the path and text of the first string (or key) holding a lone surrogate."""
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, ())]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, str):
+            if _SURROGATE.search(node):
+                return path, node
+        elif isinstance(node, dict):
+            for key, item in reversed(node.items()):
+                if _SURROGATE.search(key):
+                    return (*path, key), key
+                stack.append((item, (*path, key)))
+        elif isinstance(node, list):
+            stack.extend((item, (*path, i)) for i, item in reversed(list(enumerate(node))))
+    return None
+
+
 def _parse(raw: bytes, shape: Shape) -> tuple[Any, Spans]:
+    r"""Parse a request body; refuse what the real API cannot parse.
+
+    A string holding an unpaired surrogate escape (``"\ud800"``) has no UTF-8 form: the
+    body is refused with 400 ``invalid_request_error`` naming the JSON path, as the real APIs
+    refuse text that is not valid Unicode.
+
+    Raises:
+        Rejection: Not UTF-8 JSON, nested deeper than the parser allows, or a lone surrogate.
+    """
     try:
-        return scan_body(raw)
-    except (ValueError, RecursionError) as exc:
-        message = (
-            "There was an error parsing the body"
-            if shape == "anthropic"
-            else "We could not parse the JSON body of your request."
-        )
-        raise Rejection(message) from exc
+        parsed, spans = scan_body(raw)
+    except ValueError as exc:
+        raise Rejection(_PARSE_ERROR[shape]) from exc
+    except RecursionError:
+        raise Rejection(_TOO_DEEP[shape]) from None
+    if _LONE_ESCAPE.search(raw):
+        found = _lone_surrogate(parsed)
+        if found is not None:
+            path, text = found
+            where = _path(shape, path) or "$"
+            code = _SURROGATE.search(text)
+            assert code is not None
+            problem = f"lone surrogate \\u{ord(code.group()):04x} is not valid Unicode"
+            if shape == "anthropic":
+                raise Rejection(f"{_PARSE_ERROR[shape]}: {where}: {problem}")
+            raise Rejection(f"Invalid '{where}': {problem}.", param=where)
+    return parsed, spans
+
+
+def _guarded(
+    shape: Shape, handle: Callable[[bytes, str], Prepared], raw: bytes, org: str
+) -> Prepared:
+    """Run ``handle``; a body nested too deeply for the walkers becomes a 400, not a crash.
+
+    Parsing accepts what :mod:`json` accepts (about 1,000 levels, Python's recursion limit);
+    validating and measuring walk the parsed value recursively, so a body nested a few hundred
+    levels deep can exhaust the stack there. Nothing is committed before the answer starts, so
+    refusing here leaves the caches unchanged.
+
+    Raises:
+        Rejection: From ``handle``, or 400 ``invalid_request_error`` for the nesting.
+    """
+    try:
+        return handle(raw, org)
+    except RecursionError:
+        raise Rejection(_TOO_DEEP[shape]) from None
 
 
 class Engine:
@@ -109,8 +192,11 @@ class Engine:
         """Answer ``POST /v1/messages``.
 
         Raises:
-            Rejection: The request breaks a Messages API rule.
+            Rejection: The request breaks a Messages API rule, or is nested too deeply.
         """
+        return _guarded("anthropic", self._anthropic_messages, raw, org)
+
+    def _anthropic_messages(self, raw: bytes, org: str) -> Prepared:
         if len(raw) > ANTHROPIC_MAX_BODY:
             raise Rejection(
                 "Request exceeds the maximum allowed number of bytes.",
@@ -138,8 +224,11 @@ class Engine:
         """Answer ``POST /v1/chat/completions``.
 
         Raises:
-            Rejection: The request breaks a Chat Completions rule.
+            Rejection: The request breaks a Chat Completions rule, or is nested too deeply.
         """
+        return _guarded("openai", self._chat_completions, raw, org)
+
+    def _chat_completions(self, raw: bytes, org: str) -> Prepared:
         parsed, spans = _parse(raw, "openai")
         body = validate_chat(parsed)
         now = self.clock.now()
@@ -177,9 +266,12 @@ class Engine:
         """Answer ``POST /v1/responses``.
 
         Raises:
-            Rejection: The request breaks a Responses rule, or names an unknown
-                ``previous_response_id``.
+            Rejection: The request breaks a Responses rule, is nested too deeply, or names an
+                unknown ``previous_response_id``.
         """
+        return _guarded("openai", self._responses_turn, raw, org)
+
+    def _responses_turn(self, raw: bytes, org: str) -> Prepared:
         parsed, spans = _parse(raw, "openai")
         history = self._history(parsed)
         body = validate_responses(parsed, history)

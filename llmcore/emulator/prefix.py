@@ -73,7 +73,8 @@ _IMAGE_TYPES: Final = frozenset({"image", "image_url", "input_image"})
 def _images(value: Any, acc: list[int]) -> None:
     """Add to ``acc`` = [image count, payload bytes] the images found in ``value``."""
     if isinstance(value, dict):
-        if value.get("type") in _IMAGE_TYPES:
+        kind = value.get("type")
+        if isinstance(kind, str) and kind in _IMAGE_TYPES:  # "type" may be any JSON value
             acc[0] += 1
             payload = _payload(value)
             if payload is not None:

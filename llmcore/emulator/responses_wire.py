@@ -29,7 +29,8 @@ def _is_assistant(item: Any) -> bool:
         return False
     if item.get("type", "message") == "message":
         return item.get("role") == "assistant"
-    return item.get("type") in _ASSISTANT_KINDS
+    kind = item.get("type")
+    return isinstance(kind, str) and kind in _ASSISTANT_KINDS  # "type" may be any JSON value
 
 
 def _user_text(items: list[Any]) -> str:

@@ -17,7 +17,9 @@ A **script file** is UTF-8 JSON, either a bare list of replies or an object::
 ``arguments`` is the exact JSON object text the model "produces" — sent byte for byte (Anthropic
 splices it as ``input`` and streams it as ``input_json_delta`` pieces; OpenAI sends it as the
 ``arguments`` string); a JSON object value instead of a string is written compactly. Each reply
-needs text or at least one tool call; unknown keys are refused.
+needs text or at least one tool call; unknown keys are refused. Strings must be valid Unicode
+(a lone surrogate escape such as ``"\ud800"`` is refused, naming its path: no reply could carry
+it as UTF-8), and ``arguments`` nest at most :data:`MAX_ARGUMENT_DEPTH` levels.
 
 Replies are consumed **per conversation, in order**, without server state: a request gets reply
 number *n* where *n* is the number of assistant turns already in its history (Anthropic and Chat:
@@ -106,17 +108,66 @@ class Script:
         return replies[turn] if 0 <= turn < len(replies) else self.after_end
 
 
+MAX_ARGUMENT_DEPTH = 64
+"""Deepest nesting of objects and arrays allowed in a scripted call's ``arguments``."""
+
+
+def _unicode(text: str, where: str) -> str:
+    r"""Return ``text``, refusing a lone surrogate (a ``\ud800`` escape with no UTF-8 form)."""
+    for index, char in enumerate(text):
+        if "\ud800" <= char <= "\udfff":
+            raise ScriptError(
+                f"lone surrogate \\u{ord(char):04x} at character {index} is not valid Unicode",
+                location=where,
+            )
+    return text
+
+
+def _check_parsed(value: Any, where: str) -> None:
+    """Refuse parsed arguments nested too deeply or holding a lone surrogate (iteratively)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, str):
+            _unicode(node, where)
+        elif isinstance(node, dict | list):
+            if depth >= MAX_ARGUMENT_DEPTH:
+                raise ScriptError(
+                    f"arguments nest deeper than {MAX_ARGUMENT_DEPTH} levels", location=where
+                )
+            items = [*node, *node.values()] if isinstance(node, dict) else node
+            stack.extend((item, depth + 1) for item in items)
+
+
+def _arguments(arguments: Any, where: str) -> str:
+    if isinstance(arguments, dict):
+        _check_parsed(arguments, where)
+        arguments = jsonbytes.dumps_text(arguments)
+    if not isinstance(arguments, str):
+        raise ScriptError("arguments must be the text of a JSON object", location=where)
+    _unicode(arguments, where)
+    try:
+        parsed = jsonbytes.loads(arguments)
+    except RecursionError:
+        raise ScriptError(
+            f"arguments nest deeper than {MAX_ARGUMENT_DEPTH} levels", location=where
+        ) from None
+    except ValueError:
+        parsed = None
+    if not isinstance(parsed, dict):
+        raise ScriptError("arguments must be the text of a JSON object", location=where)
+    _check_parsed(parsed, where)
+    return arguments
+
+
 def _call(value: Any, where: str) -> ScriptedCall:
     if not isinstance(value, dict) or set(value) - {"name", "arguments"}:
         raise ScriptError("a tool call is an object with name and arguments only", location=where)
     name, arguments = value.get("name"), value.get("arguments", "{}")
     if not isinstance(name, str) or not name:
         raise ScriptError("a tool call needs a non-empty name", location=where)
-    if isinstance(arguments, dict):
-        arguments = jsonbytes.dumps_text(arguments)
-    if not isinstance(arguments, str) or not jsonbytes.is_json_object(arguments.encode("utf-8")):
-        raise ScriptError("arguments must be the text of a JSON object", location=where)
-    return ScriptedCall(name=name, arguments=arguments)
+    _unicode(name, f"{where}.name")
+    return ScriptedCall(name=name, arguments=_arguments(arguments, f"{where}.arguments"))
 
 
 def _reply(value: Any, where: str) -> Reply:
@@ -129,7 +180,7 @@ def _reply(value: Any, where: str) -> Reply:
     parsed = tuple(_call(call, f"{where}.tool_calls[{i}]") for i, call in enumerate(calls))
     if not text and not parsed:
         raise ScriptError("a reply needs text or at least one tool call", location=where)
-    return Reply(text=text, tool_calls=parsed)
+    return Reply(text=_unicode(text, f"{where}.text"), tool_calls=parsed)
 
 
 def _replies(value: Any, where: str) -> tuple[Reply, ...]:
@@ -144,7 +195,8 @@ def _conversation(value: Any, where: str) -> Conversation:
     if not isinstance(value["match"], str):
         raise ScriptError("match must be a string", location=f"{where}.match")
     return Conversation(
-        match=value["match"], replies=_replies(value["replies"], f"{where}.replies")
+        match=_unicode(value["match"], f"{where}.match"),
+        replies=_replies(value["replies"], f"{where}.replies"),
     )
 
 
@@ -156,13 +208,18 @@ def parse_script(data: bytes, source: str = "<script>") -> Script:
         source: The file name used in error locations.
 
     Raises:
-        ScriptError: The text is not JSON or breaks the format; ``location`` is
-            ``source: $.path``.
+        ScriptError: The text is not JSON (or nests too deeply for the parser) or breaks the
+            format: a string holds a lone surrogate, ``arguments`` nest deeper than
+            :data:`MAX_ARGUMENT_DEPTH`, …; ``location`` is ``source: $.path``.
     """
     try:
         value = jsonbytes.loads(data)
     except ValueError as exc:
         raise ScriptError(f"not valid JSON: {exc}", location=source) from exc
+    except RecursionError:
+        raise ScriptError(
+            "the JSON is nested too deeply for Python's parser", location=source
+        ) from None
     if isinstance(value, list):
         return Script(replies=_replies(value, f"{source}: $"))
     if not isinstance(value, dict) or set(value) - {"replies", "conversations", "after_end"}:

@@ -197,7 +197,7 @@ class Emulator:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((self._host, self._port))
-        except OSError as exc:
+        except (OSError, OverflowError) as exc:  # OverflowError: a port outside 0-65535
             sock.close()
             raise EmulatorError(f"cannot listen on {self._host}:{self._port}: {exc}") from exc
         sock.listen(2048)

@@ -43,7 +43,10 @@ def test_script_file_format(tmp_path: Path) -> None:
     ("data", "where"),
     [
         (b"[{}]", "s.json: $[0]"),
-        (b'[{"tool_calls": [{"name": "f", "arguments": "[1]"}]}]', "s.json: $[0].tool_calls[0]"),
+        (
+            b'[{"tool_calls": [{"name": "f", "arguments": "[1]"}]}]',
+            "s.json: $[0].tool_calls[0].arguments",
+        ),
         (b'{"replies": [], "extra": 1}', "s.json: $"),
         (b"not json", "s.json"),
     ],
@@ -118,5 +121,5 @@ def test_emulate_command_refuses_a_bad_script(
     bad = tmp_path / "bad.json"
     bad.write_text("[{}]")
     assert emulate_command(0, bad) == 2
-    assert capsys.readouterr().err.startswith("llmcore emulate: ")
+    assert capsys.readouterr().err.startswith("llmcore: ")
     assert emulate_command(0, tmp_path / "missing.json") == 2

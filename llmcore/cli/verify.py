@@ -22,11 +22,12 @@ from typing import Annotated
 
 import typer
 
-from llmcore.archive import ArchiveStore, ConversationState, encode
+from llmcore.archive import CONVERSATION_FILE, ArchiveStore, ConversationState, encode
 from llmcore.archive.store import Encoder
 from llmcore.cli._common import EXIT_USAGE
-from llmcore.errors import LLMCoreError
+from llmcore.errors import LLMCoreError, UnknownProviderError
 from llmcore.providers import PROVIDER_NAMES, get_provider
+from llmcore.providers.base import Provider
 from llmcore.request import Request
 
 __all__ = ["VerifyResult", "register", "verify", "verify_archive", "verify_command"]
@@ -70,19 +71,52 @@ class VerifyResult:
 
 
 def _open(archive: Path) -> ConversationState:
+    """Load the archive, refusing what :meth:`ArchiveStore.load` would open as empty.
+
+    Raises:
+        VerifyInputError: The archive cannot be read (its notice's reason: a bad file, a
+            symlinked folder, a path that cannot be used) or there is no ``conversation.json``.
+    """
     store = ArchiveStore(archive)
-    if not store.fs.is_file(store.conversation_file):
-        raise VerifyInputError("no conversation.json in this folder", location=str(archive))
     loaded = store.load()
     if loaded.notice is not None:
         raise VerifyInputError(f"cannot verify: {loaded.notice.reason}")
+    try:
+        present = store.fs.is_file(store.conversation_file)
+    except OSError as exc:  # load() just read this path; a race is still one line
+        message = f"cannot verify: {exc.strerror or exc}"
+        raise VerifyInputError(message, location=str(archive)) from None
+    if not present:
+        raise VerifyInputError("no conversation.json in this folder", location=str(archive))
     return loaded.state
+
+
+def _provider(name: str | None, state: ConversationState, archive: Path) -> Provider:
+    """Return the provider to build for: ``--provider``, else the one the archive names."""
+    if name:
+        return get_provider(name)
+    if not state.provider:
+        raise VerifyInputError(
+            "the archive names no provider; pass --provider",
+            location=str(archive / CONVERSATION_FILE),
+        )
+    try:
+        return get_provider(state.provider)
+    except UnknownProviderError:
+        raise VerifyInputError(
+            f"the archive names provider {state.provider!r}, which llmcore does not know; "
+            f"pass --provider (one of {', '.join(PROVIDER_NAMES)})",
+            location=f"{archive / CONVERSATION_FILE}: $.provider",
+        ) from None
 
 
 def _request(state: ConversationState, request: Path | None) -> Request:
     if request is None:
         if not state.model:
-            raise VerifyInputError("the archive names no model; pass --request with a model")
+            raise VerifyInputError(
+                "the archive names no model; pass --request with a model",
+                location=f"{CONVERSATION_FILE}: $.model",
+            )
         return Request(model=state.model, messages=state.history)
     from llmcore.requestfile import load_request_file
 
@@ -117,10 +151,8 @@ def verify_archive(
         LLMCoreError: The request file is bad, the provider unknown, or a body cannot be built.
     """
     state = _open(archive)
-    name = provider or state.provider
-    if not name:
-        raise VerifyInputError("the archive names no provider; pass --provider")
-    builder = get_provider(name)
+    builder = _provider(provider, state, archive)
+    name = builder.name
     first = _request(state, request)
     before = builder.build_body(first)
     with tempfile.TemporaryDirectory(prefix="llmcore-verify-") as tmp:

@@ -12,7 +12,11 @@ been. Both count tokens with :mod:`llmcore.tokens`.
 hit rate = Σ cache_read ÷ Σ (input + cache_read + cache_write), per request and in total.
 
 With ``live=True`` the same prompts go to the real API of one provider (an API key from the
-environment is required; it is never used otherwise).
+environment is required; it is never used otherwise). A live run reads with
+:data:`LIVE_TIMEOUT` (120 s per read, not the library's 600 s for long generations: the
+session's answers are short, and an endpoint that accepts but never answers must not hold the
+command for half an hour across retries), and ``on_send`` names each request as it starts
+waiting, so a progress display can say which request is outstanding.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
+import httpx
+
 from llmcore import jsonbytes
 from llmcore.archive import ArchiveStore, ConversationState
 from llmcore.audit import audit_bodies
@@ -30,12 +36,16 @@ from llmcore.emulator import AGENT_TOOLS, AgentWorkspace, Emulator, ManualClock
 from llmcore.emulator.session import PROMPTS, SYSTEM
 from llmcore.messages import Image
 from llmcore.providers import get_provider
+from llmcore.providers.base import ParsedResponse, Provider
 from llmcore.request import Params, Request
 from llmcore.runner import Conversation, FunctionTool, Runner, ToolOutput
-from llmcore.transport import HTTPTransport
+from llmcore.transport import HTTPTransport, Transport
 from llmcore.usage import Usage
 
-__all__ = ["BenchLeg", "BenchResult", "BenchRow", "DEFAULT_PLAN", "run_bench"]
+__all__ = ["BenchLeg", "BenchResult", "BenchRow", "DEFAULT_PLAN", "LIVE_TIMEOUT", "run_bench"]
+
+LIVE_TIMEOUT: Final = httpx.Timeout(connect=10.0, read=120.0, write=60.0, pool=10.0)
+"""The httpx timeout of ``bench --live``: connect 10 s, read 120 s, write 60 s, pool 10 s."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -163,11 +173,26 @@ def _agent_tools(workspace: AgentWorkspace) -> list[FunctionTool]:
     ]
 
 
+class _Announcing:
+    """A :class:`~llmcore.transport.Transport` that names each request before it is sent."""
+
+    def __init__(self, inner: Transport, on_send: Callable[[int, str], None]) -> None:
+        self._inner = inner
+        self._on_send = on_send
+        self.sent = 0
+
+    def send(self, provider: Provider, body: bytes, *, stream: bool = False) -> ParsedResponse:
+        """Call ``on_send(request number, provider name)``, then send through the inner one."""
+        self.sent += 1
+        self._on_send(self.sent, provider.name)
+        return self._inner.send(provider, body, stream=stream)
+
+
 @dataclass(slots=True)
 class _Session:
     """The mutable state of one bench run."""
 
-    transport: HTTPTransport
+    transport: Transport
     tools: list[FunctionTool]
     on_request: Callable[[BenchRow], None] | None
     conversation: Conversation = field(default_factory=Conversation)
@@ -284,7 +309,9 @@ def run_bench(
     plan: Sequence[BenchLeg] = DEFAULT_PLAN,
     live: bool = False,
     on_request: Callable[[BenchRow], None] | None = None,
+    on_send: Callable[[int, str], None] | None = None,
     archive_folder: Path | None = None,
+    live_timeout: httpx.Timeout | float = LIVE_TIMEOUT,
 ) -> BenchResult:
     """Play the agent session and measure its prompt-cache hits.
 
@@ -292,21 +319,26 @@ def run_bench(
         plan: The legs (provider, model, user turns, where to reopen). Live runs use one leg.
         live: Send to the real APIs (keys from the environment) instead of the emulator.
         on_request: Called with each request's row as soon as its turn ends (progress).
+        on_send: Called with (1-based request number, provider name) just before each request
+            is sent, i.e. while it is outstanding (progress).
         archive_folder: Where the archive is saved and reopened (default: a temporary folder).
+        live_timeout: The httpx timeout of a live run (seconds, or an ``httpx.Timeout``).
 
     Returns:
         Every request's usage, the bodies sent, and the auditor's theoretical maximum.
 
     Raises:
-        ProviderError: A provider (or the emulator) failed.
+        ProviderError: A provider (or the emulator) failed; a live read that waits longer
+            than ``live_timeout`` is a :class:`~llmcore.errors.TransportError` (after retries).
         MissingAPIKeyError: ``live`` without the provider's API key.
     """
     workspace = AgentWorkspace()
     with tempfile.TemporaryDirectory(prefix="llmcore-bench-") as tmp:
         folder = archive_folder or Path(tmp) / "agent"
         if live:
-            session = _Session(HTTPTransport(), _agent_tools(workspace), on_request)
-            _play_legs(session, plan, folder)
+            with HTTPTransport(timeout=live_timeout) as http:
+                session = _Session(_announce(http, on_send), _agent_tools(workspace), on_request)
+                _play_legs(session, plan, folder)
             return _result(session, live)
         clock = ManualClock()
         with Emulator(clock=clock) as emulator:
@@ -315,10 +347,15 @@ def run_bench(
                 base_urls=dict.fromkeys(names, emulator.base_url),
                 api_keys=dict.fromkeys(names, "emulator"),
             )
-            session = _Session(transport, _agent_tools(workspace), on_request, clock=clock)
+            announced = _announce(transport, on_send)
+            session = _Session(announced, _agent_tools(workspace), on_request, clock=clock)
             _play_legs(session, plan, folder)
             transport.close()
         return _result(session, live)
+
+
+def _announce(transport: Transport, on_send: Callable[[int, str], None] | None) -> Transport:
+    return transport if on_send is None else _Announcing(transport, on_send)
 
 
 def with_provider(plan: Sequence[BenchLeg], provider: str, model: str | None) -> list[BenchLeg]:

@@ -61,3 +61,171 @@ def test_command_prints_table_and_writes_results(tmp_path):
 def test_provider_without_live_is_refused():
     result = CliRunner().invoke(app, ["bench", "--provider", "anthropic"])
     assert result.exit_code == 2
+
+
+# ------------------------------------------------ bad --out: refused before anything runs
+
+
+@pytest.fixture
+def no_session(monkeypatch):
+    """Make any session run fail the test: --out must be refused before it starts."""
+
+    def boom(**kwargs):
+        raise AssertionError("the session ran before --out was checked")
+
+    monkeypatch.setattr("llmcore.cli.bench.run_bench", boom)
+
+
+def _refused(args):
+    result = CliRunner().invoke(app, ["bench", *args])
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("llmcore: --out ")
+    return result.stderr.strip()
+
+
+def test_out_that_is_a_file_is_refused_before_running(tmp_path, no_session):
+    target = tmp_path / "results"
+    target.write_bytes(b"mine")
+    assert _refused(["--out", str(target)]) == f"llmcore: --out {target}: is a file, not a folder"
+    assert target.read_bytes() == b"mine"
+
+
+def test_out_under_a_file_is_refused_before_running(tmp_path, no_session):
+    (tmp_path / "file").write_bytes(b"mine")
+    out = tmp_path / "file" / "results"
+    assert _refused(["--out", str(out)]) == (
+        f"llmcore: --out {out}: a part of the path is a file, not a folder"
+    )
+
+
+@pytest.mark.parametrize(
+    ("out", "why"),
+    [
+        ("/proc", "cannot write files there"),
+        ("/proc/llmcore-results", "cannot create the folder"),
+        ("/sys/llmcore-results", "cannot create the folder"),
+    ],
+)
+def test_out_in_a_read_only_location_is_refused_before_running(out, why, no_session):
+    assert _refused(["--out", out]).startswith(f"llmcore: --out {out}: {why} (")
+
+
+@pytest.mark.parametrize("name", ["bench.json", "bench.png"])
+def test_out_whose_result_file_is_a_folder_is_refused_before_running(tmp_path, name, no_session):
+    (tmp_path / "res" / name).mkdir(parents=True)
+    assert _refused(["--out", str(tmp_path / "res")]) == (
+        f"llmcore: --out {tmp_path / 'res'}: {tmp_path / 'res' / name} is a folder"
+    )
+
+
+@pytest.mark.parametrize("out", ["", "   "])
+def test_empty_out_is_refused(out, no_session):
+    assert _refused(["--out", out]) == (
+        "llmcore: --out is empty; name a folder for bench.json and bench.png"
+    )
+
+
+def test_results_replace_the_previous_files_atomically(tmp_path, monkeypatch):
+    from llmcore.cli import bench as cli_bench
+
+    folder = tmp_path / "res"
+    folder.mkdir()
+    (folder / "bench.json").write_bytes(b"previous")
+
+    def failing_chart(result, path):
+        raise OSError(28, "No space left on device", str(path))
+
+    fake = runs_once()
+    monkeypatch.setattr(cli_bench, "run_bench", lambda **kwargs: fake)
+    monkeypatch.setattr(cli_bench, "_chart", failing_chart)
+    result = CliRunner().invoke(app, ["bench", "--out", str(folder)])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        f"llmcore: --out {folder}: could not write {folder / 'bench.png'} (No space left on device)"
+    )
+    assert (folder / "bench.json").read_bytes() == fake.to_json()  # written before the chart
+    assert sorted(p.name for p in folder.iterdir()) == ["bench.json"]  # no temporary left
+
+
+_ONCE = []
+
+
+def runs_once():
+    if not _ONCE:
+        _ONCE.append(run_bench())
+    return _ONCE[0]
+
+
+# ------------------------------------------- live: a tight read timeout, a named waiting request
+
+
+@pytest.fixture
+def silent_endpoint():
+    """A loopback server that accepts connections and reads, but never answers."""
+    import socket
+    import threading
+
+    server = socket.create_server(("127.0.0.1", 0))
+    held = []
+    stop = threading.Event()
+
+    def accept():
+        server.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            held.append(conn)
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.getsockname()[1]}"
+    stop.set()
+    thread.join()
+    for conn in held:
+        conn.close()
+    server.close()
+
+
+def test_live_run_against_a_silent_endpoint_times_out_and_names_the_waiting_request(
+    silent_endpoint, monkeypatch
+):
+    import time
+
+    from llmcore.bench import DEFAULT_PLAN, LIVE_TIMEOUT, with_provider
+    from llmcore.errors import TransportError
+
+    assert LIVE_TIMEOUT.read == 120.0  # bench --live; the library default stays 600 s
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", silent_endpoint)
+    waiting = []
+    start = time.monotonic()
+    with pytest.raises(TransportError, match="ReadTimeout"):
+        run_bench(
+            plan=with_provider(DEFAULT_PLAN, "anthropic", None),
+            live=True,
+            on_send=lambda n, name: waiting.append((n, name)),
+            live_timeout=0.2,
+        )
+    assert time.monotonic() - start < 10  # 3 attempts x 0.2 s + backoff, not 3 x 600 s
+    assert waiting == [(1, "anthropic")]
+
+
+def test_bench_command_passes_the_waiting_callback(tmp_path, monkeypatch):
+    from llmcore.cli import bench as cli_bench
+
+    seen = {}
+
+    def fake(**kwargs):
+        seen.update(kwargs)
+        kwargs["on_send"](1, "anthropic")
+        return runs_once()
+
+    monkeypatch.setattr(cli_bench, "run_bench", fake)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    result = CliRunner().invoke(
+        app, ["bench", "--live", "-p", "anthropic", "--out", str(tmp_path / "r")]
+    )
+    assert result.exit_code == 0, result.output
+    assert seen["live"] is True and callable(seen["on_send"])

@@ -5,19 +5,41 @@ Runs :func:`llmcore.bench.run_bench` on the embedded emulator (never a real API 
 (input, cache read, cache write tokens and hit rate) and the total hit rate against the
 auditor's theoretical maximum for the bodies sent; writes ``bench.json`` and a chart
 (``bench.png``) to the results folder.
+
+The results folder is checked **before anything runs** (a live run pays for every request):
+it is created if missing, must be a writable folder, and ``bench.json`` / ``bench.png`` in it
+must be writable files (not folders); an empty ``--out`` is refused. Any problem is one line on
+stderr, exit 2. The results are written to temporary files renamed into place, so a failed
+write leaves the previous results intact. A live run reads with
+:data:`llmcore.bench.LIVE_TIMEOUT` (120 s) and its progress names the request it waits for.
 """
 
 from __future__ import annotations
 
+import os
+import secrets
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
-from llmcore.bench import DEFAULT_PLAN, BenchResult, BenchRow, run_bench, with_provider
+from llmcore.bench import (
+    DEFAULT_PLAN,
+    LIVE_TIMEOUT,
+    BenchResult,
+    BenchRow,
+    run_bench,
+    with_provider,
+)
 from llmcore.cli._common import fail, one_line_errors
 from llmcore.providers import PROVIDER_NAMES
 
@@ -25,6 +47,65 @@ __all__ = ["register"]
 
 _EMBEDDED_REQUESTS = 24
 """Requests the embedded session makes (the emulator's built-in agent script)."""
+_RESULT_FILES = ("bench.json", "bench.png")
+"""The files written into the results folder."""
+
+
+def _temp_name(target: Path) -> Path:
+    return target.with_name(f".{target.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
+
+
+def _probe(folder: Path) -> None:
+    """Create and remove one temporary file in ``folder`` (raises ``OSError`` if it cannot)."""
+    probe = _temp_name(folder / "bench")
+    os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+    os.unlink(probe)
+
+
+def _target_problem(target: Path) -> str | None:
+    """Why ``target`` cannot be replaced by a results file, or ``None``."""
+    if not os.path.lexists(target):
+        return None
+    if target.is_dir():
+        return "is a folder"
+    if not target.is_file():
+        return "is not a regular file"
+    return None  # replaced by a rename: only the folder must be writable (probed)
+
+
+def check_out(out: str) -> Path:
+    """Prepare the results folder before the session runs; return it.
+
+    Creates the folder (and its parents) if missing, then checks it is a folder a file can be
+    created in, and that ``bench.json`` and ``bench.png`` in it are not folders or read-only.
+
+    Raises:
+        typer.Exit: Code 2 after one line on stderr naming ``--out`` and what is wrong: an
+            empty path, a file in the way, a path under a file, a read-only or missing
+            location (``/proc``, ``/sys``), a result name taken by a folder.
+    """
+    if not out.strip():
+        raise fail("--out is empty; name a folder for bench.json and bench.png")
+    folder = Path(out)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise fail(f"--out {out}: is a file, not a folder") from None
+    except NotADirectoryError:
+        raise fail(f"--out {out}: a part of the path is a file, not a folder") from None
+    except OSError as exc:
+        raise fail(f"--out {out}: cannot create the folder ({exc.strerror or exc})") from None
+    if not folder.is_dir():
+        raise fail(f"--out {out}: is not a folder")
+    try:
+        _probe(folder)
+    except OSError as exc:
+        raise fail(f"--out {out}: cannot write files there ({exc.strerror or exc})") from None
+    for name in _RESULT_FILES:
+        problem = _target_problem(folder / name)
+        if problem is not None:
+            raise fail(f"--out {out}: {folder / name} {problem}")
+    return folder
 
 
 def _table(result: BenchResult) -> Table:
@@ -84,8 +165,39 @@ def _chart(result: BenchResult, path: Path) -> None:
     )
     ax.legend(loc="upper left")
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    temp = _temp_name(path)
+    try:
+        fig.savefig(temp, format="png")
+        os.replace(temp, path)
+    finally:
+        plt.close(fig)
+        if temp.exists():
+            temp.unlink()
+
+
+def _write_json(data: bytes, path: Path) -> None:
+    temp = _temp_name(path)
+    try:
+        temp.write_bytes(data)
+        os.replace(temp, path)
+    finally:
+        if temp.exists():
+            temp.unlink()
+
+
+def _write_results(result: BenchResult, folder: Path) -> None:
+    """Write ``bench.json`` and ``bench.png``, each replaced atomically; one line on failure."""
+    try:
+        _write_json(result.to_json(), folder / "bench.json")
+        _chart(result, folder / "bench.png")
+    except OSError as exc:
+        where = exc.filename or folder
+        raise fail(f"--out {folder}: could not write {where} ({exc.strerror or exc})") from None
+
+
+def _progress(console: Console) -> Progress:
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
+    return Progress(*columns, TimeElapsedColumn(), console=console, transient=True)
 
 
 @one_line_errors
@@ -98,32 +210,35 @@ def bench(
         typer.Option("--provider", "-p", help=f"With --live: one of {', '.join(PROVIDER_NAMES)}."),
     ] = None,
     model: Annotated[str | None, typer.Option(help="With --live: the model to use.")] = None,
-    out: Annotated[Path, typer.Option(help="Folder for bench.json and bench.png.")] = Path(
-        "results"
-    ),
+    out: Annotated[
+        str, typer.Option(help="Folder for bench.json and bench.png (checked before running).")
+    ] = "results",
 ) -> None:
     """Run the scripted agent session and report its prompt-cache hit rate."""
     if live and provider is None:
         raise fail("--live needs --provider")
     if provider is not None and not live:
         raise fail("--provider goes with --live (the embedded session plans its own providers)")
+    folder = check_out(out)
     plan = with_provider(DEFAULT_PLAN, provider, model) if live and provider else DEFAULT_PLAN
     console = Console()
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
-    with Progress(*columns, console=console, transient=True) as progress:
+    with _progress(console) as progress:
         task = progress.add_task("requests", total=None if live else _EMBEDDED_REQUESTS)
+        read = LIVE_TIMEOUT.read
+
+        def waiting(number: int, name: str) -> None:
+            limit = f", read timeout {read:.0f} s" if live else ""
+            progress.update(task, description=f"waiting for request {number} ({name}{limit})")
 
         def advance(row: BenchRow) -> None:
             progress.update(task, advance=1, description=f"turn {row.turn} ({row.provider})")
 
-        result = run_bench(plan=plan, live=live, on_request=advance)
+        result = run_bench(plan=plan, live=live, on_request=advance, on_send=waiting)
     console.print(_table(result))
     for line in _summary(result):
         console.print(line, markup=False, soft_wrap=True)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "bench.json").write_bytes(result.to_json())
-    _chart(result, out / "bench.png")
-    wrote = f"wrote {out / 'bench.json'} and {out / 'bench.png'}"
+    _write_results(result, folder)
+    wrote = f"wrote {folder / 'bench.json'} and {folder / 'bench.png'}"
     console.print(wrote, markup=False, soft_wrap=True)
 
 

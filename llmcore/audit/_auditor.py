@@ -25,9 +25,13 @@ from llmcore import tokens
 from llmcore.audit import _shape
 from llmcore.audit._compare import Prepared, compare
 from llmcore.audit._scan import ItemCache, ItemInfo, scan_body
-from llmcore.audit.report import AuditInput, AuditReport, RequestRecord, Verdict
+from llmcore.audit.report import AuditInput, AuditInputError, AuditReport, RequestRecord, Verdict
+from llmcore.errors import EncodingError
 
-__all__ = ["Auditor", "audit_bodies"]
+__all__ = ["TOO_DEEP", "Auditor", "audit_bodies"]
+
+TOO_DEEP: Final = "request body is nested too deeply to audit (Python's recursion limit)"
+"""Why a body nested deeper than the scanner and walkers can recurse is refused."""
 
 _FANOUT_LIMIT: Final = 256
 """At most this many sibling items (newest first) are searched for OpenAI's partial match."""
@@ -102,12 +106,29 @@ class Auditor:
         """Audit the next request body.
 
         Raises:
-            AuditInputError: The body is not a JSON object of a known request shape.
+            AuditInputError: The body is not a JSON object of a known request shape, or nests
+                too deeply to walk (about 1,000 levels for the scanner, a few hundred inside
+                message content); ``location`` is the body's source.
             UnknownProviderError: The auditor's provider name is unknown.
         """
         inp = item if isinstance(item, AuditInput) else AuditInput(body=item)
         index = len(self._records)
         source = inp.source if inp.source != "<input>" else f"<input>[{index}]"
+        try:
+            record = self._add(inp, index, source)
+        except RecursionError:
+            raise AuditInputError(TOO_DEEP, location=source) from None
+        except EncodingError as exc:  # a value jsonbytes cannot write (nested too deeply)
+            raise AuditInputError(exc.message, location=source) from None
+        self._records.append(record)
+        return record
+
+    def _add(self, inp: AuditInput, index: int, source: str) -> RequestRecord:
+        """Scan, group and judge one body.
+
+        Everything that can fail runs before any grouping state changes: scanning, shape facts
+        and token items build :class:`Prepared` first.
+        """
         body = scan_body(inp.body, self._cache, self._hints, location=source)
         provider = _shape.detect_provider(body, self._provider, location=source)
         model = body.values.get("model")
@@ -121,9 +142,7 @@ class Auditor:
             body=body,
             anthropic=_shape.anthropic_rules(provider, model, body),
         )
-        record = self._judge(prep)
-        self._records.append(record)
-        return record
+        return self._judge(prep)
 
     def report(self, skipped: Sequence[str] = ()) -> AuditReport:
         """Return the report over every request added so far."""

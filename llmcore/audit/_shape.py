@@ -341,7 +341,8 @@ def _image_payload(node: dict[str, Any]) -> str | None:
 def _images(value: Any, acc: list[int]) -> None:
     """Add to ``acc`` = [images, payload bytes] the image parts found in ``value``."""
     if isinstance(value, dict):
-        if value.get("type") in _IMAGE_TYPES:
+        kind = value.get("type")
+        if isinstance(kind, str) and kind in _IMAGE_TYPES:  # "type" may be any JSON value
             acc[0] += 1
             payload = _image_payload(value)
             if payload is not None:

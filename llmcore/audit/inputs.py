@@ -29,6 +29,7 @@ import yaml
 
 from llmcore import jsonbytes
 from llmcore.audit.report import AuditInput, AuditInputError
+from llmcore.errors import EncodingError
 
 __all__ = ["read_inputs", "read_path"]
 
@@ -113,6 +114,10 @@ def _json(path: Path, data: bytes, skipped: list[str], strict: bool) -> list[Aud
         value = jsonbytes.loads(data)
     except ValueError as exc:
         raise AuditInputError(f"not valid JSON ({exc})", location=str(path)) from None
+    except RecursionError:
+        raise AuditInputError(
+            "the JSON is nested too deeply to read (Python's recursion limit)", location=str(path)
+        ) from None
     if isinstance(value, dict) and "request" in value:
         return [_case(path, value)]
     if isinstance(value, dict) and ("messages" in value or "input" in value):
@@ -129,28 +134,88 @@ def _json(path: Path, data: bytes, skipped: list[str], strict: bool) -> list[Aud
 def _case(path: Path, value: dict[str, Any]) -> AuditInput:
     raw = value.get("request_raw")
     if isinstance(raw, str):
-        return AuditInput(body=raw.encode("utf-8"), source=str(path))
+        return AuditInput(body=_utf8(raw, f"{path}: request_raw"), source=str(path))
     request = value["request"]
     if not isinstance(request, dict):
         raise AuditInputError("'request' is not a JSON object", location=f"{path}: request")
-    return AuditInput(body=jsonbytes.dumps(request), source=str(path))
+    try:
+        body = jsonbytes.dumps(request)
+    except EncodingError as exc:  # a lone surrogate, or nested too deeply to write
+        raise AuditInputError(
+            f"cannot write 'request': {exc.message}", location=f"{path}: request"
+        ) from None
+    return AuditInput(body=body, source=str(path))
+
+
+def _yaml_error(path: Path, exc: yaml.YAMLError) -> AuditInputError:
+    mark = getattr(exc, "problem_mark", None)
+    where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+    problem = getattr(exc, "problem", None) or "malformed"
+    return AuditInputError(f"not a valid YAML cassette: {problem}", location=where)
+
+
+def _refuse_aliases(path: Path, data: bytes) -> None:
+    """Refuse YAML aliases (``*name``), naming the line of the first one.
+
+    vcrpy and pytest-recording never write them, and one alias can expand into billions of
+    nodes ("billion laughs") or refer to itself (``&p {x: *p}``).
+    """
+    if b"&" not in data or b"*" not in data:  # an alias needs an anchor
+        return
+    for event in yaml.parse(data, Loader=_Loader):
+        if isinstance(event, yaml.AliasEvent):
+            raise AuditInputError(
+                f"YAML aliases are not allowed in a cassette (*{event.anchor})",
+                location=f"{path}:{mark.line + 1}" if (mark := event.start_mark) else str(path),
+            )
+
+
+def _interaction_lines(root: yaml.Node | None) -> list[int]:
+    """Return the 1-based line where each item of the root's ``interactions`` starts."""
+    if not isinstance(root, yaml.MappingNode):
+        return []
+    for key, value in root.value:
+        if key.value == "interactions" and isinstance(value, yaml.SequenceNode):
+            return [item.start_mark.line + 1 for item in value.value]
+    return []
+
+
+def _load_cassette(path: Path, data: bytes) -> tuple[Any, list[int]]:
+    """Parse a cassette; return the document and each interaction's line (1-based).
+
+    Raises:
+        AuditInputError: Not valid YAML (names the line), an alias, or nested too deeply.
+    """
+    try:
+        _refuse_aliases(path, data)
+        loader = _Loader(data)
+        try:
+            root = loader.get_single_node()
+            doc = loader.construct_document(root) if root is not None else None
+        finally:
+            loader.dispose()
+    except yaml.YAMLError as exc:
+        raise _yaml_error(path, exc) from None
+    except RecursionError:
+        raise AuditInputError("the YAML is nested too deeply to read", location=str(path)) from None
+    return doc, _interaction_lines(root)
 
 
 def _cassette(path: Path, data: bytes, skipped: list[str]) -> list[AuditInput]:
-    try:
-        doc = yaml.load(data, Loader=_Loader)  # noqa: S506 - a safe loader
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        problem = getattr(exc, "problem", None) or "malformed"
-        raise AuditInputError(f"not a valid YAML cassette: {problem}", location=where) from None
+    doc, lines = _load_cassette(path, data)
     interactions = doc.get("interactions") if isinstance(doc, dict) else None
     if not isinstance(interactions, list):
         raise AuditInputError("a cassette needs an 'interactions' list", location=str(path))
     out = []
     for index, interaction in enumerate(interactions):
         where = f"{path}: interactions[{index}]"
-        got = _interaction(interaction, where)
+        at = f"{path}:{lines[index]}" if index < len(lines) else str(path)
+        try:
+            got = _interaction(interaction, where)
+        except AuditInputError as exc:  # name the interaction's line as well as its index
+            raise AuditInputError(
+                exc.message, location=(exc.location or where).replace(str(path), at, 1)
+            ) from None
         if isinstance(got, str):
             skipped.append(f"{where}: {got}")
         else:
@@ -179,17 +244,37 @@ def _body(request: dict[str, Any], where: str) -> bytes | None:
     if isinstance(body, dict) and "string" in body:
         body = body["string"]
     if body is None and isinstance(request.get("parsed_body"), dict):
-        return jsonbytes.dumps(request["parsed_body"])
+        return _parsed_body(request["parsed_body"], f"{where}.request.parsed_body")
     if body is None or body in ("", b""):
         return None
     if isinstance(body, str):
-        return body.encode("utf-8")
+        return _utf8(body, f"{where}.request.body")
     if isinstance(body, bytes):
         return body
     raise AuditInputError(
         f"request body is a {type(body).__name__}, not the string that was sent",
         location=f"{where}.request.body",
     )
+
+
+def _parsed_body(value: dict[str, Any], where: str) -> bytes:
+    """Write pydantic-ai's ``parsed_body`` as JSON; YAML-only values are refused by name."""
+    try:
+        return jsonbytes.dumps(value)
+    except EncodingError as exc:  # a date, .inf, an integer key, !!binary, !!set, …
+        raise AuditInputError(f"parsed_body is not JSON: {exc.message}", location=where) from None
+
+
+def _utf8(text: str, where: str) -> bytes:
+    r"""Encode a recorded body; a lone surrogate (from a ``\ud800`` escape) is refused."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise AuditInputError(
+            f"lone surrogate \\u{ord(text[exc.start]):04x} at character {exc.start} is not "
+            "valid Unicode, so the body cannot have been sent as UTF-8",
+            location=where,
+        ) from None
 
 
 def _timestamp(value: Any, where: str) -> float | None:

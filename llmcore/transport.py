@@ -11,8 +11,15 @@ application/json``.
 * **Base URL** per provider: ``base_urls[name]``, else the environment variable named like the
   key with ``_BASE_URL`` (``ANTHROPIC_BASE_URL``, ``OPENAI_BASE_URL``, ``OPENROUTER_BASE_URL``),
   else the provider's default. With an overridden base URL a missing key is allowed (local
-  emulators need none) and no auth header is sent.
-* **Timeouts**: connect 10 s, read 600 s, write 60 s by default (:data:`DEFAULT_TIMEOUT`).
+  emulators need none) and no auth header is sent. The base URL is the part before the
+  endpoint path (``/v1/messages``, ``/v1/chat/completions``, ``/v1/responses``). For the
+  OpenAI-style providers (``openai-chat``, ``openai-responses``, ``openrouter``) both forms are
+  accepted: the OpenAI SDK's convention includes ``/v1`` (``OPENAI_BASE_URL=
+  https://api.openai.com/v1``, ``https://openrouter.ai/api/v1``), so one trailing ``/v1`` is
+  dropped before the path is appended, never giving ``/v1/v1/…``. Anthropic's SDK convention
+  has no ``/v1`` (``ANTHROPIC_BASE_URL=https://api.anthropic.com``); that value is used as given.
+* **Timeouts**: connect 10 s, read 600 s, write 60 s by default (:data:`DEFAULT_TIMEOUT`; the
+  long read is for long generations — ``llmcore bench --live`` passes 120 s).
 * **Retries** (:class:`RetryPolicy`): statuses 408, 409, 429, 5xx (Anthropic 529
   ``overloaded_error`` included) and connection failures or timeouts are retried with
   exponential backoff and jitter; a ``retry-after`` / ``retry-after-ms`` header sets the wait
@@ -67,6 +74,23 @@ DEFAULT_TIMEOUT: Final = httpx.Timeout(connect=10.0, read=600.0, write=60.0, poo
 """Connect 10 s, read 600 s (long generations), write 60 s, pool 10 s."""
 
 _USER_AGENT: Final = "llmcore/0.1.0"
+
+_V1_IN_BASE_URL: Final = frozenset({"OPENAI", "OPENROUTER"})
+"""Key prefixes whose SDK base-URL convention ends in ``/v1`` (the OpenAI SDK's)."""
+
+
+def _url(base: str, path: str, prefix: str) -> str:
+    """Join a base URL and an endpoint path, dropping an SDK-style trailing ``/v1`` if doubled.
+
+    Args:
+        base: The base URL as configured (``https://api.openai.com`` or ``…/v1``).
+        path: The endpoint path (``/v1/chat/completions``).
+        prefix: The key variable's prefix (``OPENAI``): only OpenAI-style bases drop ``/v1``.
+    """
+    base = base.rstrip("/")
+    if prefix in _V1_IN_BASE_URL and path.startswith("/v1/") and base.endswith("/v1"):
+        base = base.removesuffix("/v1")
+    return base + path
 
 
 class MissingAPIKeyError(UserError):
@@ -162,7 +186,7 @@ class _Setup:
         endpoint = provider.endpoint
         prefix = endpoint.api_key_env.removesuffix("_API_KEY")
         base = base_urls.get(provider.name) or environ.get(f"{prefix}_BASE_URL")
-        self.url = (base or endpoint.base_url).rstrip("/") + endpoint.path
+        self.url = _url(base or endpoint.base_url, endpoint.path, prefix)
         key = api_keys.get(provider.name) or environ.get(endpoint.api_key_env)
         headers = {"content-type": "application/json", "user-agent": _USER_AGENT}
         headers.update(dict(endpoint.headers))

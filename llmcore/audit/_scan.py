@@ -470,7 +470,7 @@ def find_path(s: str, start: int, target: int, path: str) -> str:
     """
     try:
         return _find(s, start, target, path)
-    except _Malformed:
+    except (_Malformed, RecursionError):  # RecursionError: nested deeper than the walk can go
         return path
 
 

@@ -54,8 +54,8 @@ class BodyDifference:
 def _as_bytes(body: Any) -> bytes:
     if body is None:
         return b""
-    if isinstance(body, str):
-        return body.encode("utf-8")
+    if isinstance(body, str):  # a lone surrogate keeps its code unit; compared byte for byte
+        return body.encode("utf-8", "surrogatepass")
     if isinstance(body, bytes | bytearray | memoryview):
         return bytes(body)
     read = getattr(body, "read", None)
@@ -69,7 +69,7 @@ def _normalized(text: str) -> tuple[str, tuple[tuple[int, int], ...], int] | Non
     start = len(text) - len(text.lstrip(" \t\r\n"))
     try:
         deletions = strip_spans(text, start, keys=CACHE_KEYS)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the walk can go
         return None
     parts, at = [], 0
     for s, e in deletions:
@@ -90,7 +90,8 @@ def _byte_at(text: str, at: int) -> int:
 def normalize_body(body: bytes) -> bytes:
     """Return ``body`` with every ``cache_control`` / ``prompt_cache_breakpoint`` member deleted.
 
-    A body that is not UTF-8 JSON is returned unchanged.
+    A body that is not UTF-8 JSON, or nests too deeply to walk (Python's recursion limit), is
+    returned unchanged.
     """
     try:
         got = _normalized(body.decode("utf-8"))
@@ -102,7 +103,8 @@ def normalize_body(body: bytes) -> bytes:
 def first_difference(a: bytes, b: bytes) -> BodyDifference | None:
     """Return the first difference between bodies ``a`` and ``b`` under P4, or ``None``.
 
-    Bodies that are not UTF-8 JSON are compared byte for byte.
+    Bodies that are not UTF-8 JSON, or nest too deeply to walk (Python's recursion limit), are
+    compared byte for byte.
     """
     try:
         ta, tb = a.decode("utf-8"), b.decode("utf-8")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from llmcore.audit import Verdict, audit_bodies
+from llmcore.audit import Verdict, audit_bodies, first_difference, normalize_body
 from llmcore.cli.audit import EXIT_INPUT, EXIT_STABLE, audit_command
 from llmcore.messages import Message, Text
 from llmcore.providers import PROVIDER_NAMES, get_provider
@@ -212,3 +212,18 @@ def test_a_deep_yaml_cassette_is_refused(tmp_path: Path) -> None:
     path.write_text(CASSETTE_HEAD + "    parsed_body: " + "[" * 100_000 + "]" * 100_000 + "\n")
     message = _refused(path)
     assert message.startswith(f"llmcore: {path}:5: not a valid YAML cassette: ")
+
+
+@pytest.mark.parametrize("depth", [700, 100_000])
+def test_the_matcher_compares_deep_bodies_byte_for_byte(depth: int) -> None:
+    deep = (
+        b'{"messages":[{"role":"user","content":[{"type":"text","text":"x","z":'
+        + b"[" * depth
+        + b"]" * depth
+        + b"}]}]}"
+    )
+    assert normalize_body(deep) == deep
+    assert first_difference(deep, deep) is None
+    diff = first_difference(deep, deep[:-1] + b"x")
+    assert diff is not None
+    assert (diff.offset_a, diff.offset_b) == (len(deep) - 1, len(deep) - 1)

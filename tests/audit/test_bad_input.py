@@ -122,6 +122,8 @@ def test_a_100000_level_json_file_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("depth", [100_000, 650, 700])
 def test_a_deep_jsonl_line_is_refused_naming_the_line(tmp_path: Path, depth: int) -> None:
+    # 100,000 levels stop the C scanner; 650/700 pass it but stop the item walkers (two frames
+    # per level under the default recursion limit of 1,000): both are one line naming the line.
     path = tmp_path / "deep.jsonl"
     ok = '{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"hi"}]}'
     deep = (

@@ -1,6 +1,7 @@
 """The ``llmcore`` command line (SPEC R2): one module per command group, registered here.
 
-Every command prints errors as one line on stderr (``llmcore: <where>: <what>``) and exits 2.
+Every command prints errors as one line on stderr (``llmcore: <where>: <what>``) and exits 2;
+usage errors too (:class:`~llmcore.cli._common.OneLineErrorGroup`).
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import typer
 
 from llmcore.cli import audit, bench, bodies, emulate, verify
+from llmcore.cli._common import OneLineErrorGroup
 
 __all__ = ["app", "main"]
 
@@ -17,6 +19,7 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    cls=OneLineErrorGroup,
 )
 bodies.register(app)
 audit.register(app)

@@ -1,20 +1,42 @@
-"""Helpers shared by the command modules: one-line errors and exit codes (SPEC R2)."""
+"""Helpers shared by the command modules: one-line errors and exit codes (SPEC R2).
+
+* :func:`fail` / :func:`one_line_errors` — a command's own errors: ``llmcore: <message>`` on
+  stderr, exit 2.
+* :class:`OneLineErrorGroup` — the ``llmcore`` group class: click/typer *usage* errors (a missing
+  option or argument, a bad value such as ``--port abc``, an unknown option or command) are
+  printed as one line too, ``llmcore: <command>: <message> (see 'llmcore <command> --help')``,
+  exit 2, instead of typer's multi-line rich box. Help output stays rich.
+"""
 
 from __future__ import annotations
 
+import importlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import wraps
-from typing import ParamSpec, TypeVar
+from types import ModuleType
+from typing import Any, Final, NoReturn, ParamSpec, TypeVar
 
 import typer
+from typer.core import TyperGroup
 
 from llmcore.errors import LLMCoreError
 
-__all__ = ["EXIT_USAGE", "fail", "one_line_errors"]
+__all__ = ["EXIT_USAGE", "OneLineErrorGroup", "fail", "one_line_errors", "usage_line"]
 
 EXIT_USAGE = 2
 """Exit code for bad input: a missing file, invalid JSON, an unsupported feature."""
+
+
+def _click_exceptions() -> ModuleType:
+    """The click exceptions typer raises: its vendored copy (typer >= 0.2x) or click's own."""
+    try:
+        return importlib.import_module("typer._click.exceptions")
+    except ImportError:  # older typer runs on the click package
+        return importlib.import_module("click.exceptions")
+
+
+_CLICK: Final = _click_exceptions()
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -37,3 +59,60 @@ def one_line_errors(command: Callable[P, R]) -> Callable[P, R]:
             raise fail(str(exc)) from None
 
     return wrapper
+
+
+def usage_line(error: Exception) -> str:
+    """Return a click error as one line: ``<command>: <message> (see '<command path> --help')``.
+
+    Args:
+        error: A click ``ClickException`` (``UsageError``, ``BadParameter``, …).
+
+    The command is the sub-command the error belongs to (``body``, ``emulate``), or nothing for
+    the ``llmcore`` group itself; newlines inside click's message are folded into spaces.
+    """
+    message = " ".join(str(error.format_message()).split())  # type: ignore[attr-defined]
+    ctx = getattr(error, "ctx", None)
+    if ctx is None:
+        return message
+    command = str(ctx.command_path)
+    name = command.partition(" ")[2]
+    if ctx.command.get_help_option(ctx) is not None:
+        message = f"{message.rstrip('.')} (see '{command} --help')"
+    return f"{name}: {message}" if name else message
+
+
+class OneLineErrorGroup(TyperGroup):
+    """A typer group whose click usage errors are one line on stderr and exit 2 (SPEC R2).
+
+    Pass it as ``typer.Typer(cls=OneLineErrorGroup)``. It runs click in non-standalone mode and
+    prints what click would have printed as a box: a click ``ClickException`` becomes
+    ``llmcore: <usage_line>`` with the exception's exit code (2 for usage errors); an abort
+    (Ctrl-C, EOF at a prompt) is ``llmcore: aborted``, exit 1. ``no_args_is_help`` still shows
+    the help (exit 2). Help output itself stays rich.
+    """
+
+    def main(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """Run the group; in standalone mode exit with one-line usage errors (see class doc)."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, False, **extra)
+        except _CLICK.ClickException as exc:
+            _exit_one_line(exc)
+        except typer.Abort:
+            print("llmcore: aborted", file=sys.stderr)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def _exit_one_line(error: Exception) -> NoReturn:
+    if type(error).__name__ != "NoArgsIsHelpError":  # its help was printed when it was made
+        print(f"llmcore: {usage_line(error)}", file=sys.stderr)
+    sys.exit(getattr(error, "exit_code", EXIT_USAGE))

@@ -1,4 +1,4 @@
-"""The A3 history-block JSON form, shared by the archive and request files (SPEC A3, R1).
+r"""The A3 history-block JSON form, shared by the archive and request files (SPEC A3, R1).
 
 Blocks (JSON ``type``): ``text`` {``text``}; ``image`` {``sha256``, ``mimeType``} in the archive,
 or {``data`` (base64), ``mimeType``} in a standalone request file; ``imageOmitted``
@@ -6,6 +6,12 @@ or {``data`` (base64), ``mimeType``} in a standalone request file; ``imageOmitte
 ``toolResult`` {``callID``, ``toolName``, ``isError``, ``content`` | ``contentBase64``}.
 Messages are {``role``, ``content``}. Tool bytes that are valid UTF-8 are stored as strings,
 others as base64, so every byte survives (P5).
+
+Reading a string form (``arguments``, ``content``) gives its UTF-8 bytes; a lone surrogate in
+it (a ``\ud800`` escape: no UTF-8 form) becomes U+FFFD, the message model's one treatment
+(:func:`~llmcore.messages.clean_text`), so the bytes are always valid UTF-8. Bytes that are not
+UTF-8 travel only as ``…Base64``, which this module writes for them. A block holding both forms
+is refused.
 
 How images are stored is the caller's: :func:`decode_message` takes an ``image`` callback that
 turns an ``image`` block into a content case, and :func:`encode_message` one that turns an
@@ -20,7 +26,15 @@ from collections.abc import Callable
 from typing import Any, assert_never
 
 from llmcore.errors import InvalidMessageError, RequestFileError
-from llmcore.messages import Image, Message, MessageContent, Text, ToolCall, ToolResult
+from llmcore.messages import (
+    Image,
+    Message,
+    MessageContent,
+    Text,
+    ToolCall,
+    ToolResult,
+    clean_text,
+)
 
 __all__ = [
     "ImageDecoder",
@@ -49,9 +63,11 @@ def _str(obj: dict[str, Any], key: str, at: str) -> str:
 
 
 def _bytes(obj: dict[str, Any], key: str, at: str) -> bytes:
-    if key in obj:
-        return _str(obj, key, at).encode("utf-8", "surrogatepass")
     b64 = f"{key}Base64"
+    if key in obj and b64 in obj:
+        raise _error(f"holds both {key!r} and {b64!r}; give one", f"{at}.{b64}")
+    if key in obj:
+        return clean_text(_str(obj, key, at)).encode("utf-8")
     if b64 in obj:
         try:
             return base64.b64decode(_str(obj, b64, at), validate=True)
@@ -119,6 +135,8 @@ def decode_message(obj: Any, at: str, image: ImageDecoder = inline_image_decoder
     if not isinstance(obj, dict):
         raise _error("a message must be an object", at)
     role = obj.get("role")
+    if not isinstance(role, str):
+        raise _error("expected a string: user, assistant or tool", f"{at}.role")
     content = obj.get("content")
     if not isinstance(content, list):
         raise _error("content must be an array of blocks", f"{at}.content")

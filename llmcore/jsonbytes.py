@@ -13,7 +13,12 @@ Every JSON byte llmcore produces comes from here, so one set of rules holds ever
   :class:`~llmcore.errors.EncodingError` instead of producing bytes another process might
   write differently.
 
-It leaves out reading: :func:`loads` is :func:`json.loads` with constants refused.
+Reading is :func:`loads`: :func:`json.loads` on strict UTF-8 (llmcore's files are UTF-8; the
+standard library would also guess UTF-16/32 and let invalid bytes through as surrogates), with
+``NaN``/``Infinity`` refused (and, asked, numbers beyond the float range such as ``1e999``).
+:func:`too_deep` checks a parsed value against :data:`MAX_DEPTH`, the documented nesting limit
+of request files and recorded bodies; the writer turns deeper nesting it meets into
+:class:`EncodingError` instead of a ``RecursionError``.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from typing import Any, Final
 from llmcore.errors import EncodingError
 
 __all__ = [
+    "MAX_DEPTH",
     "Raw",
     "RawArray",
     "dumps",
@@ -35,7 +41,11 @@ __all__ = [
     "encode_str",
     "is_json_object",
     "loads",
+    "too_deep",
 ]
+
+MAX_DEPTH: Final = 256
+"""The deepest nesting (objects and arrays) a request file or recorded body may hold."""
 
 _encode_basestring: Final[Callable[[str], str]] = encode_basestring
 
@@ -210,14 +220,22 @@ def _finish(out: list[Any]) -> bytes:
     return b"".join(parts)
 
 
+def _write_guarded(value: Any, out: list[Any], sort: bool, indent: str | None) -> None:
+    try:
+        _write(value, out, sort, indent, 0)
+    except RecursionError:
+        raise EncodingError("a value is nested too deeply to write") from None
+
+
 def dumps_text(value: Any) -> str:
     """Write ``value`` compactly in insertion key order and return the JSON text.
 
     Raises:
-        EncodingError: ``value`` holds NaN, an infinity, a non-string key or a foreign type.
+        EncodingError: ``value`` holds NaN, an infinity, a non-string key or a foreign type, or
+            nests too deeply for the recursive writer (far beyond :data:`MAX_DEPTH`).
     """
     out: list[Any] = []
-    _write(value, out, False, None, 0)
+    _write_guarded(value, out, False, None)
     if any(type(piece) is bytes for piece in out):
         raise EncodingError("a RawArray can only be written as bytes (use dumps)")
     return "".join(out)
@@ -238,7 +256,7 @@ def dumps(value: Any, *, indent: int | None = None) -> bytes:
         EncodingError: NaN, an infinity, a non-string key, a lone surrogate or a foreign type.
     """
     out: list[Any] = []
-    _write(value, out, False, None if indent is None else " " * indent, 0)
+    _write_guarded(value, out, False, None if indent is None else " " * indent)
     return _finish(out)
 
 
@@ -253,7 +271,7 @@ def dumps_sorted(value: Any, *, indent: int | None = None) -> bytes:
         EncodingError: As for :func:`dumps`.
     """
     out: list[Any] = []
-    _write(value, out, True, None if indent is None else " " * indent, 0)
+    _write_guarded(value, out, True, None if indent is None else " " * indent)
     return _finish(out)
 
 
@@ -261,22 +279,86 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def loads(data: bytes | str) -> Any:
-    """Parse JSON text strictly: ``NaN`` and ``Infinity`` are refused, object order is kept.
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"the number {text} is too large for a float (it would be infinity)")
+    return value
+
+
+def _utf8(data: bytes | bytearray) -> str:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not valid UTF-8 at byte {exc.start}") from None
+    if text.startswith("\ufeff"):
+        raise ValueError("starts with a byte order mark (write UTF-8 without one)")
+    return text
+
+
+def loads(data: bytes | bytearray | str, *, finite: bool = False) -> Any:
+    """Parse JSON text strictly; object order is kept.
+
+    Bytes must be UTF-8 (no byte order mark); they are decoded strictly first, so invalid bytes
+    and UTF-16/32 text are refused rather than guessed at. ``NaN`` and ``Infinity`` are refused.
+
+    Args:
+        data: The JSON text, as UTF-8 bytes or a string.
+        finite: Also refuse numbers that overflow a float (``1e999``), naming the number, so
+            every parsed number can be written back (request files and recorded bodies). Off,
+            such a number parses as an infinity, for callers that report its JSON path
+            themselves (the archive).
 
     Raises:
         ValueError: The text is not valid JSON (``json.JSONDecodeError`` is a ``ValueError``),
-            or bytes are not valid UTF-8 (``UnicodeDecodeError`` is a ``ValueError`` too).
+            bytes are not valid UTF-8 (the message names the byte offset), or (``finite``) a
+            number overflows.
+        RecursionError: The text nests deeper than the interpreter's recursion limit allows
+            (about 1000 levels); callers turn it into their own typed error.
     """
-    return json.loads(data, parse_constant=_refuse_constant)
+    text = _utf8(data) if isinstance(data, bytes | bytearray) else data
+    if finite:
+        return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+    return json.loads(text, parse_constant=_refuse_constant)
 
 
 def is_json_object(data: bytes) -> bool:
-    """Return whether ``data`` is UTF-8 JSON text whose value is an object.
+    """Return whether ``data`` is strict UTF-8 JSON text whose value is an object.
 
-    Used to decide whether stored tool-call argument bytes may be spliced verbatim (P2).
+    Used to decide whether stored tool-call argument bytes may be spliced verbatim (P2): bytes
+    for which this is true decode with ``data.decode("utf-8")`` without error.
     """
     try:
         return isinstance(loads(data), dict)
     except (ValueError, RecursionError):
         return False
+
+
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> str | None:
+    """Return where ``value`` nests objects/arrays more than ``limit`` levels deep, else ``None``.
+
+    The walk is iterative (no recursion limit) and visits each container once.
+
+    Args:
+        value: A parsed JSON value.
+        limit: The deepest nesting allowed; the top-level container is level 1.
+
+    Returns:
+        ``None`` when the value is within the limit, else the JSON path (``$.params.extra.k``)
+        of the first offending value's top-level member, at most three steps long.
+    """
+    stack: list[tuple[Any, int, str]] = [(value, 0, "$")]
+    while stack:
+        item, depth, path = stack.pop()
+        if isinstance(item, dict):
+            children: Any = ((f".{key}", child) for key, child in item.items())
+        elif isinstance(item, list):
+            children = ((f"[{index}]", child) for index, child in enumerate(item))
+        else:
+            continue
+        if depth >= limit:
+            return path
+        for step, child in children:
+            if isinstance(child, dict | list):
+                stack.append((child, depth + 1, path + step if depth < 3 else path))
+    return None

@@ -103,7 +103,11 @@ class Text:
     """The case tag."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "text", clean_text(self.text))
+        object.__setattr__(self, "text", clean_text(_need_str(self.text, "text")))
+        mime = self.omitted_image_mime_type
+        if mime is not None:
+            mime = clean_text(_need_str(mime, "omitted_image_mime_type"))
+            object.__setattr__(self, "omitted_image_mime_type", mime)
 
     @classmethod
     def omitted_image(cls, mime_type: str) -> Text:
@@ -134,7 +138,7 @@ class Image:
     def __post_init__(self) -> None:
         if not isinstance(self.data, bytes):
             raise InvalidMessageError(f"image data must be bytes, not {type(self.data).__name__}")
-        declared = clean_text(self.mime_type)
+        declared = clean_text(_need_str(self.mime_type, "mime_type"))
         sniffed = sniff_image_type(self.data)
         if sniffed is not None and sniffed != declared:
             warnings.warn(
@@ -173,8 +177,8 @@ class ToolCall:
     def __post_init__(self) -> None:
         if not isinstance(self.arguments, bytes):
             raise InvalidMessageError("tool call arguments must be bytes")
-        object.__setattr__(self, "id", clean_text(self.id))
-        object.__setattr__(self, "name", clean_text(self.name))
+        object.__setattr__(self, "id", clean_text(_need_str(self.id, "id")))
+        object.__setattr__(self, "name", clean_text(_need_str(self.name, "name")))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -195,8 +199,12 @@ class ToolResult:
     def __post_init__(self) -> None:
         if not isinstance(self.content, bytes):
             raise InvalidMessageError("tool result content must be bytes")
-        object.__setattr__(self, "call_id", clean_text(self.call_id))
-        object.__setattr__(self, "tool_name", clean_text(self.tool_name))
+        if not isinstance(self.is_error, bool):
+            raise InvalidMessageError(
+                f"is_error must be a bool, not {type(self.is_error).__name__}"
+            )
+        object.__setattr__(self, "call_id", clean_text(_need_str(self.call_id, "call_id")))
+        object.__setattr__(self, "tool_name", clean_text(_need_str(self.tool_name, "tool_name")))
 
 
 MessageContent: TypeAlias = Text | Image | ToolCall | ToolResult
@@ -227,15 +235,18 @@ class Message:
     """The content cases, in order."""
 
     def __post_init__(self) -> None:
-        allowed = _ALLOWED.get(self.role)
+        allowed = _ALLOWED.get(self.role) if isinstance(self.role, str) else None
         if allowed is None:
-            raise InvalidMessageError(f"unknown role {self.role!r}")
+            raise InvalidMessageError(
+                f"unknown role {self.role!r} (expected user, assistant or tool)", location="role"
+            )
         if not isinstance(self.content, tuple):
-            object.__setattr__(self, "content", tuple(self.content))
+            object.__setattr__(self, "content", _content_tuple(self.content))
         for index, part in enumerate(self.content):
             if not isinstance(part, allowed):
+                article = "an" if self.role == "assistant" else "a"
                 raise InvalidMessageError(
-                    f"a {self.role} message cannot hold {type(part).__name__}",
+                    f"{article} {self.role} message cannot hold {type(part).__name__}",
                     location=f"content[{index}]",
                 )
         if all(isinstance(part, Text) and not part.text for part in self.content):
@@ -255,6 +266,21 @@ class Message:
     def tool(cls, *results: ToolResult) -> Message:
         """Return a tool message holding the given results."""
         return cls(role="tool", content=tuple(results))
+
+
+def _content_tuple(content: object) -> tuple[MessageContent, ...]:
+    if isinstance(content, str | bytes) or not hasattr(content, "__iter__"):
+        kind = type(content).__name__
+        raise InvalidMessageError(
+            f"content must be a tuple of cases, not {kind}", location="content"
+        )
+    return tuple(content)
+
+
+def _need_str(value: object, name: str) -> str:
+    if not isinstance(value, str):
+        raise InvalidMessageError(f"{name} must be a str, not {type(value).__name__}")
+    return value
 
 
 def _parts(parts: tuple[str | MessageContent, ...]) -> tuple[MessageContent, ...]:

@@ -5,12 +5,21 @@ parameter names follow the request file of SPEC R1 (``maxTokens``, ``toolChoice`
 …) and each provider maps them. Provider-specific top-level fields ride in
 :attr:`Params.extra` as raw JSON text, written after the modeled keys in their given order.
 
+Every value is checked and cleaned when it is made (``__post_init__``): wrong types, a
+non-positive ``max_tokens``, non-finite sampling numbers (ranges are left to the provider),
+``extra`` values or an ``input_schema`` that are not JSON text, two tools with one name, and a
+named tool choice that names no tool raise :class:`~llmcore.errors.InvalidRequestError` whose
+``location`` is the request-file path relative to ``$`` (``params.temperature``,
+``tools[1].name``). Lone surrogates in every string, JSON text included, become U+FFFD
+(:func:`~llmcore.messages.clean_text`, the message model's one treatment).
+
 It leaves out sending (``llmcore.transport``) and the request file codec
 (:mod:`llmcore.requestfile`).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
@@ -39,6 +48,9 @@ class ToolChoiceName:
     name: str
     """The tool's name."""
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "name", _text(self.name, "params.toolChoice.name"))
+
 
 ToolChoice: TypeAlias = Literal["auto", "none", "any"] | ToolChoiceName
 """``auto`` (the model decides), ``none`` (no tool), ``any`` (some tool), or one named tool."""
@@ -64,8 +76,14 @@ class Tool:
     ``None`` sends nothing where the field is optional (Responses requires it: ``false``)."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "name", clean_text(self.name))
-        object.__setattr__(self, "description", clean_text(self.description))
+        object.__setattr__(self, "name", _text(self.name, "name"))
+        if not self.name:
+            raise InvalidRequestError("a tool needs a non-empty name", location="name")
+        object.__setattr__(self, "description", _text(self.description, "description"))
+        schema = _json_text(self.input_schema, "inputSchema", need_object=True)
+        object.__setattr__(self, "input_schema", schema)
+        if self.strict is not None and not isinstance(self.strict, bool):
+            raise InvalidRequestError("strict must be a bool or None", location="strict")
 
     @classmethod
     def from_schema(
@@ -113,15 +131,102 @@ class Params:
     """Provider-specific top-level fields: (key, JSON text), written in this order at the end."""
 
     def __post_init__(self) -> None:
+        if self.max_tokens is not None:
+            _check_max_tokens(self.max_tokens)
+        _check_number(self.temperature, "params.temperature")
+        _check_number(self.top_p, "params.topP")
+        if self.stop_sequences is not None:
+            object.__setattr__(self, "stop_sequences", _stops(self.stop_sequences))
+        object.__setattr__(self, "tool_choice", _choice(self.tool_choice))
         if self.cache_ttl not in ("5m", "1h"):
-            raise InvalidRequestError(f"cacheTtl must be '5m' or '1h', not {self.cache_ttl!r}")
+            raise InvalidRequestError(
+                f"cacheTtl must be '5m' or '1h', not {self.cache_ttl!r}", location="params.cacheTtl"
+            )
         if self.cache_mode not in ("breakpoints", "automatic", "off"):
             raise InvalidRequestError(
-                f"cacheMode must be breakpoints, automatic or off, not {self.cache_mode!r}"
+                f"cacheMode must be breakpoints, automatic or off, not {self.cache_mode!r}",
+                location="params.cacheMode",
             )
-        keys = [key for key, _ in self.extra]
-        if len(set(keys)) != len(keys):
-            raise InvalidRequestError("params.extra repeats a key")
+        if not isinstance(self.stream, bool):
+            raise InvalidRequestError("stream must be a bool", location="params.stream")
+        object.__setattr__(self, "extra", _extra(self.extra))
+
+
+def _text(value: object, at: str) -> str:
+    if not isinstance(value, str):
+        raise InvalidRequestError(f"expected a str, not {type(value).__name__}", location=at)
+    return clean_text(value)
+
+
+def _json_text(value: object, at: str, *, need_object: bool = False) -> str:
+    """Return JSON text cleaned of lone surrogates, refusing text that does not parse."""
+    text = _text(value, at)
+    try:
+        parsed = jsonbytes.loads(text, finite=True)
+    except ValueError as exc:
+        raise InvalidRequestError(f"not valid JSON text ({exc})", location=at) from None
+    except RecursionError:
+        raise InvalidRequestError("JSON text nested too deeply", location=at) from None
+    if need_object and not isinstance(parsed, dict):
+        raise InvalidRequestError("expected the JSON text of an object", location=at)
+    return text
+
+
+def _check_max_tokens(value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        kind = type(value).__name__
+        raise InvalidRequestError(f"expected an int, not {kind}", location="params.maxTokens")
+    if value < 1:
+        raise InvalidRequestError(f"must be at least 1, not {value}", location="params.maxTokens")
+
+
+def _check_number(value: object, at: str) -> None:
+    # Ranges are the provider's to enforce: they differ (Anthropic temperature <= 1, OpenAI <= 2)
+    # and recorded bodies hold values outside them. Only values with no JSON form are refused.
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidRequestError(f"expected a number, not {type(value).__name__}", location=at)
+    if not math.isfinite(value):
+        raise InvalidRequestError(f"{value!r} is not a finite number", location=at)
+
+
+def _stops(value: object) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, tuple | list):
+        kind = type(value).__name__
+        raise InvalidRequestError(
+            f"expected a tuple of str, not {kind}", location="params.stopSequences"
+        )
+    return tuple(_text(s, f"params.stopSequences[{i}]") for i, s in enumerate(value))
+
+
+def _choice(value: object) -> ToolChoice | None:
+    if value is None or isinstance(value, ToolChoiceName) or value in ("auto", "none", "any"):
+        return value
+    raise InvalidRequestError(
+        f"expected 'auto', 'none', 'any' or a ToolChoiceName, not {value!r}",
+        location="params.toolChoice",
+    )
+
+
+def _extra(value: object) -> tuple[tuple[str, str], ...]:
+    if isinstance(value, str) or not isinstance(value, tuple | list):
+        raise InvalidRequestError(
+            "expected a tuple of (key, JSON text) pairs", location="params.extra"
+        )
+    out: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for pair in value:
+        if not (isinstance(pair, tuple | list) and len(pair) == 2 and isinstance(pair[0], str)):
+            raise InvalidRequestError(
+                f"expected a (key, JSON text) pair, not {pair!r}", location="params.extra"
+            )
+        key = clean_text(pair[0])
+        if key in seen:
+            raise InvalidRequestError(f"repeats the key {key!r}", location="params.extra")
+        seen.add(key)
+        out.append((key, _json_text(pair[1], f"params.extra.{key}")))
+    return tuple(out)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -143,6 +248,51 @@ class Request:
     """Sampling and caching parameters."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "system", tuple(clean_text(s) for s in self.system))
-        object.__setattr__(self, "tools", tuple(self.tools))
-        object.__setattr__(self, "messages", tuple(self.messages))
+        object.__setattr__(self, "model", _text(self.model, "model"))
+        system = _sequence(self.system, "system")
+        object.__setattr__(
+            self, "system", tuple(_text(s, f"system[{i}]") for i, s in enumerate(system))
+        )
+        object.__setattr__(self, "tools", _sequence(self.tools, "tools"))
+        object.__setattr__(self, "messages", _sequence(self.messages, "messages"))
+        for index, message in enumerate(self.messages):
+            if not isinstance(message, Message):
+                kind = type(message).__name__
+                raise InvalidRequestError(
+                    f"expected a Message, not {kind}", location=f"messages[{index}]"
+                )
+        if not isinstance(self.params, Params):
+            raise InvalidRequestError("expected a Params", location="params")
+        _check_tools(self.tools, self.params.tool_choice)
+
+
+def _sequence(value: object, at: str) -> tuple[Any, ...]:
+    if isinstance(value, tuple):
+        return value
+    if isinstance(value, str | bytes) or not hasattr(value, "__iter__"):
+        raise InvalidRequestError(f"expected a tuple, not {type(value).__name__}", location=at)
+    return tuple(value)
+
+
+def _check_tools(tools: tuple[Any, ...], choice: ToolChoice | None) -> None:
+    """Refuse a non-tool, two tools with one name, or a tool choice naming no tool.
+
+    Both providers reject these (Anthropic: "Tool names must be unique"; OpenAI: a
+    ``tool_choice`` function must be one of ``tools``).
+    """
+    seen: set[str] = set()
+    for index, tool in enumerate(tools):
+        if not isinstance(tool, Tool):
+            kind = type(tool).__name__
+            raise InvalidRequestError(f"expected a Tool, not {kind}", location=f"tools[{index}]")
+        if tool.name in seen:
+            raise InvalidRequestError(
+                f"a second tool is named {tool.name!r} (tool names must be unique)",
+                location=f"tools[{index}].name",
+            )
+        seen.add(tool.name)
+    if isinstance(choice, ToolChoiceName) and choice.name not in seen:
+        raise InvalidRequestError(
+            f"toolChoice names {choice.name!r}, which is not one of the tools",
+            location="params.toolChoice.name",
+        )

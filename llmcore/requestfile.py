@@ -11,17 +11,21 @@ A request file is one JSON object::
                 "cacheTtl": "5m" | "1h", "cacheMode": "breakpoints" | "automatic" | "off",
                 "stream": bool, "extra": {provider-specific top-level fields, in order}}}
 
-Only ``model`` is required. Every error names the file and the JSON path. :func:`dump_request`
+Only ``model`` is required; a parameter is either given with its type or left out (``null`` is
+refused). The file must be a regular file of UTF-8 JSON (no byte order mark) nesting at most
+:data:`~llmcore.jsonbytes.MAX_DEPTH` (256) levels; numbers must be finite. Every error names the
+file and the JSON path. :func:`dump_request`
 writes the same form (``llmcore import``), keys in the order above, indented by two spaces.
 """
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 from typing import Any, Final
 
 from llmcore import blocks, jsonbytes
-from llmcore.errors import LLMCoreError, RequestFileError
+from llmcore.errors import InvalidRequestError, LLMCoreError, RequestFileError
 from llmcore.request import Params, Request, Tool, ToolChoice, ToolChoiceName
 
 __all__ = ["dump_request", "load_request_file", "parse_request", "read_json_file", "request_json"]
@@ -45,20 +49,46 @@ _PARAMS: Final = frozenset(
 def read_json_file(path: Path | str) -> Any:
     """Read and parse the JSON file at ``path``.
 
+    The file must be a regular file (a FIFO or a directory is refused before it is opened, so
+    nothing blocks), hold strict UTF-8 JSON with finite numbers, and nest at most
+    :data:`~llmcore.jsonbytes.MAX_DEPTH` levels.
+
     Raises:
-        RequestFileError: The file is missing or unreadable, or is not valid JSON; the location
-            is the file name.
+        RequestFileError: The file is missing, not a regular file or unreadable, is not valid
+            JSON, or nests too deeply; the location is the file name (and the JSON path).
     """
+    if not isinstance(path, str | Path):
+        raise RequestFileError(f"expected a path, not {type(path).__name__}")
     path = Path(path)
+    raw = _read_regular(path)
     try:
-        raw = path.read_bytes()
+        value = jsonbytes.loads(raw, finite=True)
+    except ValueError as exc:
+        raise RequestFileError(f"not valid JSON ({exc})", location=str(path)) from None
+    except RecursionError:
+        raise RequestFileError(
+            f"nests more than {jsonbytes.MAX_DEPTH} levels deep", location=str(path)
+        ) from None
+    where = jsonbytes.too_deep(value)
+    if where is not None:
+        raise RequestFileError(
+            f"nests more than {jsonbytes.MAX_DEPTH} levels deep", location=f"{path}: {where}"
+        )
+    return value
+
+
+def _read_regular(path: Path) -> bytes:
+    try:
+        mode = path.stat().st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+            raise RequestFileError(f"cannot read the file (it is {kind})", location=str(path))
+        return path.read_bytes()
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
-        raise RequestFileError(f"cannot read the file ({reason})", location=str(path)) from exc
-    try:
-        return jsonbytes.loads(raw)
-    except (ValueError, RecursionError) as exc:
-        raise RequestFileError(f"not valid JSON ({exc})", location=str(path)) from exc
+        raise RequestFileError(f"cannot read the file ({reason})", location=str(path)) from None
+    except ValueError as exc:  # a NUL byte in the path
+        raise RequestFileError(f"cannot read the file ({exc})", location=repr(str(path))) from None
 
 
 def load_request_file(path: Path | str) -> Request:
@@ -97,15 +127,14 @@ def parse_request(value: Any, at: str = "$") -> Request:
     messages = value.get("messages", [])
     if not isinstance(messages, list):
         raise _fail("expected an array of messages", f"{at}.messages")
-    return Request(
-        model=model,
-        system=_system(value.get("system"), f"{at}.system"),
-        tools=_tools(value.get("tools", []), f"{at}.tools"),
-        messages=tuple(
-            blocks.decode_message(m, f"{at}.messages[{i}]") for i, m in enumerate(messages)
-        ),
-        params=_params(value.get("params", {}), f"{at}.params"),
-    )
+    system = _system(value.get("system"), f"{at}.system")
+    tools = _tools(value.get("tools", []), f"{at}.tools")
+    decoded = tuple(blocks.decode_message(m, f"{at}.messages[{i}]") for i, m in enumerate(messages))
+    params = _params(value.get("params", {}), f"{at}.params")
+    try:
+        return Request(model=model, system=system, tools=tools, messages=decoded, params=params)
+    except InvalidRequestError as exc:
+        raise _fail(exc.message, f"{at}.{exc.location}" if exc.location else at) from None
 
 
 def _system(value: Any, at: str) -> tuple[str, ...]:
@@ -148,7 +177,11 @@ def _tools(value: Any, at: str) -> tuple[Tool, ...]:
         strict = tool.get("strict")
         if strict is not None and not isinstance(strict, bool):
             raise _fail("expected true or false", f"{where}.strict")
-        tools.append(Tool.from_schema(name, description, schema, strict=strict))
+        try:
+            tools.append(Tool.from_schema(name, description, schema, strict=strict))
+        except LLMCoreError as exc:
+            place = "inputSchema" if exc.location is None else exc.location
+            raise _fail(exc.message, f"{where}.{place}") from None
     return tuple(tools)
 
 
@@ -157,7 +190,7 @@ def _tool_choice(value: Any, at: str) -> ToolChoice | None:
         return value  # type: ignore[no-any-return]
     if isinstance(value, dict) and set(value) == {"name"} and isinstance(value["name"], str):
         return ToolChoiceName(name=value["name"])
-    raise _fail('expected "auto", "none", "any" or {"name": str}', at)
+    raise _fail(f'toolChoice must be "auto", "none", "any" or {{"name": str}}, not {value!r}', at)
 
 
 def _check_types(params: dict[str, Any], at: str) -> None:
@@ -165,16 +198,22 @@ def _check_types(params: dict[str, Any], at: str) -> None:
         "maxTokens": (int, "an integer"),
         "temperature": ((int, float), "a number"),
         "topP": ((int, float), "a number"),
+        "stopSequences": (list, "an array of strings"),
+        "cacheTtl": (str, '"5m" or "1h"'),
+        "cacheMode": (str, '"breakpoints", "automatic" or "off"'),
         "stream": (bool, "true or false"),
         "extra": (dict, "an object"),
     }
     for key, (kind, words) in checks.items():
-        value = params.get(key)
-        if value is None:
+        if key not in params:
             continue
+        value = params[key]
         wrong_bool = isinstance(value, bool) and kind is not bool
-        if wrong_bool or not isinstance(value, kind):
-            raise _fail(f"expected {words}", f"{at}.{key}")
+        if value is None or wrong_bool or not isinstance(value, kind):
+            found = "null (leave the key out instead)" if value is None else repr(value)
+            raise _fail(f"{key} must be {words}, not {found}", f"{at}.{key}")
+    if "toolChoice" in params and params["toolChoice"] is None:
+        raise _fail("toolChoice must not be null (leave the key out instead)", f"{at}.toolChoice")
     stops = params.get("stopSequences")
     if stops is not None and not (
         isinstance(stops, list) and all(isinstance(s, str) for s in stops)
@@ -191,20 +230,30 @@ def _params(value: Any, at: str) -> Params:
     _check_types(value, at)
     stops = value.get("stopSequences")
     extra = value.get("extra", {})
+    choice = _tool_choice(value.get("toolChoice"), f"{at}.toolChoice")
     try:
         return Params(
             max_tokens=value.get("maxTokens"),
             temperature=value.get("temperature"),
             top_p=value.get("topP"),
             stop_sequences=None if stops is None else tuple(stops),
-            tool_choice=_tool_choice(value.get("toolChoice"), f"{at}.toolChoice"),
+            tool_choice=choice,
             cache_ttl=value.get("cacheTtl", "5m"),
             cache_mode=value.get("cacheMode", "breakpoints"),
             stream=value.get("stream", False),
-            extra=tuple((k, jsonbytes.dumps_text(v)) for k, v in extra.items()),
+            extra=tuple((k, _extra_text(v, f"{at}.extra.{k}")) for k, v in extra.items()),
         )
+    except InvalidRequestError as exc:
+        # Params names its field relative to the request (params.maxTokens): re-root it.
+        loc = exc.location or "params"
+        raise _fail(exc.message, f"{at[: -len('.params')]}.{loc}") from None
+
+
+def _extra_text(value: Any, at: str) -> str:
+    try:
+        return jsonbytes.dumps_text(value)
     except LLMCoreError as exc:
-        raise _fail(exc.message, at) from exc
+        raise _fail(exc.message, at) from None
 
 
 def _params_json(params: Params) -> dict[str, Any]:

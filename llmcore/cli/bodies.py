@@ -1,7 +1,13 @@
-"""``llmcore body`` and ``llmcore import``: request files to body bytes and back (SPEC R1, R2)."""
+"""``llmcore body`` and ``llmcore import``: request files to body bytes and back (SPEC R1, R2).
+
+Errors are one line on stderr, exit 2: a build error's request-relative location
+(``messages[1]``, ``params.extra.model``) is reported under the file as ``<file>: $.messages[1]``,
+and a failed write to stdout (a full disk, a closed pipe) is reported, not raised.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -10,7 +16,7 @@ import typer
 
 from llmcore import jsonbytes
 from llmcore.cli._common import fail, one_line_errors
-from llmcore.errors import RequestFileError
+from llmcore.errors import EncodingError, InvalidRequestError, RequestFileError
 from llmcore.providers import PROVIDER_NAMES, get_provider
 from llmcore.requestfile import dump_request, load_request_file, read_json_file
 
@@ -29,9 +35,28 @@ def body(
     provider: ProviderOption,
 ) -> None:
     """Write exactly the body bytes PROVIDER would be sent (no trailing newline)."""
-    built = get_provider(provider).build_body(load_request_file(request))
-    sys.stdout.buffer.write(built)
-    sys.stdout.buffer.flush()
+    chosen = get_provider(provider)
+    loaded = load_request_file(request)
+    try:
+        built = chosen.build_body(loaded)
+    except (InvalidRequestError, EncodingError) as exc:
+        where = f"{request}: $.{exc.location}" if exc.location else f"{request}: $"
+        raise type(exc)(exc.message, location=where) from None
+    _write_stdout(built)
+
+
+def _write_stdout(data: bytes) -> None:
+    """Write ``data`` to stdout and flush, turning a failed write into a one-line error."""
+    try:
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    except OSError as exc:
+        # The unwritten bytes stay buffered; point stdout at /dev/null so the interpreter's
+        # final flush does not fail again (the recipe of the ``signal`` module's docs).
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        raise fail(f"cannot write to stdout ({exc.strerror or type(exc).__name__})") from None
 
 
 def _recorded_body(path: Path) -> Any:
@@ -39,11 +64,22 @@ def _recorded_body(path: Path) -> Any:
     if isinstance(value, dict) and "request" in value and "model" not in value:
         raw = value.get("request_raw")
         if isinstance(raw, str):
-            try:
-                return jsonbytes.loads(raw)
-            except ValueError as exc:
-                raise RequestFileError("request_raw is not valid JSON", location=str(path)) from exc
+            return _request_raw(raw, f"{path}: $.request_raw")
         return value["request"]
+    return value
+
+
+def _request_raw(raw: str, at: str) -> Any:
+    """Parse a corpus case's ``request_raw`` text with the request file's limits."""
+    deep = f"nests more than {jsonbytes.MAX_DEPTH} levels deep"
+    try:
+        value = jsonbytes.loads(raw, finite=True)
+    except ValueError as exc:
+        raise RequestFileError(f"request_raw is not valid JSON ({exc})", location=at) from None
+    except RecursionError:
+        raise RequestFileError(deep, location=at) from None
+    if jsonbytes.too_deep(value) is not None:
+        raise RequestFileError(deep, location=at)
     return value
 
 
@@ -58,8 +94,7 @@ def import_(
     result = get_provider(provider).import_body(_recorded_body(recorded), location=f"{recorded}: $")
     for note in result.notes:
         print(f"llmcore: note: {note}", file=sys.stderr)
-    sys.stdout.buffer.write(dump_request(result.request))
-    sys.stdout.buffer.flush()
+    _write_stdout(dump_request(result.request))
 
 
 def register(app: typer.Typer) -> None:

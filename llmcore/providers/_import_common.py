@@ -16,12 +16,13 @@ from typing import Any
 
 from llmcore import jsonbytes
 from llmcore.errors import (
+    EncodingError,
     InvalidMessageError,
     InvalidRequestError,
     RequestFileError,
     UnsupportedContentError,
 )
-from llmcore.messages import Image, Message, MessageContent, ToolResult
+from llmcore.messages import Image, Message, MessageContent, ToolResult, clean_text
 from llmcore.providers.base import ImportResult, validate_pairing
 from llmcore.request import CacheMode, CacheTtl, Params, Request, Tool, ToolChoice
 
@@ -35,6 +36,7 @@ __all__ = [
     "bad",
     "extra_fields",
     "find_cache_ttls",
+    "json_text",
     "join_text_blocks",
     "make_message",
     "make_tool",
@@ -46,6 +48,7 @@ __all__ = [
     "put_sampling",
     "split_parts",
     "text_blocks",
+    "text_bytes",
     "unsupported",
 ]
 
@@ -69,8 +72,14 @@ def need_obj(value: Any, at: str) -> dict[str, Any]:
     return value
 
 
+def _missing(obj: dict[str, Any], key: str, at: str) -> None:
+    if key not in obj:
+        raise bad(f"missing key {key!r}", f"{at}.{key}")
+
+
 def need_list(obj: dict[str, Any], key: str, at: str) -> list[Any]:
-    """Return ``obj[key]`` if it is an array, else raise naming ``at.key``."""
+    """Return ``obj[key]`` if it is an array, else raise naming ``at.key`` (and a missing key)."""
+    _missing(obj, key, at)
     value = obj.get(key)
     if not isinstance(value, list):
         raise bad(f"expected an array, found {_kind(value)}", f"{at}.{key}")
@@ -78,7 +87,8 @@ def need_list(obj: dict[str, Any], key: str, at: str) -> list[Any]:
 
 
 def need_str(obj: dict[str, Any], key: str, at: str) -> str:
-    """Return ``obj[key]`` if it is a string, else raise naming ``at.key``."""
+    """Return ``obj[key]`` if it is a string, else raise naming ``at.key`` (and a missing key)."""
+    _missing(obj, key, at)
     value = obj.get(key)
     if not isinstance(value, str):
         raise bad(f"expected a string, found {_kind(value)}", f"{at}.{key}")
@@ -91,6 +101,28 @@ def _kind(value: Any) -> str:
     return {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}.get(
         type(value), "a number"
     )
+
+
+def text_bytes(text: str) -> bytes:
+    r"""Return the UTF-8 bytes of a string read from a body, lone surrogates as U+FFFD.
+
+    A body's ``\ud800`` escape parses to a lone surrogate, which has no UTF-8 form; the
+    message model's one treatment (:func:`~llmcore.messages.clean_text`) applies wherever import
+    turns a string into tool-call or tool-result bytes.
+    """
+    return clean_text(text).encode("utf-8")
+
+
+def json_text(value: Any, at: str) -> str:
+    """Return ``value`` as compact JSON text, lone surrogates as U+FFFD.
+
+    Raises:
+        RequestFileError: The value cannot be written (nested too deeply); names ``at``.
+    """
+    try:
+        return clean_text(jsonbytes.dumps_text(value))
+    except EncodingError as exc:
+        raise bad(exc.message, at) from None
 
 
 def b64decode(text: str, at: str) -> bytes:
@@ -174,7 +206,7 @@ def extra_fields(body: dict[str, Any], modeled: Iterable[str], at: str) -> list[
     out: list[tuple[str, str]] = []
     for key, value in body.items():
         if key not in known or (key == "stream" and value is not True):
-            out.append((key, jsonbytes.dumps_text(value)))
+            out.append((key, json_text(value, f"{at}.{key}")))
     return out
 
 
@@ -262,8 +294,11 @@ def make_tool(name: Any, description: Any, schema: Any, at: str, strict: Any = N
         schema = {}
     if not isinstance(schema, dict):
         raise bad("the input schema must be an object", at)
-    text = jsonbytes.dumps_text(schema)
-    return Tool(name=name, description=description or "", input_schema=text, strict=strict)
+    text = json_text(schema, at)
+    try:
+        return Tool(name=name, description=description or "", input_schema=text, strict=strict)
+    except InvalidRequestError as exc:
+        raise bad(exc.message, f"{at}.{exc.location}" if exc.location else at) from None
 
 
 class Importer:
@@ -290,6 +325,8 @@ class Importer:
         """Read ``body`` into an :class:`ImportResult`."""
         obj = need_obj(body, at)
         model = need_str(obj, "model", at)
+        if not model:
+            raise bad("needs a non-empty model name", f"{at}.model")
         system = self.system(obj, at)
         tools = self.tools(obj, at)
         messages = tuple(self.messages(obj, at))
@@ -300,8 +337,16 @@ class Importer:
             raise UnsupportedContentError(
                 "unpaired tool call or result", exc.message, location=f"{at}.messages"
             ) from exc
-        params = self.params(obj, at)
-        request = Request(model=model, system=system, tools=tools, messages=messages, params=params)
+        try:
+            params = self.params(obj, at)
+            request = Request(
+                model=model, system=system, tools=tools, messages=messages, params=params
+            )
+        except InvalidRequestError as exc:
+            # The neutral location (params.temperature, tools[1].name) goes in the message: the
+            # body's own key differs by provider.
+            where = f"{exc.location}: " if exc.location else ""
+            raise bad(f"{where}{exc.message}", at) from None
         return ImportResult(request=request, notes=tuple(self.notes))
 
     def system(self, body: dict[str, Any], at: str) -> tuple[str, ...]:

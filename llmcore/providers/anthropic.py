@@ -79,7 +79,7 @@ from typing import Any, Final, assert_never
 
 from llmcore import jsonbytes
 from llmcore.errors import APIStatusError, InvalidRequestError, ResponseParseError
-from llmcore.messages import Image, Message, MessageContent, Text, ToolCall, ToolResult
+from llmcore.messages import Image, Message, MessageContent, Text, ToolCall, ToolResult, clean_text
 from llmcore.models import model_info
 from llmcore.providers import _import_common as imp
 from llmcore.providers import _parse_common as pc
@@ -358,7 +358,8 @@ class _Importer(imp.Importer):
         if kind == "image":
             return self.image(obj, at)
         if kind == "tool_use":
-            arguments = jsonbytes.dumps(imp.need_obj(obj.get("input", {}), f"{at}.input"))
+            value = imp.need_obj(obj.get("input", {}), f"{at}.input")
+            arguments = imp.json_text(value, f"{at}.input").encode("utf-8")
             call_id, name = imp.need_str(obj, "id", at), imp.need_str(obj, "name", at)
             self.call_names[call_id] = name
             return ToolCall(id=call_id, name=name, arguments=arguments)
@@ -385,7 +386,7 @@ class _Importer(imp.Importer):
         return ToolResult(
             call_id=imp.need_str(obj, "tool_use_id", at),
             tool_name=self.call_names.get(str(obj.get("tool_use_id")), ""),
-            content=content.encode("utf-8"),
+            content=imp.text_bytes(content),
             is_error=obj.get("is_error") is True,
         )
 
@@ -423,7 +424,7 @@ class _Importer(imp.Importer):
         tool_choice = _import_choice(choice)
         extra = imp.extra_fields(body, _MODELED, at)
         if choice is not None and tool_choice is None:
-            extra.append(("tool_choice", jsonbytes.dumps_text(choice)))
+            extra.append(("tool_choice", imp.json_text(choice, f"{at}.tool_choice")))
         return imp.make_params(
             body,
             at,
@@ -711,7 +712,8 @@ def _assemble(
 ) -> None:
     kind = block.start.get("type")
     if kind == "tool_use":
-        content.append(_tool_call(block.start, "".join(block.parts).encode("utf-8"), at))
+        raw = clean_text("".join(block.parts)).encode("utf-8")
+        content.append(_tool_call(block.start, raw, at))
     elif kind == "thinking":
         rebuilt = {"type": "thinking", "thinking": "".join(block.parts)}
         rebuilt["signature"] = "".join(block.signature)

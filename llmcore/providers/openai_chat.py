@@ -634,7 +634,7 @@ def _call(item: Any, at: str, provider: str) -> ToolCall:
     call_id, name = item.get("id"), inner.get("name")
     if not isinstance(call_id, str) or not isinstance(name, str) or not isinstance(raw, str):
         raise ResponseParseError(f"{at} needs string id, name and arguments", provider=provider)
-    return ToolCall(id=call_id, name=name, arguments=raw.encode("utf-8"))
+    return ToolCall(id=call_id, name=name, arguments=clean_text(raw).encode("utf-8"))
 
 
 def _message_content(message: dict[str, Any], at: str, provider: str) -> list[Text | ToolCall]:
@@ -804,7 +804,7 @@ class ChatStreamParser:
                 raise ResponseParseError(
                     f"streamed tool call {index} has no id or name", provider=self._provider
                 )
-            arguments = "".join(built.arguments).encode("utf-8")
+            arguments = clean_text("".join(built.arguments)).encode("utf-8")
             content.append(ToolCall(id=built.id, name=built.name, arguments=arguments))
         notes = ["left out reasoning deltas (provider-only, M4)"] if self._dropped else []
         return _finish(self._head, content, self._finish, self._usage, notes, self._provider)

@@ -109,7 +109,7 @@ from typing import Any, Final, assert_never
 
 from llmcore import jsonbytes
 from llmcore.errors import APIStatusError, InvalidRequestError, ResponseParseError
-from llmcore.messages import Image, Message, MessageContent, Text, ToolCall, ToolResult
+from llmcore.messages import Image, Message, MessageContent, Text, ToolCall, ToolResult, clean_text
 from llmcore.providers import _import_common as imp
 from llmcore.providers import _parse_common as pc
 from llmcore.providers._jsonspan import find_span
@@ -450,9 +450,9 @@ class _Importer(imp.Importer):
 
     def messages(self, body: dict[str, Any], at: str) -> list[Message]:
         """Return the history read from ``input``."""
+        if "input" not in body:
+            raise imp.bad("missing key 'input' (is this a Responses body?)", f"{at}.input")
         items = body.get("input")
-        if items is None:
-            return []
         if isinstance(items, str):
             return [Message.user(items)] if items else []
         if not isinstance(items, list):
@@ -576,7 +576,7 @@ class _Importer(imp.Importer):
         self.check_keys(obj, _CALL_KEYS, "function_call", at)
         call_id, name = imp.need_str(obj, "call_id", at), imp.need_str(obj, "name", at)
         self.call_names[call_id] = name
-        arguments = imp.need_str(obj, "arguments", at).encode("utf-8")
+        arguments = imp.text_bytes(imp.need_str(obj, "arguments", at))
         return ToolCall(id=call_id, name=name, arguments=arguments)
 
     def output(self, obj: dict[str, Any], at: str) -> ToolResult:
@@ -588,7 +588,7 @@ class _Importer(imp.Importer):
         return ToolResult(
             call_id=call_id,
             tool_name=self.call_names.get(call_id, ""),
-            content=obj["output"].encode("utf-8"),
+            content=imp.text_bytes(obj["output"]),
         )
 
     def tools(self, body: dict[str, Any], at: str) -> tuple[imp.Tool, ...]:
@@ -623,7 +623,7 @@ class _Importer(imp.Importer):
         tool_choice = _import_choice(choice)
         extra = imp.extra_fields(body, _MODELED, at)
         if choice is not None and tool_choice is None:
-            extra.append(("tool_choice", jsonbytes.dumps_text(choice)))
+            extra.append(("tool_choice", imp.json_text(choice, f"{at}.tool_choice")))
         return imp.make_params(
             body,
             at,
@@ -704,7 +704,8 @@ def _output_item(item: Any, raw: str, at: str, out: _Output) -> None:
     elif kind in ("function_call", "custom_tool_call"):
         raw_args = _need_str(item, "arguments" if kind == "function_call" else "input", at)
         call_id, name = _need_str(item, "call_id", at), _need_str(item, "name", at)
-        out.content.append(ToolCall(id=call_id, name=name, arguments=raw_args.encode("utf-8")))
+        arguments = clean_text(raw_args).encode("utf-8")
+        out.content.append(ToolCall(id=call_id, name=name, arguments=arguments))
     elif kind == "reasoning":
         out.reasoning = True
     else:

@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = Path(__file__).parent / "golden" / "anthropic"
 P = get_provider("anthropic")
 TOOL = Tool.from_schema("f", "does f", {"type": "object", "properties": {"x": {"type": "integer"}}})
+TOOL_G = Tool.from_schema("g", "does g", {"type": "object"})
 
 
 def body(request, **kw):
@@ -73,7 +74,7 @@ def test_key_order_and_breakpoints_are_exactly_p3():
         Message.user("q2"),
     )
     raw = P.build_body(
-        Request(model="claude-sonnet-4-5", system=("s1", "s2"), tools=(TOOL, TOOL), messages=msgs)
+        Request(model="claude-sonnet-4-5", system=("s1", "s2"), tools=(TOOL, TOOL_G), messages=msgs)
     )
     b = json.loads(raw)
     assert list(b) == ["model", "max_tokens", "system", "messages", "tools"]

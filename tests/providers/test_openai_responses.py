@@ -489,7 +489,7 @@ def test_import_malformed_bodies_name_the_path():
         P.import_body({"model": "m", "input": [{"type": "function_call", "call_id": 3}]})
     assert err.value.location == "$.input[0].call_id"
     with pytest.raises(RequestFileError) as err:
-        P.import_body({"model": "m", "store": "no"})
+        P.import_body({"model": "m", "input": [], "store": "no"})
     assert err.value.location == "$.store"
 
 

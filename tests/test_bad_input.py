@@ -17,6 +17,7 @@ from llmcore.errors import (
     InvalidMessageError,
     InvalidRequestError,
     RequestFileError,
+    UnknownProviderError,
 )
 from llmcore.messages import Image, Message, Text, ToolCall, ToolResult
 from llmcore.providers import get_provider
@@ -476,3 +477,8 @@ def test_read_json_file_refuses_a_directory_and_bad_paths(tmp_path):
         load_request_file(None)  # type: ignore[arg-type]
     with pytest.raises(RequestFileError, match="cannot read the file"):
         read_json_file("a\x00b")
+
+
+def test_get_provider_with_a_non_string_is_an_unknown_provider():
+    with pytest.raises(UnknownProviderError, match="unknown provider \\[\\]"):
+        get_provider([])  # type: ignore[arg-type]

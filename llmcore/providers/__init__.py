@@ -33,7 +33,7 @@ def get_provider(name: str) -> Provider:
     Raises:
         UnknownProviderError: No provider has that name; the message lists the known ones.
     """
-    module_name = _REGISTRY.get(name)
+    module_name = _REGISTRY.get(name) if isinstance(name, str) else None
     if module_name is None:
         raise UnknownProviderError(
             f"unknown provider {name!r}; choose one of {', '.join(PROVIDER_NAMES)}"

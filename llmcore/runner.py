@@ -40,7 +40,15 @@ from typing import Any, Final, Literal, TypeAlias
 from llmcore import jsonbytes
 from llmcore.errors import InvalidRequestError
 from llmcore.facts import Section, SentFacts, TurnFacts, plan_turn, render_sections
-from llmcore.messages import Image, Message, MessageContent, Text, ToolCall, ToolResult
+from llmcore.messages import (
+    Image,
+    Message,
+    MessageContent,
+    Text,
+    ToolCall,
+    ToolResult,
+    clean_text,
+)
 from llmcore.pricing import PriceTable, default_prices
 from llmcore.providers import get_provider
 from llmcore.providers.base import EncodeCache, ParsedResponse, Provider, StopReason
@@ -354,7 +362,9 @@ def _finish_call(call: ToolCall, value: Any) -> tuple[ToolResult, tuple[Image, .
             value.close()
         value = ToolOutput(content="an async tool needs arun_turn", is_error=True)
     output = _as_output(value)
-    content = output.content.encode("utf-8") if isinstance(output.content, str) else output.content
+    content = output.content
+    if isinstance(content, str):
+        content = clean_text(content).encode("utf-8")
     result = ToolResult(
         call_id=call.id, tool_name=call.name, content=content, is_error=output.is_error
     )

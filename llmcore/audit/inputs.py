@@ -65,8 +65,10 @@ def read_inputs(paths: Sequence[Path]) -> tuple[list[AuditInput], list[str]]:
                     skipped.append(f"{file}: not a cassette, JSONL or JSON file")
                     continue
                 inputs.extend(read_path(file, skipped, strict=False))
-        elif path.exists():
+        elif path.is_file():
             inputs.extend(read_path(path, skipped, strict=True))
+        elif path.exists():
+            raise AuditInputError("not a regular file or folder", location=str(path))
         else:
             raise AuditInputError("no such file or folder", location=str(path))
     return inputs, skipped

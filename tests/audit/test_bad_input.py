@@ -229,3 +229,14 @@ def test_the_matcher_compares_deep_bodies_byte_for_byte(depth: int) -> None:
     diff = first_difference(deep, deep[:-1] + b"x")
     assert diff is not None
     assert (diff.offset_a, diff.offset_b) == (len(deep) - 1, len(deep) - 1)
+
+
+def test_a_fifo_is_refused_without_blocking(tmp_path):
+    import os
+
+    from llmcore.audit.inputs import AuditInputError, read_inputs
+
+    fifo = tmp_path / "bodies.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(AuditInputError, match="not a regular file"):
+        read_inputs([fifo])

@@ -505,3 +505,11 @@ def test_streamed_turn_over_loopback() -> None:
     )
     assert result.conversation.history[-1] == Message.assistant("Mild.")
     assert result.conversation.usage.total == Usage(input=14, output=5)
+
+
+def test_a_tool_returning_text_with_a_lone_surrogate_gives_a_replacement_character():
+    from llmcore.runner import _finish_call
+
+    call = ToolCall(id="c1", name="t", arguments=b"{}")
+    result, images = _finish_call(call, "bad \ud800 text")
+    assert result.content == "bad \ufffd text".encode() and images == ()

@@ -38,45 +38,58 @@ _STYLE = {
 }
 
 
-def _table(report: AuditReport) -> Table:
-    table = Table(title="llmcore audit (SPEC P4 / V1)", show_lines=False)
-    for name, justify in (
-        ("#", "right"),
-        ("source", "left"),
-        ("conv", "right"),
-        ("verdict", "left"),
-        ("first break (byte, path)", "left"),
-        ("lost bytes", "right"),
-        ("lost tokens", "right"),
-        ("max cacheable", "right"),
-        ("tokens", "right"),
-    ):
+_MIN_TEXT_WIDTH = {"source": 14, "first break": 10}
+_COLUMNS = (
+    ("#", "right"),
+    ("source", "left"),
+    ("conv", "right"),
+    ("verdict", "left"),
+    ("first break", "left"),
+    ("lost B", "right"),
+    ("lost tok", "right"),
+    ("max cache", "right"),
+    ("tokens", "right"),
+)
+_NARROW_LEFT_OUT = frozenset({"conv", "lost B", "max cache"})
+"""Columns left out below :data:`_NARROW` terminal columns (``--json`` has everything)."""
+_NARROW = 110
+
+
+def _table(report: AuditReport, width: int) -> Table:
+    table = Table(title="llmcore audit: prefix invariant and cacheable prefix", show_lines=False)
+    names = [c for c in _COLUMNS if width >= _NARROW or c[0] not in _NARROW_LEFT_OUT]
+    for name, justify in names:
+        text = name in _MIN_TEXT_WIDTH
         table.add_column(
             name,
             justify=justify,  # type: ignore[arg-type]
-            overflow="fold",
-            no_wrap=name in ("source", "verdict"),
+            overflow="fold" if text else "ellipsis",
+            no_wrap=not text,
+            min_width=_MIN_TEXT_WIDTH[name] if text else len(name),
+            ratio=1 if text else None,
         )
     for r in report.requests:
         where = "" if r.first_break_offset is None else f"{r.first_break_offset} {r.path}"
-        table.add_row(
-            str(r.index),
-            r.source,
-            str(r.conversation),
-            f"[{_STYLE[r.verdict]}]{r.verdict}[/]",
-            where,
-            f"{r.lost_bytes:,}",
-            f"{r.lost_tokens:,}",
-            f"{r.max_cacheable_tokens:,}",
-            f"{r.total_tokens:,}",
-        )
+        cells = {
+            "#": str(r.index),
+            "source": r.source,
+            "conv": str(r.conversation),
+            "verdict": f"[{_STYLE[r.verdict]}]{r.verdict}[/]",
+            "first break": where,
+            "lost B": f"{r.lost_bytes:,}",
+            "lost tok": f"{r.lost_tokens:,}",
+            "max cache": f"{r.max_cacheable_tokens:,}",
+            "tokens": f"{r.total_tokens:,}",
+        }
+        table.add_row(*(cells[name] for name, _ in names))
     return table
 
 
 def _summary(report: AuditReport) -> list[str]:
     counts = ", ".join(f"{k} {v}" for k, v in report.counts().items() if v)
     lines = [
-        f"{len(report.requests)} requests in {report.conversations} conversations: {counts or '-'}",
+        f"{_plural(len(report.requests), 'request')} in "
+        f"{_plural(report.conversations, 'conversation')}: {counts or '-'}",
         f"lost to breaks: {report.lost_bytes:,} bytes, {report.lost_tokens:,} tokens",
         (
             f"theoretical maximum hit rate: {report.theoretical_hit_rate:.1%} "
@@ -89,6 +102,10 @@ def _summary(report: AuditReport) -> list[str]:
     if report.skipped:
         lines.append(f"skipped {len(report.skipped)} inputs (see --json)")
     return lines
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
 def _width(report: AuditReport, out: TextIO) -> int | None:
@@ -131,7 +148,7 @@ def audit_command(
         out.write(report.to_json().decode("utf-8") + "\n")
     else:
         console = Console(file=out, width=_width(report, out), highlight=False)
-        console.print(_table(report))
+        console.print(_table(report, console.width))
         for line in _summary(report):
             console.print(line, markup=False, soft_wrap=True)
     return EXIT_STABLE if report.stable else EXIT_BREAK

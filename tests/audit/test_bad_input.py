@@ -84,7 +84,7 @@ def test_object_and_list_type_values_anywhere_are_audited(tmp_path: Path) -> Non
     path.write_text(json.dumps(body) + "\n")
     code, out, err = _run(path)
     assert (code, err) == (EXIT_STABLE, "")
-    assert "1 requests in 1 conversations: new 1" in out
+    assert "1 request in 1 conversation: new 1" in out
 
 
 def test_a_lone_surrogate_in_request_raw_is_refused_by_place(tmp_path: Path) -> None:

@@ -45,7 +45,7 @@ def test_stable_exits_0_with_a_table(stable_file: Path):
     code, out, err = _run([stable_file])
     assert code == EXIT_STABLE and err == ""
     assert "stable" in out and "new" in out
-    assert "3 requests in 1 conversations: new 1, stable 2" in out
+    assert "3 requests in 1 conversation: new 1, stable 2" in out
 
 
 def test_break_exits_1_and_names_byte_and_path(broken_file: Path):

@@ -85,7 +85,8 @@ class BenchRow:
     """Its usage as the provider reported it (normalized, U1)."""
     event: str = ""
     """``reopened`` on the first request after the archive was reopened, ``switched`` on the
-    first request after the provider switch."""
+    first request after the provider switch, ``first image`` on the first request carrying an
+    image (Anthropic then reads only tools and system from its cache, PROVIDER-RULES §1.6)."""
 
     @property
     def prompt_tokens(self) -> int:
@@ -203,6 +204,7 @@ class _Session:
     reopen_identical: bool = True
     archive_bytes: int = 0
     clock: ManualClock | None = None
+    image_seen: bool = False
 
     def runner(self, leg: BenchLeg) -> Runner:
         params = Params(max_tokens=1024)
@@ -220,6 +222,9 @@ class _Session:
         result = runner.run_turn(self.conversation, prompt)
         self.conversation = result.conversation
         for body, response in zip(result.bodies, result.responses, strict=True):
+            if not self.image_seen and _carries_image(body):
+                self.image_seen = True
+                self.event = ", ".join(filter(None, (self.event, "first image")))
             row = BenchRow(
                 request=len(self.rows) + 1,
                 turn=self.turn,
@@ -260,6 +265,14 @@ class _Session:
         self.reopen_identical = before == _next_body(fresh, self.conversation, leg)
         self.event = "reopened"
         return fresh
+
+
+_IMAGE_MARKERS: Final = (b'"type":"image"', b'"type":"image_url"', b'"type":"input_image"')
+
+
+def _carries_image(body: bytes) -> bool:
+    """Whether a body (as llmcore writes it) holds an image block or part."""
+    return any(marker in body for marker in _IMAGE_MARKERS)
 
 
 def _next_body(runner: Runner, conversation: Conversation, leg: BenchLeg) -> bytes:

@@ -18,7 +18,11 @@ def test_session_shape(runs):
     result = runs[0]
     assert len(result.rows) == 24
     assert [r.provider for r in result.rows] == ["anthropic"] * 17 + ["openai-chat"] * 7
-    assert [r.event for r in result.rows if r.event] == ["reopened", "switched"]
+    assert [(r.request, r.event) for r in result.rows if r.event] == [
+        (8, "first image"),
+        (9, "reopened"),
+        (18, "switched"),
+    ]
     assert {r.turn for r in result.rows} == set(range(1, 10))
 
 

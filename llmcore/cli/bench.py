@@ -110,8 +110,9 @@ def check_out(out: str) -> Path:
 
 def _table(result: BenchResult) -> Table:
     table = Table(title="llmcore bench: prompt-cache hits per request")
-    for name in ("req", "turn", "provider", "input", "cache read", "cache write", "hit rate", ""):
-        table.add_column(name, justify="left" if name in ("provider", "") else "right")
+    for name in ("req", "turn", "provider", "input", "cache read", "cache write", "hit", "event"):
+        left = name in ("provider", "event")
+        table.add_column(name, justify="left" if left else "right", no_wrap=left)
     for row in result.rows:
         table.add_row(
             str(row.request),
@@ -217,8 +218,10 @@ def bench(
     """Run the scripted agent session and report its prompt-cache hit rate."""
     if live and provider is None:
         raise fail("--live needs --provider")
-    if provider is not None and not live:
-        raise fail("--provider goes with --live (the embedded session plans its own providers)")
+    if (provider is not None or model is not None) and not live:
+        raise fail(
+            "--provider and --model go with --live (the embedded session plans its own providers)"
+        )
     folder = check_out(out)
     plan = with_provider(DEFAULT_PLAN, provider, model) if live and provider else DEFAULT_PLAN
     console = Console()

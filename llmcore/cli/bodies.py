@@ -27,6 +27,9 @@ _IMPORTABLE = ("anthropic", "openai-chat", "openai-responses")
 ProviderOption = Annotated[
     str, typer.Option("--provider", "-p", help=f"One of: {', '.join(PROVIDER_NAMES)}.")
 ]
+ImportProviderOption = Annotated[
+    str, typer.Option("--provider", "-p", help="One of: anthropic, openai-chat, openai-responses.")
+]
 
 
 @one_line_errors
@@ -86,7 +89,7 @@ def _request_raw(raw: str, at: str) -> Any:
 @one_line_errors
 def import_(
     recorded: Annotated[Path, typer.Argument(metavar="BODY", help="A body or corpus case file.")],
-    provider: ProviderOption,
+    provider: ImportProviderOption,
 ) -> None:
     """Turn a recorded PROVIDER body (or corpus case) into a request file on stdout."""
     if provider not in _IMPORTABLE:

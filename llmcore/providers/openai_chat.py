@@ -455,7 +455,7 @@ class _Importer(imp.Importer):
         if role == "assistant":
             parts.extend(self.tool_calls(obj.get("tool_calls"), f"{at}.tool_calls"))
         if not parts:
-            self.note(f"{at}: dropped a {role} message with no content")
+            self.note(f"{at}: dropped an empty {role} message")
             return None
         return imp.make_message(role, tuple(parts), at)
 

@@ -23,15 +23,21 @@ requests is every leading item that is byte-identical, plus, inside the first it
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
+
+from llmcore import jsonbytes
 
 __all__ = [
     "BYTES_PER_TOKEN",
     "IMAGE_TOKENS",
     "OPENAI_CACHE_MIN",
     "OPENAI_CACHE_STEP",
+    "IMAGE_PART_TYPES",
     "bytes_tokens",
     "common_prefix_len",
+    "image_counts",
+    "item_measure",
+    "item_tokens",
     "openai_cacheable",
 ]
 
@@ -77,3 +83,69 @@ def openai_cacheable(prefix_tokens: int) -> int:
         return 0
     steps = (prefix_tokens - OPENAI_CACHE_MIN) // OPENAI_CACHE_STEP
     return OPENAI_CACHE_MIN + OPENAI_CACHE_STEP * steps
+
+
+IMAGE_PART_TYPES: Final = frozenset({"image", "image_url", "input_image"})
+"""Content parts that are images: Anthropic ``image``, Chat ``image_url``, Responses
+``input_image`` (each API reference's content part types)."""
+
+
+def _image_payload(node: dict[str, Any]) -> str | None:
+    """Return the base64 payload of an image part (``source.data`` or a ``data:`` URL)."""
+    if node.get("type") == "image":
+        source = node.get("source")
+        data = source.get("data") if isinstance(source, dict) else None
+        return data if isinstance(data, str) else None
+    url = node.get("image_url")
+    if isinstance(url, dict):
+        url = url.get("url")
+    return url if isinstance(url, str) and url.startswith("data:") else None
+
+
+def _add_images(value: Any, acc: list[int]) -> None:
+    if isinstance(value, dict):
+        kind = value.get("type")
+        if isinstance(kind, str) and kind in IMAGE_PART_TYPES:  # "type" may be any JSON value
+            acc[0] += 1
+            payload = _image_payload(value)
+            if payload is not None:
+                written = jsonbytes.encode_str(payload).encode("utf-8", "surrogatepass")
+                acc[1] += len(written) - 2
+        children: Any = value.values()
+    elif isinstance(value, list):
+        children = value
+    else:
+        return
+    for child in children:
+        if isinstance(child, dict | list):
+            _add_images(child, acc)
+
+
+def image_counts(value: Any) -> tuple[int, int]:
+    """Return (image parts, bytes of their base64 payloads as written) found in a parsed item.
+
+    The payload bytes are the characters of each ``source.data`` / ``data:`` URL string as
+    compact JSON writes them, without its quotes (its key still counts as text).
+
+    Raises:
+        RecursionError: The value nests deeper than Python's recursion limit.
+    """
+    acc = [0, 0]
+    _add_images(value, acc)
+    return acc[0], acc[1]
+
+
+def item_measure(value: Any, data: bytes) -> tuple[int, int]:
+    """Return (tokens, image parts) of one prefix item: the rule in this module's docstring.
+
+    Args:
+        value: The item's parsed value, cache markers removed.
+        data: Its compact JSON bytes (``len(data)`` bytes).
+    """
+    images, payload = image_counts(value)
+    return IMAGE_TOKENS * images + bytes_tokens(len(data) - payload), images
+
+
+def item_tokens(value: Any, data: bytes) -> int:
+    """Return the tokens of one prefix item (see :func:`item_measure`)."""
+    return item_measure(value, data)[0]

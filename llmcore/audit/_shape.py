@@ -321,41 +321,6 @@ def _compact(value: Any) -> bytes:
         return jsonbytes.dumps_text(value).encode("utf-8", "surrogatepass")
 
 
-_IMAGE_TYPES: Final = frozenset({"image", "image_url", "input_image"})
-"""Content parts that are images: Anthropic ``image``, Chat ``image_url``, Responses
-``input_image`` (each API reference's content part types)."""
-
-
-def _image_payload(node: dict[str, Any]) -> str | None:
-    """Return the base64 payload of an image part (``source.data`` or a ``data:`` URL)."""
-    if node.get("type") == "image":
-        source = node.get("source")
-        data = source.get("data") if isinstance(source, dict) else None
-        return data if isinstance(data, str) else None
-    url = node.get("image_url")
-    if isinstance(url, dict):
-        url = url.get("url")
-    return url if isinstance(url, str) and url.startswith("data:") else None
-
-
-def _images(value: Any, acc: list[int]) -> None:
-    """Add to ``acc`` = [images, payload bytes] the image parts found in ``value``."""
-    if isinstance(value, dict):
-        kind = value.get("type")
-        if isinstance(kind, str) and kind in _IMAGE_TYPES:  # "type" may be any JSON value
-            acc[0] += 1
-            payload = _image_payload(value)
-            if payload is not None:
-                acc[1] += len(jsonbytes.encode_str(payload).encode("utf-8", "surrogatepass")) - 2
-        for sub in value.values():
-            if isinstance(sub, dict | list):
-                _images(sub, acc)
-    elif isinstance(value, list):
-        for sub in value:
-            if isinstance(sub, dict | list):
-                _images(sub, acc)
-
-
 def item_tokens(value: Any, data: bytes) -> int:
     """Return the tokens of one prefix item (the :mod:`llmcore.tokens` rule).
 
@@ -368,9 +333,7 @@ def item_tokens(value: Any, data: bytes) -> int:
         ``input_image``) plus ``ceil(bytes / 4)`` of ``data`` without the characters of each
         base64 payload (``source.data`` or a ``data:`` URL; its quotes and key still count).
     """
-    acc = [0, 0]
-    _images(value, acc)
-    return tokens.IMAGE_TOKENS * acc[0] + tokens.bytes_tokens(len(data) - acc[1])
+    return tokens.item_tokens(value, data)
 
 
 def _whole(info: ItemInfo) -> tuple[bytes, int]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from llmcore import jsonbytes
-from llmcore.tokens import IMAGE_TOKENS, bytes_tokens
+from llmcore.tokens import item_measure
 
 __all__ = ["STRIPPED_KEYS", "item_bytes", "measure", "strip_markers"]
 
@@ -52,42 +52,6 @@ def strip_markers(value: Any) -> Any:
     return value
 
 
-def _payload(node: dict[str, Any]) -> str | None:
-    """Return the base64 payload (or ``data:`` URL) of an image node, or ``None``."""
-    kind = node.get("type")
-    if kind == "image":
-        source = node.get("source")
-        data = source.get("data") if isinstance(source, dict) else None
-        return data if isinstance(data, str) else None
-    if kind == "image_url":
-        holder = node.get("image_url")
-        url = holder.get("url") if isinstance(holder, dict) else holder
-        return url if isinstance(url, str) and url.startswith("data:") else None
-    url = node.get("image_url")
-    return url if isinstance(url, str) and url.startswith("data:") else None
-
-
-_IMAGE_TYPES: Final = frozenset({"image", "image_url", "input_image"})
-
-
-def _images(value: Any, acc: list[int]) -> None:
-    """Add to ``acc`` = [image count, payload bytes] the images found in ``value``."""
-    if isinstance(value, dict):
-        kind = value.get("type")
-        if isinstance(kind, str) and kind in _IMAGE_TYPES:  # "type" may be any JSON value
-            acc[0] += 1
-            payload = _payload(value)
-            if payload is not None:
-                acc[1] += len(jsonbytes.encode_str(payload).encode("utf-8")) - 2
-        for item in value.values():
-            if isinstance(item, dict | list):
-                _images(item, acc)
-    elif isinstance(value, list):
-        for item in value:
-            if isinstance(item, dict | list):
-                _images(item, acc)
-
-
 def item_bytes(value: Any) -> bytes:
     """Return an item's bytes: compact JSON with cache markers removed (tokens.py)."""
     return jsonbytes.dumps(strip_markers(value))
@@ -104,6 +68,5 @@ def measure(value: Any) -> tuple[bytes, int, int]:
         The item's bytes, its token count and the number of images it holds.
     """
     data = item_bytes(value)
-    acc = [0, 0]
-    _images(value, acc)
-    return data, acc[0] * IMAGE_TOKENS + bytes_tokens(len(data) - acc[1]), acc[0]
+    count, images = item_measure(value, data)
+    return data, count, images

@@ -91,8 +91,9 @@ from llmcore.providers.base import (
     Endpoint,
     ImportResult,
     ParsedResponse,
+    ResponseMethods,
+    ResponseSide,
     StopReason,
-    StreamParser,
     breakpoint_messages,
     check_request,
     encode_messages,
@@ -268,7 +269,7 @@ def _tail(request: Request, body: dict[str, Any]) -> None:
     imp.put_extra(body, params)
 
 
-class AnthropicProvider:
+class AnthropicProvider(ResponseMethods):
     """The Anthropic Messages provider (``anthropic``)."""
 
     name: Final = "anthropic"
@@ -307,23 +308,6 @@ class AnthropicProvider:
                 outside the four cases.
         """
         return _Importer().run(body, location)
-
-    @property
-    def endpoint(self) -> Endpoint:
-        """``POST https://api.anthropic.com/v1/messages`` with ``x-api-key``."""
-        return ENDPOINT
-
-    def parse_response(self, body: bytes) -> ParsedResponse:
-        """Parse a non-streamed Messages response (see "Response side" in the module doc)."""
-        return parse_message(body)
-
-    def stream_parser(self) -> StreamParser:
-        """Return a parser for one Messages event stream."""
-        return AnthropicStreamParser()
-
-    def parse_error(self, status: int, body: bytes, headers: Mapping[str, str]) -> APIStatusError:
-        """Return the typed error for an HTTP error response (PROVIDER-RULES §1.10)."""
-        return error_from_body(status, body, headers)
 
 
 class _Importer(imp.Importer):
@@ -835,5 +819,12 @@ def error_from_body(status: int, body: bytes, headers: Mapping[str, str]) -> API
     )
 
 
-PROVIDER: Final = AnthropicProvider()
+PROVIDER: Final = AnthropicProvider(
+    ResponseSide(
+        endpoint=ENDPOINT,
+        parse=parse_message,
+        stream=AnthropicStreamParser,
+        error=error_from_body,
+    )
+)
 """The registered instance."""

@@ -33,6 +33,8 @@ __all__ = [
     "ImportResult",
     "ParsedResponse",
     "Provider",
+    "ResponseMethods",
+    "ResponseSide",
     "StopReason",
     "SUPPORTED_IMAGE_TYPES",
     "StreamParser",
@@ -143,6 +145,48 @@ class Endpoint:
     """``x-api-key`` sends the key in that header; ``bearer`` in ``Authorization``."""
     headers: tuple[tuple[str, str], ...] = ()
     """Other fixed headers (e.g. ``anthropic-version``)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResponseSide:
+    """A provider module's response side: where requests go and how answers are read (P1)."""
+
+    endpoint: Endpoint
+    """The default endpoint."""
+    parse: Callable[[bytes], ParsedResponse]
+    """Parses a non-streamed 200 body."""
+    stream: Callable[[], StreamParser]
+    """Makes a parser for one event stream."""
+    error: Callable[[int, bytes, Mapping[str, str]], APIStatusError]
+    """Turns an HTTP error response (status, body, headers) into the typed error."""
+
+
+class ResponseMethods:
+    """The :class:`Provider` response methods, delegating to the module's :class:`ResponseSide`.
+
+    Args:
+        response: The module's response side.
+    """
+
+    def __init__(self, response: ResponseSide) -> None:
+        self.response = response
+
+    @property
+    def endpoint(self) -> Endpoint:
+        """Where the provider's API lives (base URL, path, authentication)."""
+        return self.response.endpoint
+
+    def parse_response(self, body: bytes) -> ParsedResponse:
+        """Parse a non-streamed response body (see the module's "Response side")."""
+        return self.response.parse(body)
+
+    def stream_parser(self) -> StreamParser:
+        """Return a parser for one server-sent-event stream."""
+        return self.response.stream()
+
+    def parse_error(self, status: int, body: bytes, headers: Mapping[str, str]) -> APIStatusError:
+        """Return the typed error for an HTTP error response."""
+        return self.response.error(status, body, headers)
 
 
 class Provider(Protocol):

@@ -114,8 +114,9 @@ from llmcore.providers.base import (
     Endpoint,
     ImportResult,
     ParsedResponse,
+    ResponseMethods,
+    ResponseSide,
     StopReason,
-    StreamParser,
     check_request,
     encode_messages,
     rewrite_id,
@@ -302,7 +303,7 @@ def body_fields(
     return body
 
 
-class OpenAIChatProvider:
+class OpenAIChatProvider(ResponseMethods):
     """The OpenAI Chat Completions provider (``openai-chat``)."""
 
     name: Final = "openai-chat"
@@ -339,23 +340,6 @@ class OpenAIChatProvider:
                 custom tools, and other content outside the four cases.
         """
         return _Importer().run(body, location)
-
-    @property
-    def endpoint(self) -> Endpoint:
-        """``POST https://api.openai.com/v1/chat/completions`` with a bearer key."""
-        return ENDPOINT
-
-    def parse_response(self, body: bytes) -> ParsedResponse:
-        """Parse a non-streamed Chat Completions response (see the response section)."""
-        return parse_completion(body)
-
-    def stream_parser(self) -> StreamParser:
-        """Return a parser for one Chat Completions chunk stream."""
-        return ChatStreamParser()
-
-    def parse_error(self, status: int, body: bytes, headers: Mapping[str, str]) -> APIStatusError:
-        """Return the typed error for an HTTP error response."""
-        return error_from_body(status, body, headers)
 
 
 _SYSTEM_ROLES: Final = ("system", "developer")
@@ -914,5 +898,12 @@ def error_from_body(
     )
 
 
-PROVIDER: Final = OpenAIChatProvider()
+PROVIDER: Final = OpenAIChatProvider(
+    ResponseSide(
+        endpoint=ENDPOINT,
+        parse=parse_completion,
+        stream=ChatStreamParser,
+        error=error_from_body,
+    )
+)
 """The registered instance."""

@@ -120,8 +120,9 @@ from llmcore.providers.base import (
     Endpoint,
     ImportResult,
     ParsedResponse,
+    ResponseMethods,
+    ResponseSide,
     StopReason,
-    StreamParser,
     check_request,
     encode_messages,
     rewrite_id,
@@ -307,7 +308,7 @@ def _check_params(params: Params) -> None:
         )
 
 
-class OpenAIResponsesProvider:
+class OpenAIResponsesProvider(ResponseMethods):
     """The OpenAI Responses provider (``openai-responses``)."""
 
     name: Final = "openai-responses"
@@ -346,23 +347,6 @@ class OpenAIResponsesProvider:
                 outside the four cases.
         """
         return _Importer().run(body, location)
-
-    @property
-    def endpoint(self) -> Endpoint:
-        """``POST https://api.openai.com/v1/responses`` with a bearer key."""
-        return ENDPOINT
-
-    def parse_response(self, body: bytes) -> ParsedResponse:
-        """Parse a non-streamed Responses body (see the response section)."""
-        return parse_response_body(body)
-
-    def stream_parser(self) -> StreamParser:
-        """Return a parser for one Responses event stream."""
-        return ResponsesStreamParser()
-
-    def parse_error(self, status: int, body: bytes, headers: Mapping[str, str]) -> APIStatusError:
-        """Return the typed error for an HTTP error response."""
-        return error_from_body(status, body, headers)
 
 
 _NO_STOP: Final = "\x00stop"
@@ -920,5 +904,12 @@ def error_from_body(status: int, body: bytes, headers: Mapping[str, str]) -> API
     )
 
 
-PROVIDER: Final = OpenAIResponsesProvider()
+PROVIDER: Final = OpenAIResponsesProvider(
+    ResponseSide(
+        endpoint=ENDPOINT,
+        parse=parse_response_body,
+        stream=ResponsesStreamParser,
+        error=error_from_body,
+    )
+)
 """The registered instance."""

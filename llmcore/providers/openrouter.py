@@ -50,11 +50,12 @@ Source: https://openrouter.ai/docs/features/prompt-caching.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable
+from functools import partial
 from typing import Any, Final
 
 from llmcore import jsonbytes
-from llmcore.errors import APIStatusError, UserError
+from llmcore.errors import UserError
 from llmcore.messages import Message
 from llmcore.providers import _import_common as imp
 from llmcore.providers import openai_chat
@@ -63,8 +64,8 @@ from llmcore.providers.base import (
     EncodeCache,
     Endpoint,
     ImportResult,
-    ParsedResponse,
-    StreamParser,
+    ResponseMethods,
+    ResponseSide,
     breakpoint_messages,
     check_request,
     encode_messages,
@@ -129,7 +130,7 @@ def _message_options(request: Request, mode: CacheMode) -> list[Hashable]:
     return options
 
 
-class OpenRouterProvider:
+class OpenRouterProvider(ResponseMethods):
     """The OpenRouter provider (``openrouter``): OpenAI Chat bodies with cache markers."""
 
     name: Final = "openrouter"
@@ -171,23 +172,6 @@ class OpenRouterProvider:
             location=location,
         )
 
-    @property
-    def endpoint(self) -> Endpoint:
-        """``POST https://openrouter.ai/api/v1/chat/completions`` with a bearer key."""
-        return ENDPOINT
-
-    def parse_response(self, body: bytes) -> ParsedResponse:
-        """Parse a non-streamed response (the Chat parser, ``usage.cost`` read)."""
-        return openai_chat.parse_completion(body, self.name)
-
-    def stream_parser(self) -> StreamParser:
-        """Return a Chat chunk-stream parser named ``openrouter``."""
-        return openai_chat.ChatStreamParser(self.name)
-
-    def parse_error(self, status: int, body: bytes, headers: Mapping[str, str]) -> APIStatusError:
-        """Return the typed error for an HTTP error response."""
-        return openai_chat.error_from_body(status, body, headers, self.name)
-
 
 # --- Response side ---------------------------------------------------------------------------
 
@@ -200,5 +184,12 @@ ENDPOINT: Final = Endpoint(
 """The OpenRouter chat endpoint (https://openrouter.ai/docs/api-reference/overview)."""
 
 
-PROVIDER: Final = OpenRouterProvider()
+PROVIDER: Final = OpenRouterProvider(
+    ResponseSide(
+        endpoint=ENDPOINT,
+        parse=partial(openai_chat.parse_completion, provider="openrouter"),
+        stream=partial(openai_chat.ChatStreamParser, "openrouter"),
+        error=partial(openai_chat.error_from_body, provider="openrouter"),
+    )
+)  # the Chat parsers under OpenRouter's name; usage.cost is read as the reported cost
 """The registered instance."""

@@ -473,7 +473,13 @@ def test_import_normalizes_real_client_shapes():
         ("tool_choice", '{"type":"allowed_tools","allowed_tools":{}}'),
     )
     notes = " | ".join(result.notes)
-    for word in ("developer", "no content", "refusal", "reasoning_content", "one string"):
+    for word in (
+        "developer",
+        "dropped an empty assistant message",
+        "refusal",
+        "reasoning_content",
+        "one string",
+    ):
         assert word in notes
     rebuilt = body(request)
     assert rebuilt["stream"] is True and "stream_options" not in rebuilt

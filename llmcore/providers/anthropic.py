@@ -94,6 +94,7 @@ from llmcore.providers.base import (
     ResponseMethods,
     ResponseSide,
     StopReason,
+    arguments_json,
     breakpoint_messages,
     check_request,
     encode_messages,
@@ -142,13 +143,9 @@ def cache_control(ttl: CacheTtl) -> dict[str, str]:
     return {"type": "ephemeral", "ttl": "1h"} if ttl == "1h" else {"type": "ephemeral"}
 
 
-def tool_input(arguments: bytes) -> jsonbytes.Raw | dict[str, str]:
-    """Return the ``input`` value for stored argument bytes (the module's documented rule)."""
-    if jsonbytes.is_json_object(arguments):
-        return jsonbytes.Raw(arguments.decode("utf-8"))
-    if not arguments.strip():
-        return jsonbytes.Raw("{}")
-    return {"raw_arguments": arguments.decode("utf-8", "replace")}
+def tool_input(arguments: bytes) -> jsonbytes.Raw:
+    """Return the ``input`` value for stored argument bytes (:func:`base.arguments_json`)."""
+    return jsonbytes.Raw(arguments_json(arguments))
 
 
 def _block(part: MessageContent) -> dict[str, Any] | None:

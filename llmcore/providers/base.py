@@ -20,6 +20,7 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol, TypeAlias
 
+from llmcore import jsonbytes
 from llmcore.errors import APIStatusError, InvalidRequestError
 from llmcore.messages import Image, Message, Text, ToolCall, ToolResult
 from llmcore.providers._sse import SSEEvent
@@ -38,6 +39,7 @@ __all__ = [
     "StopReason",
     "SUPPORTED_IMAGE_TYPES",
     "StreamParser",
+    "arguments_json",
     "breakpoint_messages",
     "check_images",
     "check_request",
@@ -409,6 +411,29 @@ def encode_messages(
 SUPPORTED_IMAGE_TYPES: Final = ("image/jpeg", "image/png", "image/gif", "image/webp")
 """The image types every provider accepts (Anthropic vision docs: "image/jpeg, image/png,
 image/gif, image/webp"; OpenAI images guide: PNG, JPEG, WEBP, non-animated GIF)."""
+
+
+def arguments_json(arguments: bytes, *, replace_invalid_utf8: bool = False) -> str:
+    """Return the JSON object text sent for stored tool-call argument bytes (SPEC P2).
+
+    The one rule, shared by every provider: bytes that are a JSON object are sent verbatim
+    (spacing and key order kept, never parsed and re-dumped); empty or all-whitespace bytes become
+    ``{}``; anything else becomes ``{"raw_arguments": "<the bytes as text>"}``, so every provider
+    always receives an object. Invalid UTF-8 is U+FFFD in the wrapped text; with
+    ``replace_invalid_utf8`` (OpenAI Responses) it is replaced *before* the object check, so an
+    object with an invalid byte inside a string is still sent as that object.
+
+    Args:
+        arguments: The stored argument bytes (any bytes).
+        replace_invalid_utf8: Decode with U+FFFD replacements before deciding.
+    """
+    if replace_invalid_utf8:
+        arguments = arguments.decode("utf-8", "replace").encode("utf-8")
+    if jsonbytes.is_json_object(arguments):
+        return arguments.decode("utf-8")
+    if not arguments.strip():
+        return "{}"
+    return jsonbytes.dumps_text({"raw_arguments": arguments.decode("utf-8", "replace")})
 
 
 def check_images(messages: tuple[Message, ...]) -> None:

@@ -117,6 +117,7 @@ from llmcore.providers.base import (
     ResponseMethods,
     ResponseSide,
     StopReason,
+    arguments_json,
     check_request,
     encode_messages,
     rewrite_id,
@@ -169,12 +170,8 @@ def wire_id(call_id: str) -> str:
 
 
 def tool_arguments(arguments: bytes) -> str:
-    """Return the ``arguments`` string for stored argument bytes (the module's documented rule)."""
-    if jsonbytes.is_json_object(arguments):
-        return arguments.decode("utf-8")
-    if not arguments.strip():
-        return "{}"
-    return jsonbytes.dumps_text({"raw_arguments": arguments.decode("utf-8", "replace")})
+    """Return the ``arguments`` string for stored argument bytes (:func:`base.arguments_json`)."""
+    return arguments_json(arguments)
 
 
 def _text_part(text: str) -> dict[str, Any]:

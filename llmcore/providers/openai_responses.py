@@ -123,6 +123,7 @@ from llmcore.providers.base import (
     ResponseMethods,
     ResponseSide,
     StopReason,
+    arguments_json,
     check_request,
     encode_messages,
     rewrite_id,
@@ -178,12 +179,7 @@ def arguments_text(arguments: bytes) -> str:
         ``{}`` for empty or all-whitespace bytes; else the JSON text of
         ``{"raw_arguments": <text>}``.
     """
-    text = arguments.decode("utf-8", "replace")
-    if not text.strip():
-        return "{}"
-    if jsonbytes.is_json_object(text.encode("utf-8")):
-        return text
-    return jsonbytes.dumps_text({"raw_arguments": text})
+    return arguments_json(arguments, replace_invalid_utf8=True)
 
 
 def _b64(data: bytes) -> str:

@@ -39,16 +39,20 @@ from llmcore.messages import (
 __all__ = [
     "ImageDecoder",
     "ImageEncoder",
+    "OmittedEncoder",
     "decode_message",
     "encode_message",
     "inline_image_decoder",
     "inline_image_encoder",
+    "omitted_image_block",
 ]
 
 ImageDecoder = Callable[[dict[str, Any], str], MessageContent]
 """Turns an ``image`` block (and its JSON path) into a content case."""
 ImageEncoder = Callable[[Image], dict[str, Any]]
 """Turns an image into its ``image`` block."""
+OmittedEncoder = Callable[[Text], dict[str, Any]]
+"""Writes the block of an omitted image (a :class:`~llmcore.messages.Text` standing for one)."""
 
 
 def _error(message: str, at: str) -> RequestFileError:
@@ -148,10 +152,17 @@ def decode_message(obj: Any, at: str, image: ImageDecoder = inline_image_decoder
         raise _error(exc.message, where) from exc
 
 
-def _encode_block(part: MessageContent, image: ImageEncoder) -> dict[str, Any]:
+def omitted_image_block(part: Text) -> dict[str, Any]:
+    """Return the ``imageOmitted`` block of an omitted image (SPEC A3, M3)."""
+    return {"type": "imageOmitted", "mimeType": part.omitted_image_mime_type}
+
+
+def _encode_block(
+    part: MessageContent, image: ImageEncoder, omitted: OmittedEncoder
+) -> dict[str, Any]:
     match part:
-        case Text(omitted_image_mime_type=str(mime)):
-            return {"type": "imageOmitted", "mimeType": mime}
+        case Text(omitted_image_mime_type=str()):
+            return omitted(part)
         case Text(text=text):
             return {"type": "text", "text": text}
         case Image():
@@ -169,6 +180,18 @@ def _encode_block(part: MessageContent, image: ImageEncoder) -> dict[str, Any]:
             assert_never(part)
 
 
-def encode_message(message: Message, image: ImageEncoder = inline_image_encoder) -> dict[str, Any]:
-    """Return the A3 JSON form of ``message`` (a dict ready for :mod:`llmcore.jsonbytes`)."""
-    return {"role": message.role, "content": [_encode_block(p, image) for p in message.content]}
+def encode_message(
+    message: Message,
+    image: ImageEncoder = inline_image_encoder,
+    omitted: OmittedEncoder = omitted_image_block,
+) -> dict[str, Any]:
+    """Return the A3 JSON form of ``message`` (a dict ready for :mod:`llmcore.jsonbytes`).
+
+    Args:
+        message: The message.
+        image: Writes an image case's block.
+        omitted: Writes an omitted image's block (the archive keeps an unread image's
+            ``image`` block, :attr:`~llmcore.messages.Text.unread_image_sha256`).
+    """
+    content = [_encode_block(p, image, omitted) for p in message.content]
+    return {"role": message.role, "content": content}

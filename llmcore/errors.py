@@ -15,6 +15,8 @@ streams)::
     ├── ArchiveError               the conversation archive cannot be read or written
     │   ├── ArchiveReadError       ``conversation.json`` is unreadable (names the JSON path)
     │   └── ArchiveWriteError      a save failed before its commit point; the old archive stands
+    │       ├── ArchiveConflictError  another process saved the folder since it was opened
+    │       └── ArchiveBusyError   another process held the folder's lock too long
     └── ProviderError              the provider (or the way to it) failed
         ├── TransportError         no HTTP response: connect/read failure or timeout
         ├── APIStatusError         an HTTP error status with the provider's error body
@@ -28,6 +30,8 @@ from __future__ import annotations
 
 __all__ = [
     "APIStatusError",
+    "ArchiveBusyError",
+    "ArchiveConflictError",
     "ArchiveError",
     "ArchiveReadError",
     "ArchiveWriteError",
@@ -105,6 +109,19 @@ class ArchiveReadError(ArchiveError):
 
 class ArchiveWriteError(ArchiveError):
     """A save failed before its commit point; the previous archive is left byte-identical."""
+
+
+class ArchiveConflictError(ArchiveWriteError):
+    """``conversation.json`` changed on disk since the conversation was opened (SPEC A9).
+
+    Another process (or program) saved the folder in between; saving now would lose its
+    update, so nothing was written. ``location`` is the folder. Reopen the archive to continue
+    from what is on disk.
+    """
+
+
+class ArchiveBusyError(ArchiveWriteError):
+    """Another process held the archive folder's lock longer than the store's lock timeout."""
 
 
 class ProviderError(LLMCoreError):

@@ -51,6 +51,7 @@ OMITTED_IMAGE_PLACEHOLDER: Final = (
 """The text the model is sent where an image was dropped from storage (SPEC M3)."""
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_SHA256 = re.compile("[0-9a-f]{64}")
 
 
 def clean_text(value: str) -> str:
@@ -99,6 +100,11 @@ class Text:
     """The text; lone surrogates are replaced by U+FFFD."""
     omitted_image_mime_type: str | None = None
     """For an omitted image, the mime type it had; ``None`` for ordinary text."""
+    unread_image_sha256: str | None = None
+    """For an image whose archive file could not be read when the archive was opened (an I/O
+    error other than a missing file, SPEC A7), the image's SHA-256 hex: the model is sent the
+    placeholder, and saves keep the ``image`` block and its file until the bytes are really gone
+    or wrong. Set only by the archive reader; ``None`` otherwise."""
     type: Literal["text"] = field(default="text", init=False)
     """The case tag."""
 
@@ -108,11 +114,26 @@ class Text:
         if mime is not None:
             mime = clean_text(_need_str(mime, "omitted_image_mime_type"))
             object.__setattr__(self, "omitted_image_mime_type", mime)
+        digest = self.unread_image_sha256
+        if digest is not None and (mime is None or _SHA256.fullmatch(str(digest)) is None):
+            raise InvalidMessageError(
+                "unread_image_sha256 must be 64 lowercase hex digits on an omitted image"
+            )
 
     @classmethod
-    def omitted_image(cls, mime_type: str) -> Text:
-        """Return the text case that stands for an image dropped from storage (SPEC M3)."""
-        return cls(text=OMITTED_IMAGE_PLACEHOLDER, omitted_image_mime_type=clean_text(mime_type))
+    def omitted_image(cls, mime_type: str, *, unread_sha256: str | None = None) -> Text:
+        """Return the text case that stands for an image dropped from storage (SPEC M3).
+
+        Args:
+            mime_type: The dropped image's type.
+            unread_sha256: The image's hash when its file exists but could not be read (see
+                :attr:`unread_image_sha256`).
+        """
+        return cls(
+            text=OMITTED_IMAGE_PLACEHOLDER,
+            omitted_image_mime_type=clean_text(mime_type),
+            unread_image_sha256=unread_sha256,
+        )
 
     @property
     def is_omitted_image(self) -> bool:

@@ -62,10 +62,22 @@ from .state import (
     short_repr,
 )
 
-__all__ = ["FragmentCache", "ImageLoader", "decode", "encode", "is_sha256"]
+__all__ = ["UNREAD", "FragmentCache", "ImageLoader", "Unread", "decode", "encode", "is_sha256"]
 
-ImageLoader = Callable[[str, str], bytes | None]
-"""``load_image(sha256_hex, mime_type)`` → the verified image bytes, or ``None`` if unusable."""
+
+class Unread:
+    """What an image loader returns for an image file it could not read (an I/O error, A7)."""
+
+    __slots__ = ()
+
+
+UNREAD: Final = Unread()
+"""The one :class:`Unread` value."""
+
+ImageLoader = Callable[[str, str], "bytes | None | Unread"]
+"""``load_image(sha256_hex, mime_type)`` → the verified image bytes, ``None`` when the file is
+missing or its bytes do not match (A7), or :data:`UNREAD` when it could not be read (the image
+reads as omitted but keeps its hash, :attr:`~llmcore.messages.Text.unread_image_sha256`)."""
 
 _SHA256: Final = re.compile(r"[0-9a-f]{64}")
 _COST_KINDS: Final[dict[str, CostKind]] = {
@@ -98,6 +110,7 @@ def encode(
     kept_images: Collection[str] | None = None,
     digest: Callable[[Image], str] | None = None,
     fragments: FragmentCache | None = None,
+    kept_unread: Collection[str] = (),
 ) -> bytes:
     """Return the bytes of ``conversation.json`` for ``state`` (SPEC A1, A2).
 
@@ -105,6 +118,9 @@ def encode(
         state: The conversation.
         kept_images: SHA-256 hex of the images written as ``image``; every other image is
             written as ``imageOmitted``. ``None`` keeps every image.
+        kept_unread: SHA-256 hex of unread images (omitted-image texts with
+            :attr:`~llmcore.messages.Text.unread_image_sha256`) whose file is still there: they
+            are written as ``image`` blocks; every other omitted image as ``imageOmitted``.
         digest: Returns an image's SHA-256 hex (a cache); ``None`` hashes each image.
         fragments: Encoded messages and items of earlier calls, reused when unchanged (the
             output is the same bytes as without it).
@@ -114,6 +130,7 @@ def encode(
             :mod:`llmcore.archive.state`).
     """
     image_block = _image_encoder(kept_images, digest)
+    omitted_block = _omitted_encoder(frozenset(kept_unread))
     doc = {
         "formatVersion": FORMAT_VERSION,
         "provider": state.provider,
@@ -126,7 +143,7 @@ def encode(
         "lintRuleCards": _cards_json(state.lint_rule_cards),
         "approvalCards": _cards_json(state.approval_cards),
         "resolvedCards": list(state.resolved_cards),
-        "history": [_message_json(m, image_block, fragments) for m in state.history],
+        "history": [_message_json(m, image_block, omitted_block, fragments) for m in state.history],
         "queued": list(state.queued),
         "unsent": list(state.unsent),
         "usage": _usage_json(state.usage.total),
@@ -176,17 +193,31 @@ class FragmentCache:
 
 def _message_json(
     message: Message,
-    image_block: Callable[[Image], dict[str, Any]],
+    image_block: blocks.ImageEncoder,
+    omitted_block: blocks.OmittedEncoder,
     fragments: FragmentCache | None,
 ) -> Any:
     if fragments is None:
-        return blocks.encode_message(message, image_block)
+        return blocks.encode_message(message, image_block, omitted_block)
     variant = frozenset(
         block["sha256"]
-        for block in (image_block(p) for p in message.content if isinstance(p, Image))
-        if "sha256" in block
+        for block in (_media_block(p, image_block, omitted_block) for p in message.content)
+        if block is not None and "sha256" in block
     )
-    return fragments.get(message, variant, lambda: blocks.encode_message(message, image_block))
+    return fragments.get(
+        message, variant, lambda: blocks.encode_message(message, image_block, omitted_block)
+    )
+
+
+def _media_block(
+    part: MessageContent, image_block: blocks.ImageEncoder, omitted_block: blocks.OmittedEncoder
+) -> dict[str, Any] | None:
+    """Return the block of an image or omitted image (which of them keep a file), else None."""
+    if isinstance(part, Image):
+        return image_block(part)
+    if isinstance(part, Text) and part.unread_image_sha256 is not None:
+        return omitted_block(part)
+    return None
 
 
 def _item_json(item: Item, fragments: FragmentCache | None) -> Any:
@@ -211,6 +242,18 @@ def _image_encoder(
         return {"type": "image", "sha256": sha, "mimeType": part.mime_type}
 
     return image_block
+
+
+def _omitted_encoder(kept_unread: frozenset[str]) -> blocks.OmittedEncoder:
+    """Return the omitted-image writer: unread images still on disk keep their ``image`` block."""
+
+    def omitted_block(part: Text) -> dict[str, Any]:
+        sha = part.unread_image_sha256
+        if sha is not None and sha in kept_unread:
+            return {"type": "image", "sha256": sha, "mimeType": part.omitted_image_mime_type}
+        return blocks.omitted_image_block(part)
+
+    return omitted_block
 
 
 def _usage_json(usage: Usage) -> dict[str, Any]:
@@ -531,6 +574,8 @@ def _image(obj: dict[str, Any], loc: str, load_image: ImageLoader) -> MessageCon
     data = load_image(digest, mime)
     if data is None:
         return Text.omitted_image(mime)
+    if isinstance(data, Unread):
+        return Text.omitted_image(mime, unread_sha256=digest)
     sniffed = sniff_image_type(data)
     if sniffed is None or sniffed == mime:
         return Image(data=data, mime_type=mime)

@@ -6,16 +6,18 @@ messages, a new conversation, a compaction. Each change calls the host's ``on_ed
 and sets :attr:`Conversation.edited` (the host marks its document edited, without an undo step),
 unless ``keep_conversation`` is off at that moment (A11). Restoring on open is not a change.
 
-It also carries what a save must know beyond the state (A8, A12): whether an unreadable folder
-is being kept (until a turn runs) and whether a confirmed new conversation must delete the
-folder. Saving lives in :class:`~llmcore.archive.store.ArchiveStore`.
+It also carries what a save must know beyond the state (A8, A9, A12): whether an unreadable
+folder is being kept (until a turn runs), whether a confirmed new conversation must delete the
+folder, and which ``conversation.json`` it was opened from (its :attr:`Conversation.base`), so a
+save can refuse to overwrite another process's save. Saving lives in
+:class:`~llmcore.archive.store.ArchiveStore`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from llmcore.facts import Section, SentFacts, TurnPlan, plan_turn
 from llmcore.messages import Message, clean_text
@@ -26,7 +28,14 @@ from .state import ConversationState, Feedback, Item, Rating, canonical_json, se
 if TYPE_CHECKING:
     from .store import Notice
 
-__all__ = ["CardKind", "Conversation"]
+__all__ = ["UNBOUND", "UNKNOWN", "CardKind", "Conversation"]
+
+UNBOUND: Final = "unbound"
+"""A conversation's :attr:`~Conversation.base` before it was opened from or saved to a folder:
+its first save is not checked against the disk (it replaces what is there)."""
+UNKNOWN: Final = "unknown"
+"""The :attr:`~Conversation.base` of a conversation whose ``conversation.json`` could not be read
+when opened (an I/O error, a lock held too long): a save conflicts with any file it finds."""
 
 CardKind: TypeAlias = Literal["skill", "lintRule", "approval"]
 """Which card map a state belongs to: ``skillCards``, ``lintRuleCards`` or ``approvalCards``."""
@@ -52,6 +61,9 @@ class Conversation:
         notices: Notices for the panel, e.g. the one unreadable-archive notice (A8).
         keep_unreadable: The folder holds an archive this version cannot read; saves keep it
             until a turn runs or a new conversation is confirmed.
+        base: What ``conversation.json`` held when this conversation was opened: its SHA-256
+            hex, ``None`` for no file, :data:`UNKNOWN`, or :data:`UNBOUND` (not opened from a
+            folder; set by :meth:`~llmcore.archive.store.ArchiveStore.open`).
     """
 
     def __init__(
@@ -62,8 +74,10 @@ class Conversation:
         on_edited: Callable[[], None] | None = None,
         notices: Sequence[Notice] = (),
         keep_unreadable: bool = False,
+        base: str | None = UNBOUND,
     ) -> None:
         self._state = state or ConversationState()
+        self._base = base
         self._keep = keep_conversation
         self._on_edited = on_edited
         self._notices = tuple(notices)
@@ -99,9 +113,24 @@ class Conversation:
         """Whether a confirmed new conversation still has to delete the folder."""
         return self._delete_pending
 
-    def saved(self) -> None:
-        """Tell the conversation a save wrote or deleted its folder (called by the store)."""
+    @property
+    def base(self) -> str | None:
+        """The ``conversation.json`` this conversation continues (SPEC A9).
+
+        SHA-256 hex of the bytes it was opened from or last saved as, ``None`` for no file,
+        :data:`UNKNOWN` or :data:`UNBOUND`. A save refuses to replace a file that is something
+        else.
+        """
+        return self._base
+
+    def saved(self, version: str | None) -> None:
+        """Tell the conversation a save wrote or deleted its folder (called by the store).
+
+        Args:
+            version: SHA-256 hex of the ``conversation.json`` now on disk, ``None`` if none.
+        """
         self._delete_pending = False
+        self._base = version
 
     # ---------------------------------------------------------------------------- changes
 

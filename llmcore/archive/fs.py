@@ -10,6 +10,8 @@ they raise :class:`OSError` as :mod:`os` does.
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import os
 import stat
 from pathlib import Path
@@ -18,7 +20,18 @@ from typing import Final
 __all__ = ["MUTATING", "FileSystem"]
 
 MUTATING: Final = frozenset(
-    {"mkdir", "open_write", "write", "fsync", "close", "rename", "unlink", "rmdir", "fsync_dir"}
+    {
+        "mkdir",
+        "open_write",
+        "write",
+        "fsync",
+        "close",
+        "rename",
+        "unlink",
+        "rmdir",
+        "fsync_dir",
+        "create_lock",
+    }
 )
 """The :class:`FileSystem` methods that write, make durable, or remove."""
 
@@ -61,7 +74,52 @@ class FileSystem:
         except (FileNotFoundError, NotADirectoryError):
             return []
 
+    # -- the folder's lock file (llmcore.archive.lock); taking a lock changes nothing on disk
+
+    def open_lock(self, path: Path) -> int:
+        """Open the existing lock file ``path`` for locking (never following a symlink).
+
+        Raises:
+            FileNotFoundError: There is no lock file yet.
+            OSError: Any other failure (``ELOOP`` for a symlink, ``EACCES``, ``EROFS``).
+        """
+        flags = os.O_RDWR | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            return os.open(path, flags)
+        except OSError as exc:
+            if exc.errno not in (errno.EACCES, errno.EROFS, errno.EPERM):
+                raise
+        return os.open(path, os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0))
+
+    def try_lock(self, fd: int, *, exclusive: bool) -> bool:
+        """Take an advisory ``flock`` on ``fd`` without waiting; ``False`` if another holds it.
+
+        Raises:
+            OSError: The file system cannot lock (``ENOLCK``, ``EOPNOTSUPP``) or ``fd`` is bad.
+        """
+        operation = (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB
+        try:
+            fcntl.flock(fd, operation)
+        except BlockingIOError:
+            return False
+        return True
+
+    def same_file(self, fd: int, path: Path) -> bool:
+        """Return whether ``path`` (not followed) is still the file open as ``fd``."""
+        opened = os.fstat(fd)
+        now = self.lstat(path)
+        return now is not None and (now.st_dev, now.st_ino) == (opened.st_dev, opened.st_ino)
+
+    def release(self, fd: int) -> None:
+        """Close ``fd``, which releases its lock."""
+        os.close(fd)
+
     # -- writing
+
+    def create_lock(self, path: Path) -> int:
+        """Create the lock file ``path`` if missing (mode 0o644) and open it for locking."""
+        flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+        return os.open(path, flags, 0o644)
 
     def mkdir(self, path: Path) -> None:
         """Create directory ``path`` (its parent must exist)."""

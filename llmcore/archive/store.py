@@ -1,35 +1,51 @@
-"""The archive folder on disk: opening, and atomic, durable saves (SPEC A5–A12).
+"""The archive folder on disk: opening, and atomic, durable, locked saves (SPEC A5–A12).
 
 An :class:`ArchiveStore` owns one folder (e.g. ``Poster.silverpoint/agent/``)::
 
     agent/
       conversation.json
       images/<sha256-hex>.<ext>
+      .llmcore.lock
 
-**Opening** (:meth:`ArchiveStore.load`, :meth:`ArchiveStore.open`) only reads. No folder, or no
+**Opening** (:meth:`ArchiveStore.load`, :meth:`ArchiveStore.open`) reads under a shared lock
+(:mod:`llmcore.archive.lock`), so it never sees a save half done. No folder, or no
 ``conversation.json`` → an empty conversation and no notice. A file this version cannot read
-(A8) → an empty conversation, one :class:`Notice`, and the folder is kept byte-for-byte by every
-save until a turn runs or a new conversation is confirmed. A missing image file, or one whose
-bytes do not match its name, reads as an omitted image (A7). Opening never raises because of
-the folder's contents or its path: an ``OSError`` (a name too long, a symlink loop, no
-permission) is one notice like an unreadable file.
+(A8: not JSON, a duplicated key, an unknown field, a newer format) → an empty conversation, one
+:class:`Notice`, and the folder is kept byte-for-byte by every save until a turn runs or a new
+conversation is confirmed. An image file that is missing, or whose bytes do not match its name,
+reads as an omitted image (A7). An image file that exists but cannot be read (``EIO``,
+``EACCES``, …), or an ``images`` that is not a real folder, is **not** taken as gone: the image
+reads as omitted for this session but keeps its hash
+(:attr:`~llmcore.messages.Text.unread_image_sha256`), :attr:`Loaded.image_notice` says so, and
+saves keep its ``image`` block and its file until the bytes are really gone or wrong. Opening
+never raises because of the folder's contents or its path: an ``OSError`` (a name too long, a
+symlink loop, no permission) or a lock held longer than the timeout is one notice like an
+unreadable file.
 
 **Symbolic links are never followed** (as for session files, SPEC S6): an archive folder that is
 a symlink (or a file), or a ``conversation.json`` that is a symlink, opens as unreadable with
-one notice naming it; a save that would write there raises
-:class:`~llmcore.errors.ArchiveWriteError` saying so, and a deletion leaves it alone and reports
-it. An ``images/`` that is not a real folder reads as omitted images (A7) and a save that needs
-to write an image into it is refused the same way.
+one notice naming it; a save that would write there (after a turn ran) raises
+:class:`~llmcore.errors.ArchiveWriteError` saying so, and a deletion leaves it in place and lists
+it in :attr:`SaveResult.kept`. An ``images`` that is a symlink or a file is never written into:
+its images read as unread (above) and a save that needs it is refused the same way.
 
 **llmcore removes only what it created**: its own temporary files (``.conversation.json.<pid>-
-<hex>.tmp`` and ``images/.<sha256>.<ext>.<pid>-<hex>.tmp``) and image files named
-``<64 lowercase hex>.<png|jpg|gif|webp|bin>`` in ``images/`` that the archive no longer
-references (A5). Any other entry of the folder (a user's notes, a subfolder, a file of another
-tool) is left alone and is no reason for a save to fail. Where SPEC A11/A12 say "delete the
-folder" (``keep_conversation`` off, a confirmed new conversation), llmcore deletes
-``conversation.json`` (the commit point), its images and temporaries, then ``images/`` and the
-folder only if they are empty; foreign entries stay and are listed in
-:attr:`SaveResult.kept`.
+<hex>.tmp`` and ``images/.<sha256>.<ext>.<pid>-<hex>.tmp``), its lock file, and image files named
+``<64 lowercase hex>.<png|jpg|gif|webp|bin>`` in ``images/`` that neither the archive being saved
+nor the ``conversation.json`` on disk refers to (A5). Any other entry of the folder (a user's
+notes, a subfolder, a file of another tool) is left alone and is no reason for a save to fail.
+Where SPEC A11/A12 say "delete the folder" (``keep_conversation`` off, a confirmed new
+conversation), llmcore deletes ``conversation.json`` (the commit point), its images, temporaries
+and lock file, then ``images/`` and the folder only if they are empty; foreign entries stay and
+are listed in :attr:`SaveResult.kept`.
+
+**Two processes** (A9): a save holds the folder's exclusive lock from its first check to its
+last cleanup, and a save of a conversation opened from a ``conversation.json`` that has changed
+on disk since (another process saved) raises :class:`~llmcore.errors.ArchiveConflictError`
+and changes nothing — unless the disk already holds exactly what it would write. A
+:class:`Conversation` made without :meth:`ArchiveStore.open` is not checked on its first save
+(:data:`~llmcore.archive.conversation.UNBOUND`). Deletions are the user's explicit choice and
+are not checked.
 
 **Saving** (:meth:`ArchiveStore.save`) follows A12's precedence: ``keep_conversation`` off →
 delete the folder; else an unreadable folder is kept as it is; else an empty conversation
@@ -37,42 +53,53 @@ writes nothing (and deletes the folder only after a confirmed new conversation);
 archive is written, and a save whose result equals the disk with nothing to clean makes no
 mutating file-system call at all. A write goes:
 
-1. the folder (and ``images/``) is created if missing, and its parent fsynced;
+1. the folder is created if missing (its parent fsynced), and its lock taken;
 2. each image the archive needs that is missing or damaged is written to a temporary file in
    ``images/``, flushed, fsynced and renamed into place; then ``images/`` is fsynced;
 3. ``conversation.json`` is written the same way; **its rename is the commit point**;
 4. the folder is fsynced, and unreferenced images and leftovers (temporary files of an
    interrupted save) are removed.
 
-A failure in steps 1–3 removes what this save created and raises
-:class:`~llmcore.errors.ArchiveWriteError`: the previous archive stands byte-identical. A
-failure in step 4 leaves the new archive; it is reported in :attr:`SaveResult.problems` and the
-next save cleans up. The same holds for deletion, whose commit point is removing
-``conversation.json``.
+A failure in steps 1–3 removes what this save created — never an image the
+``conversation.json`` on disk refers to — and raises :class:`~llmcore.errors.ArchiveWriteError`:
+the previous archive stands byte-identical (the message says so only after checking it). A
+rename of ``conversation.json`` that reports an error but took effect (possible on network file
+systems) is recognised by reading the file back and counts as committed. Every failure after the
+commit point, whatever ``OSError`` it is, leaves the new archive and is reported in
+:attr:`SaveResult.problems`; the next save cleans up. The same holds for deletion, whose commit
+point is removing ``conversation.json``.
 """
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import os
 import re
 import secrets
 import stat
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Literal, Protocol
 
-from llmcore.errors import ArchiveReadError, ArchiveWriteError
-from llmcore.messages import Image
+from llmcore.errors import (
+    ArchiveBusyError,
+    ArchiveConflictError,
+    ArchiveReadError,
+    ArchiveWriteError,
+)
+from llmcore.messages import Image, Message, Text
 
-from .codec import FragmentCache, decode, encode
-from .conversation import Conversation
+from .codec import UNREAD, FragmentCache, Unread, decode, encode
+from .conversation import UNBOUND, UNKNOWN, Conversation
 from .format import CONVERSATION_FILE, IMAGES_DIR
 from .fs import FileSystem
 from .images import IMAGE_BUDGET, DigestCache, ImagePlan, image_file_name, kept_images, verified
+from .lock import DEFAULT_LOCK_TIMEOUT, LOCK_FILE, LockTimeout, LockUnavailable, folder_lock
 from .state import ConversationState
 
-__all__ = ["ArchiveStore", "Encoder", "Loaded", "Notice", "SaveResult"]
+__all__ = ["ArchiveStore", "Encoder", "Loaded", "Notice", "SaveResult", "version_of"]
 
 
 class Encoder(Protocol):
@@ -85,6 +112,7 @@ class Encoder(Protocol):
         kept_images: Collection[str] | None = None,
         digest: Callable[[Image], str] | None = None,
         fragments: FragmentCache | None = None,
+        kept_unread: Collection[str] = (),
     ) -> bytes:
         """Return the file's bytes."""
         ...
@@ -92,7 +120,7 @@ class Encoder(Protocol):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Notice:
-    """A message for the host's panel: the saved conversation could not be read (SPEC A8)."""
+    """A message for the host's panel about the saved conversation (SPEC A7, A8)."""
 
     message: str
     """One line for the user."""
@@ -107,9 +135,19 @@ class Loaded:
     state: ConversationState
     """The conversation; empty when there was none or it was unreadable."""
     notice: Notice | None = None
-    """Set when the folder holds a conversation this version cannot read."""
+    """Set when the folder holds a conversation this version cannot read (A8)."""
     error: ArchiveReadError | None = None
     """The read error behind :attr:`notice`."""
+    image_notice: Notice | None = None
+    """Set when image files exist but could not be read; they are kept (see the module)."""
+    version: str | None = UNKNOWN
+    """What ``conversation.json`` held: SHA-256 hex of its bytes, ``None`` for no file, or
+    :data:`~llmcore.archive.conversation.UNKNOWN` when it could not be read."""
+
+    @property
+    def notices(self) -> tuple[Notice, ...]:
+        """Every notice, for the panel."""
+        return tuple(n for n in (self.notice, self.image_notice) if n is not None)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -128,6 +166,8 @@ class SaveResult:
     kept: tuple[str, ...] = ()
     """A deletion: entries of the folder llmcore did not create, left in place (relative
     paths, sorted); the folder stays while they are there."""
+    version: str | None = None
+    """SHA-256 hex of ``conversation.json`` after a ``written`` or ``unchanged`` save."""
 
 
 @dataclass(slots=True)
@@ -138,17 +178,30 @@ class _Txn:
     files: list[Path] = field(default_factory=list)
     dirs: list[Path] = field(default_factory=list)
     written: int = 0
+    committing: bool = False
+    """The rename of ``conversation.json`` was attempted."""
 
 
 _UNREADABLE = "The saved conversation could not be read; it is kept unchanged."
+_UNREAD_IMAGES = (
+    "{count} of the saved conversation's images could not be read; they are kept and "
+    "will be back when the archive is opened again."
+)
 
 _IMAGE_NAME: Final = re.compile(r"[0-9a-f]{64}\.(?:png|jpg|gif|webp|bin)")
 """An image file llmcore writes (A5): ``<sha256 lowercase hex>.<ext>``."""
+_HEX64: Final = re.compile(rb"[0-9a-f]{64}")
+"""Every hash a ``conversation.json`` may name (a superset of its image references)."""
 _TEMP_SUFFIX: Final = r"\.[0-9]+-[0-9a-f]+\.tmp"
 _DOC_TEMP: Final = re.compile(r"\.conversation\.json" + _TEMP_SUFFIX)
 """A temporary ``conversation.json`` of an interrupted save (see ``_write_file``)."""
 _IMAGE_TEMP: Final = re.compile(r"\.[0-9a-f]{64}\.(?:png|jpg|gif|webp|bin)" + _TEMP_SUFFIX)
 """A temporary image file of an interrupted save, in ``images/``."""
+
+
+def version_of(data: bytes | None) -> str | None:
+    """Return the version token of ``conversation.json`` bytes: SHA-256 hex, ``None`` if absent."""
+    return None if data is None else hashlib.sha256(data).hexdigest()
 
 
 def _folder_problem(info: os.stat_result | None) -> str | None:
@@ -158,6 +211,17 @@ def _folder_problem(info: os.stat_result | None) -> str | None:
     if stat.S_ISLNK(info.st_mode):
         return "the archive folder is a symbolic link; llmcore does not follow links"
     return "the archive folder is not a folder (a file is in its place)"
+
+
+def _unread_images(history: Sequence[Message]) -> dict[str, str]:
+    """Return file name → SHA-256 of every unread image in ``history`` (see the module)."""
+    out: dict[str, str] = {}
+    for message in history:
+        for part in message.content:
+            if isinstance(part, Text) and part.unread_image_sha256 is not None:
+                mime = part.omitted_image_mime_type or ""
+                out[image_file_name(part.unread_image_sha256, mime)] = part.unread_image_sha256
+    return out
 
 
 class ArchiveStore:
@@ -171,6 +235,7 @@ class ArchiveStore:
         fs: The file-system layer (tests inject faults through it).
         image_budget: Bytes of images kept on disk (A6).
         encoder: Writes ``conversation.json`` (``llmcore verify`` injects a faulty one in tests).
+        lock_timeout: Seconds an open or a save waits for another process's lock.
     """
 
     def __init__(
@@ -182,6 +247,7 @@ class ArchiveStore:
         fs: FileSystem | None = None,
         image_budget: int = IMAGE_BUDGET,
         encoder: Encoder = encode,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     ) -> None:
         self.folder = Path(folder)
         self._keep = keep_conversation
@@ -189,6 +255,7 @@ class ArchiveStore:
         self.fs = fs or FileSystem()
         self.image_budget = image_budget
         self.encoder = encoder
+        self.lock_timeout = lock_timeout
         self._digests = DigestCache()
         self._fragments = FragmentCache()
         self._good: dict[str, tuple[int, int, int]] = {}
@@ -203,6 +270,11 @@ class ArchiveStore:
         """The path of ``images/``."""
         return self.folder / IMAGES_DIR
 
+    @property
+    def lock_file(self) -> Path:
+        """The path of the folder's lock file (:mod:`llmcore.archive.lock`)."""
+        return self.folder / LOCK_FILE
+
     def keep_conversation(self) -> bool:
         """Read the ``keep_conversation`` setting now (A11)."""
         return self._keep() if callable(self._keep) else self._keep
@@ -210,64 +282,119 @@ class ArchiveStore:
     # ------------------------------------------------------------------------------ opening
 
     def load(self) -> Loaded:
-        """Read the folder without changing it (SPEC A7, A8).
+        """Read the folder under its shared lock, changing nothing but the lock file (A7, A8).
 
         Returns:
             The conversation, or an empty one with a notice when the file cannot be read, the
-            folder or ``conversation.json`` is a symlink, or the path cannot be used (a name too
-            long, a symlink loop: any ``OSError``). Never raises because of what the folder
-            holds or where it is.
+            folder or ``conversation.json`` is a symlink, the path cannot be used (a name too
+            long, a symlink loop: any ``OSError``), or another process held the lock longer
+            than :attr:`lock_timeout`. Never raises because of what the folder holds or where
+            it is.
         """
         try:
-            problem = _folder_problem(self.fs.lstat(self.folder))
+            info = self.fs.lstat(self.folder)
+            problem = _folder_problem(info)
             if problem is not None:
                 return self._unreadable(ArchiveReadError(problem), where=str(self.folder))
-            info = self.fs.lstat(self.conversation_file)
             if info is None:
-                return Loaded(state=ConversationState())
-            if stat.S_ISLNK(info.st_mode):
-                link = "conversation.json is a symbolic link; llmcore does not follow links"
-                return self._unreadable(ArchiveReadError(link), where=str(self.folder))
-            data = self.fs.read_bytes(self.conversation_file)
-            state = decode(data, load_image=self._image_loader())
+                return Loaded(state=ConversationState(), version=None)
+            return self._read_locked()
         except OSError as exc:
             error = ArchiveReadError(f"cannot read the archive ({exc.strerror or exc})")
             return self._unreadable(error, where=str(exc.filename or self.folder))
-        except ArchiveReadError as exc:
-            return self._unreadable(exc)
-        return Loaded(state=state)
+        except LockTimeout:
+            busy = f"another process held the archive's lock for over {self.lock_timeout:g} s"
+            return self._unreadable(ArchiveReadError(busy), where=str(self.folder))
 
-    def _unreadable(self, error: ArchiveReadError, *, where: str | None = None) -> Loaded:
+    def _read_locked(self) -> Loaded:
+        """Read under the shared lock; with no lock file yet, read and check none appeared."""
+        while True:
+            with folder_lock(
+                self.folder, self.fs, exclusive=False, timeout=self.lock_timeout
+            ) as got:
+                loaded = self._read()
+            if got != "absent" or self.fs.lstat(self.lock_file) is None:
+                return loaded
+
+    def _read(self) -> Loaded:
+        info = self.fs.lstat(self.conversation_file)
+        if info is None:
+            return Loaded(state=ConversationState(), version=None)
+        if stat.S_ISLNK(info.st_mode):
+            link = "conversation.json is a symbolic link; llmcore does not follow links"
+            return self._unreadable(ArchiveReadError(link), where=str(self.folder))
+        data = self.fs.read_bytes(self.conversation_file)
+        unread: list[str] = []
+        try:
+            state = decode(data, load_image=self._image_loader(unread))
+        except ArchiveReadError as exc:
+            return self._unreadable(exc, version=version_of(data))
+        image_notice = None
+        if unread:
+            image_notice = Notice(
+                message=_UNREAD_IMAGES.format(count=len(unread)), reason="; ".join(unread)
+            )
+        return Loaded(state=state, image_notice=image_notice, version=version_of(data))
+
+    def _unreadable(
+        self, error: ArchiveReadError, *, where: str | None = None, version: str | None = UNKNOWN
+    ) -> Loaded:
         if where is None:
             where = f"{self.conversation_file}: {error.location or '$'}"
         notice = Notice(message=_UNREADABLE, reason=f"{where}: {error.message}")
-        return Loaded(state=ConversationState(), notice=notice, error=error)
+        return Loaded(state=ConversationState(), notice=notice, error=error, version=version)
 
-    def _image_loader(self) -> Callable[[str, str], bytes | None]:
-        seen: dict[str, bytes | None] = {}
-        real: list[bool] = []  # images/ is a real folder (checked at the first image)
+    def _image_loader(self, unread: list[str]) -> Callable[[str, str], bytes | None | Unread]:
+        seen: dict[str, bytes | None | Unread] = {}
+        folder: list[str | None] = []  # why images/ cannot be used (checked at the first image)
 
-        def load_image(sha256: str, mime_type: str) -> bytes | None:
-            if not real:
-                real.append(self.fs.is_dir(self.images_dir))
-            if not real[0]:
-                return None  # a symlinked images/ is not followed: the image reads as omitted
+        def load_image(sha256: str, mime_type: str) -> bytes | None | Unread:
+            if not folder:
+                folder.append(self._images_dir_problem())
             name = image_file_name(sha256, mime_type)
             if name not in seen:
-                seen[name] = self._read_image(name, sha256)
+                seen[name] = self._read_image(name, sha256, folder[0], unread)
             return seen[name]
 
         return load_image
 
-    def _read_image(self, name: str, sha256: str) -> bytes | None:
+    def _images_dir_problem(self) -> str | None:
+        """Why ``images`` cannot be read from: ``None`` for a real folder or none at all."""
+        info = self.fs.lstat(self.images_dir)
+        if info is None or stat.S_ISDIR(info.st_mode):
+            return None
+        kind = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a folder"
+        return f"{self.images_dir}: images is {kind}; llmcore does not follow links"
+
+    def _read_image(
+        self, name: str, sha256: str, folder_problem: str | None, unread: list[str]
+    ) -> bytes | None | Unread:
+        """Return the verified bytes, ``None`` if gone or wrong (A7), :data:`UNREAD` if unread."""
+        if folder_problem is not None:
+            unread.append(f"{name}: {folder_problem}")
+            return UNREAD
+        got = self._verified_file(name, sha256)
+        if isinstance(got, OSError):
+            unread.append(f"{self.images_dir / name}: {got.strerror or got}")
+            return UNREAD
+        return got
+
+    def _verified_file(self, name: str, sha256: str) -> bytes | None | OSError:
+        """Read ``images/<name>``: its bytes if they match, ``None`` if gone or wrong.
+
+        An ``OSError`` other than "no such file" (or a symlink in its place) is returned, not
+        raised: the file may be fine and must not be taken as gone.
+        """
         path = self.images_dir / name
         try:
             info = self.fs.lstat(path)
             if info is None or not stat.S_ISREG(info.st_mode):
                 return None
             data = self.fs.read_bytes(path)
-        except OSError:
-            return None
+        except OSError as exc:
+            if exc.errno in (errno.ENOENT, errno.ELOOP, errno.ENOTDIR):
+                return None  # removed, or replaced by a symlink, while we looked
+            return exc
         if not verified(data, sha256):
             return None
         self._good[name] = _signature(info)
@@ -277,7 +404,8 @@ class ArchiveStore:
         """Return the saved conversation as a host-facing :class:`Conversation` (SPEC A8, A11).
 
         With ``keep_conversation`` off nothing is restored. Restoring does not mark the document
-        edited.
+        edited. The conversation remembers which ``conversation.json`` it came from
+        (:attr:`Conversation.base`) so a save can detect another process's save.
 
         Args:
             on_edited: Called (with no undo step) whenever the conversation changes (A10).
@@ -289,8 +417,9 @@ class ArchiveStore:
             loaded.state,
             keep_conversation=self.keep_conversation,
             on_edited=on_edited,
-            notices=() if loaded.notice is None else (loaded.notice,),
+            notices=loaded.notices,
             keep_unreadable=loaded.notice is not None,
+            base=loaded.version,
         )
 
     # ------------------------------------------------------------------------------- saving
@@ -299,6 +428,9 @@ class ArchiveStore:
         """Save ``conversation`` by the precedence of SPEC A12.
 
         Raises:
+            ArchiveConflictError: ``conversation.json`` changed on disk since the conversation
+                was opened (another process saved); nothing was changed.
+            ArchiveBusyError: Another process held the folder's lock too long.
             ArchiveWriteError: The save failed before its commit point (disk full, I/O error,
                 permission); the previous archive is left byte-identical.
         """
@@ -312,62 +444,113 @@ class ArchiveStore:
             if conversation.delete_pending:
                 return self._delete_for(conversation)
             return SaveResult(action="nothing")
-        result = self.write(conversation.state)
-        conversation.saved()
+        result = self.write(conversation.state, base=conversation.base)
+        conversation.saved(result.version)
         return result
 
     def _delete_for(self, conversation: Conversation) -> SaveResult:
         result = self.delete()
-        conversation.saved()
+        conversation.saved(None)
         return result
 
-    def write(self, state: ConversationState) -> SaveResult:
-        """Write ``state`` as the archive, atomically and durably (SPEC A5, A6, A9).
+    def write(self, state: ConversationState, *, base: str | None = UNBOUND) -> SaveResult:
+        """Write ``state`` as the archive, atomically and durably, under the lock (A5, A6, A9).
 
         Makes no mutating call when the disk already holds exactly this archive.
 
+        Args:
+            state: The conversation to write.
+            base: The :attr:`Conversation.base` it continues; :data:`UNBOUND` skips the check.
+
         Raises:
+            ArchiveConflictError: ``conversation.json`` is no longer ``base`` (nor already
+                what this save would write); nothing was changed.
+            ArchiveBusyError: Another process held the folder's lock too long.
             ArchiveWriteError: A failure before the commit point (including any ``OSError`` of
                 the checks before it, such as a name too long), or a folder llmcore does not
                 write into (a symlink, a file, a ``conversation.json`` or ``images`` that is not
                 what llmcore writes); the old archive stands.
         """
+        txn = _Txn()
+        try:
+            self._check_folder()
+            self._make_folder(txn)
+            with folder_lock(self.folder, self.fs, exclusive=True, timeout=self.lock_timeout):
+                try:
+                    return self._write_locked(state, base, txn)
+                except BaseException:
+                    self._undo_folder(txn)
+                    raise
+        except OSError as exc:
+            raise self._write_error(exc) from exc
+        except LockTimeout as exc:
+            raise ArchiveBusyError(
+                f"another process held the archive's lock for over {self.lock_timeout:g} s; "
+                "nothing was saved",
+                location=str(self.folder),
+            ) from exc
+        except LockUnavailable as exc:
+            self._undo_folder(txn)
+            raise self._refuse(f"cannot lock the archive folder: {exc.reason}") from exc
+
+    def _write_locked(self, state: ConversationState, base: str | None, txn: _Txn) -> SaveResult:
+        self._check_document()
+        current = self._current_bytes()
+        unread = self._unread_kept(state.history)
         self._digests.retain(state.history)
         plan = kept_images(state.history, self.image_budget, digest=self._digests)
         data = self.encoder(
-            state, kept_images=plan.kept, digest=self._digests, fragments=self._fragments
+            state,
+            kept_images=plan.kept,
+            digest=self._digests,
+            fragments=self._fragments,
+            kept_unread=unread.values(),
         )
-        wanted = {name for name, _ in plan.files}
-        try:
-            self._check_folder()
-            if plan.files:
-                self._check_images_dir()
-            missing = [(name, image) for name, image in plan.files if not self._image_ok(name)]
-            leftovers = self._leftovers(wanted)
-            current = self._current_bytes()
-        except OSError as exc:
-            raise self._write_error(exc) from exc
-        if not missing and not leftovers and current == data:
-            return SaveResult(action="unchanged", images_omitted=plan.omitted)
-        txn = _Txn()
-        try:
-            self._ensure_dirs(txn, images=bool(missing))
-            self._write_images(txn, missing)
-            self._commit(txn, data)
-        except OSError as exc:
-            self._undo(txn)
-            raise self._write_error(exc) from exc
+        self._check_conflict(base, current, data)
+        wanted = {name for name, _ in plan.files} | unread.keys()
+        if wanted:
+            self._check_images_dir()
+        missing = [(name, image) for name, image in plan.files if not self._image_ok(name)]
+        if not missing and current == data and not self._leftovers(wanted):
+            return SaveResult(
+                action="unchanged", images_omitted=plan.omitted, version=version_of(data)
+            )
+        problems = self._commit_all(txn, missing, data, current)
         return SaveResult(
             action="written",
             bytes_written=txn.written,
             images_omitted=plan.omitted,
-            problems=self._after_commit(wanted),
+            problems=problems + self._after_commit(wanted, data),
+            version=version_of(data),
         )
 
-    def _write_error(self, exc: OSError) -> ArchiveWriteError:
+    def _commit_all(
+        self, txn: _Txn, missing: list[tuple[str, Image]], data: bytes, current: bytes | None
+    ) -> tuple[str, ...]:
+        """Steps 2–3: images, then the commit; undo (and raise) unless it took effect."""
+        try:
+            self._ensure_images_dir(txn, images=bool(missing))
+            self._write_images(txn, missing)
+            self._write_file(txn, self.conversation_file, data, commit=True)
+        except OSError as exc:
+            if txn.committing and self._disk_is(data):
+                why = exc.strerror or exc
+                return (
+                    f"{self.conversation_file}: the rename reported an error ({why}) "
+                    "but took effect; the new archive stands",
+                )
+            self._undo(txn)
+            raise self._write_error(exc, unchanged=self._disk_is(current)) from exc
+        return ()
+
+    def _write_error(self, exc: OSError, *, unchanged: bool = True) -> ArchiveWriteError:
+        outcome = (
+            "the previous archive is unchanged"
+            if unchanged
+            else "check the folder: its conversation.json could not be confirmed unchanged"
+        )
         return ArchiveWriteError(
-            f"could not save the conversation ({exc.strerror or exc}); "
-            "the previous archive is unchanged",
+            f"could not save the conversation ({exc.strerror or exc}); {outcome}",
             location=str(self.folder),
         )
 
@@ -377,13 +560,22 @@ class ArchiveStore:
         )
 
     def _check_folder(self) -> None:
-        """Refuse a folder that is a symlink or a file, or a ``conversation.json`` folder."""
+        """Refuse a folder that is a symlink or a file."""
         problem = _folder_problem(self.fs.lstat(self.folder))
         if problem is not None:
             raise self._refuse(problem)
+
+    def _check_document(self) -> None:
+        """Refuse a ``conversation.json`` that is a folder or a symlink (never replaced)."""
         info = self.fs.lstat(self.conversation_file)
-        if info is not None and stat.S_ISDIR(info.st_mode):
-            raise self._refuse("conversation.json is a folder llmcore did not create")
+        if info is None or stat.S_ISREG(info.st_mode):
+            return
+        if stat.S_ISLNK(info.st_mode):
+            raise self._refuse(
+                "conversation.json is a symbolic link; llmcore neither follows nor replaces links"
+            )
+        kind = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+        raise self._refuse(f"conversation.json is {kind} llmcore did not create")
 
     def _check_images_dir(self) -> None:
         """Refuse an archive with images when ``images`` is not a real folder (not followed)."""
@@ -392,11 +584,55 @@ class ArchiveStore:
             kind = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a folder"
             raise self._refuse(f"images is {kind}; llmcore keeps images only in a real folder")
 
+    def _check_conflict(self, base: str | None, current: bytes | None, data: bytes) -> None:
+        """Raise :class:`ArchiveConflictError` if the disk moved on from ``base`` (A9)."""
+        if base == UNBOUND or current == data:
+            return
+        if base != UNKNOWN and version_of(current) == base:
+            return
+        if base == UNKNOWN and current is None:
+            return
+        raise ArchiveConflictError(
+            "conversation.json changed on disk since this conversation was opened (another "
+            "process saved it); nothing was saved — reopen the archive to continue from it",
+            location=str(self.folder),
+        )
+
     def _current_bytes(self) -> bytes | None:
+        """The bytes of ``conversation.json`` now; ``None`` if there is none.
+
+        Raises:
+            OSError: It exists but cannot be read (then a save cannot check for conflicts).
+        """
         try:
             return self.fs.read_bytes(self.conversation_file)
-        except OSError:
+        except FileNotFoundError:
             return None
+
+    def _disk_is(self, data: bytes | None) -> bool:
+        """Whether ``conversation.json`` holds exactly ``data`` (``None``: no file); no raise."""
+        try:
+            return self._current_bytes() == data
+        except OSError:
+            return False
+
+    def _unread_kept(self, history: Sequence[Message]) -> dict[str, str]:
+        """File name → SHA-256 of each unread image whose file is still there (A7).
+
+        An image is dropped (written as ``imageOmitted``) only when its file is gone or its
+        bytes are wrong; a file that still cannot be read is kept.
+        """
+        kept: dict[str, str] = {}
+        for name, sha in _unread_images(history).items():
+            if self._images_dir_problem() is not None:
+                kept[name] = sha  # refused by _check_images_dir: never dropped
+                continue
+            info = self.fs.lstat(self.images_dir / name)
+            if info is not None and self._good.get(name) == _signature(info):
+                kept[name] = sha
+            elif self._verified_file(name, sha) is not None:
+                kept[name] = sha
+        return kept
 
     def _image_ok(self, name: str) -> bool:
         """Whether ``images/<name>`` exists and was verified (or verifies now) against its name."""
@@ -405,9 +641,12 @@ class ArchiveStore:
             return False
         if self._good.get(name) == _signature(info):
             return True
-        return self._read_image(name, name.split(".", 1)[0]) is not None
+        got = self._verified_file(name, name.split(".", 1)[0])
+        if isinstance(got, OSError):
+            raise got
+        return got is not None
 
-    def _leftovers(self, wanted: set[str]) -> list[Path]:
+    def _leftovers(self, wanted: Collection[str]) -> list[Path]:
         """Return the files llmcore created that a clean archive would not hold.
 
         Only temporary files of an interrupted save (by their name pattern) and image files
@@ -427,11 +666,17 @@ class ArchiveStore:
             )
         return out
 
-    def _ensure_dirs(self, txn: _Txn, *, images: bool) -> None:
+    def _make_folder(self, txn: _Txn) -> None:
         if not self.fs.is_dir(self.folder):
-            self.fs.mkdir(self.folder)
+            try:
+                self.fs.mkdir(self.folder)
+            except FileExistsError:
+                self._check_folder()  # another process made it (or a file or link appeared)
+                return
             txn.dirs.append(self.folder)
             self.fs.fsync_dir(self.folder.parent)
+
+    def _ensure_images_dir(self, txn: _Txn, *, images: bool) -> None:
         if images and not self.fs.is_dir(self.images_dir):
             self.fs.mkdir(self.images_dir)
             txn.dirs.append(self.images_dir)
@@ -450,12 +695,7 @@ class ArchiveStore:
         if missing:
             self.fs.fsync_dir(self.images_dir)
 
-    def _commit(self, txn: _Txn, data: bytes) -> None:
-        # An unreadable conversation.json (A8) is replaced by this rename; a folder in its
-        # place was refused by _check_folder.
-        self._write_file(txn, self.conversation_file, data)
-
-    def _write_file(self, txn: _Txn, target: Path, data: bytes) -> None:
+    def _write_file(self, txn: _Txn, target: Path, data: bytes, *, commit: bool = False) -> None:
         """Write ``data`` to a temporary file beside ``target``, make it durable, rename it."""
         temp = target.with_name(f".{target.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
         fd = self.fs.open_write(temp)
@@ -465,29 +705,73 @@ class ArchiveStore:
             self.fs.fsync(fd)
         finally:
             self.fs.close(fd)
+        txn.committing = commit
         self.fs.rename(temp, target)
         txn.temps.remove(temp)
         txn.written += len(data)
 
     def _undo(self, txn: _Txn) -> None:
-        """Best effort: remove what a failed save created; what stays is cleaned next time."""
-        for path in [*txn.temps, *txn.files]:
-            try:
-                self.fs.unlink(path)
-            except OSError:
-                pass
-        for path in reversed(txn.dirs):
-            try:
-                self.fs.rmdir(path)
-            except OSError:
-                pass
+        """Best effort: remove what a failed save created; what stays is cleaned next time.
 
-    def _after_commit(self, wanted: set[str]) -> tuple[str, ...]:
+        Never removes an image the ``conversation.json`` on disk refers to (nor any image when
+        that file cannot be read).
+        """
+        referenced = self._disk_references()
+        for path in txn.temps:
+            _quietly(self.fs.unlink, path)
+        for path in txn.files:
+            if referenced is not None and path.name.split(".", 1)[0] not in referenced:
+                _quietly(self.fs.unlink, path)
+        for path in reversed(txn.dirs):
+            if path == self.folder:
+                continue  # with its lock file: _undo_folder, once the save is over
+            _quietly(self.fs.rmdir, path)
+
+    def _undo_folder(self, txn: _Txn) -> None:
+        """Remove the folder a failed first save created (its lock file first), if empty."""
+        if self.folder in txn.dirs and not self.fs.is_file(self.conversation_file):
+            _quietly(self.fs.unlink, self.lock_file)
+            _quietly(self.fs.rmdir, self.folder)
+            txn.dirs.remove(self.folder)
+
+    def _disk_references(self) -> frozenset[str] | None:
+        """Every 64-hex string in ``conversation.json`` on disk; ``None`` if it cannot be read.
+
+        The strings are a superset of the hashes of the images it refers to.
+        """
+        try:
+            data = self._current_bytes()
+        except OSError:
+            return None
+        if data is None:
+            return frozenset()
+        return frozenset(match.decode() for match in _HEX64.findall(data))
+
+    def _after_commit(self, wanted: set[str], data: bytes) -> tuple[str, ...]:
+        """Step 4; every failure is reported, none raised (the new archive stands)."""
         problems: list[str] = []
         try:
             self.fs.fsync_dir(self.folder)
         except OSError as exc:
             problems.append(f"{self.folder}: folder not made durable ({exc.strerror or exc})")
+        try:
+            problems.extend(self._clean(wanted, data))
+        except OSError as exc:
+            problems.append(f"{self.folder}: leftovers not removed ({exc.strerror or exc})")
+        return tuple(problems)
+
+    def _clean(self, wanted: set[str], data: bytes) -> list[str]:
+        """Remove leftovers; images ``conversation.json`` on disk names are never removed.
+
+        Raises:
+            OSError: The folder cannot be listed or ``conversation.json`` read back.
+        """
+        disk = self._current_bytes()
+        if disk != data:  # another writer, not llmcore: keep everything it refers to
+            hashes = {match.decode() for match in _HEX64.findall(disk or b"")}
+            keep = {name for name in self.fs.listdir(self.images_dir) if name[:64] in hashes}
+            wanted = wanted | keep
+        problems: list[str] = []
         removed = False
         for path in self._leftovers(wanted):
             try:
@@ -500,7 +784,7 @@ class ArchiveStore:
                 self.fs.fsync_dir(self.images_dir)
             except OSError as exc:
                 problems.append(f"{self.images_dir}: removals not made durable ({exc})")
-        return tuple(problems)
+        return problems
 
     def _remove(self, path: Path) -> None:
         """Remove one file llmcore created (never a directory tree, never through a symlink)."""
@@ -512,19 +796,22 @@ class ArchiveStore:
     def delete(self) -> SaveResult:
         """Delete the archive (A11, A12, a confirmed new conversation). No folder → no call.
 
-        Removes ``conversation.json`` (the commit point), every ``<sha256>.<ext>`` image and
-        llmcore temporary file, then ``images/`` and the folder if they are empty. Entries
-        llmcore did not create are left in place and listed in :attr:`SaveResult.kept` (the
-        folder stays with them). A folder that is a symlink or a file is not touched; that is
-        reported in :attr:`SaveResult.problems` with action ``nothing``.
+        Under the folder's exclusive lock, removes ``conversation.json`` (the commit point),
+        every ``<sha256>.<ext>`` image and llmcore temporary file, the lock file, then
+        ``images/`` and the folder if they are empty. Entries llmcore did not create —
+        including a ``conversation.json`` that is a symlink or not a file — are left in place
+        and listed in :attr:`SaveResult.kept` (the folder stays with them). A folder that is a
+        symlink or a file is not touched; that is reported in :attr:`SaveResult.problems` with
+        action ``nothing``.
 
         A failure before the commit point raises and leaves the folder as it was; a failure
         after it is reported in :attr:`SaveResult.problems` and the rest is removed by the
         next save.
 
         Raises:
-            ArchiveWriteError: ``conversation.json`` could not be removed, or the folder's path
-                cannot be used (``OSError``: a name too long, a symlink loop).
+            ArchiveBusyError: Another process held the folder's lock too long.
+            ArchiveWriteError: ``conversation.json`` could not be removed, the folder cannot be
+                locked, or its path cannot be used (``OSError``: a name too long, a loop).
         """
         try:
             info = self.fs.lstat(self.folder)
@@ -532,10 +819,22 @@ class ArchiveStore:
             if info is None or problem is not None:
                 why = () if problem is None else (f"{self.folder}: {problem}; not deleted",)
                 return SaveResult(action="nothing", problems=why)
-            doc = self.fs.lstat(self.conversation_file)
+            with folder_lock(self.folder, self.fs, exclusive=True, timeout=self.lock_timeout):
+                return self._delete_locked()
         except OSError as exc:
             raise self._write_error(exc) from exc
-        if doc is not None and not stat.S_ISDIR(doc.st_mode):
+        except LockTimeout as exc:
+            raise ArchiveBusyError(
+                f"another process held the archive's lock for over {self.lock_timeout:g} s; "
+                "nothing was deleted",
+                location=str(self.folder),
+            ) from exc
+        except LockUnavailable as exc:
+            raise self._refuse(f"cannot lock the archive folder: {exc.reason}") from exc
+
+    def _delete_locked(self) -> SaveResult:
+        doc = self.fs.lstat(self.conversation_file)
+        if doc is not None and stat.S_ISREG(doc.st_mode):
             try:
                 self.fs.unlink(self.conversation_file)
             except OSError as exc:
@@ -563,7 +862,13 @@ class ArchiveStore:
             kept.extend(f"{IMAGES_DIR}/{name}" for name in rest)
             if not rest:
                 self.fs.rmdir(self.images_dir)
-        kept.extend(n for n in self.fs.listdir(self.folder) if not (images and n == IMAGES_DIR))
+        kept.extend(
+            name
+            for name in self.fs.listdir(self.folder)
+            if name != LOCK_FILE and not (images and name == IMAGES_DIR)
+        )
+        if self.fs.is_file(self.lock_file):
+            self.fs.unlink(self.lock_file)
         if not kept:
             self.fs.rmdir(self.folder)
             self.fs.fsync_dir(self.folder.parent)
@@ -572,7 +877,14 @@ class ArchiveStore:
         return tuple(sorted(kept))
 
 
-def _is_owned_image(name: str, wanted: set[str]) -> bool:
+def _quietly(call: Callable[[Path], None], path: Path) -> None:
+    try:
+        call(path)
+    except OSError:
+        pass
+
+
+def _is_owned_image(name: str, wanted: Collection[str]) -> bool:
     """Whether ``images/<name>`` is llmcore's to remove: a temporary or an unwanted image."""
     if _IMAGE_TEMP.fullmatch(name):
         return True

@@ -71,8 +71,12 @@ def conversation(turns: int, *, image_every: int = 1, image_size: int = 64) -> C
     )
 
 
-def snapshot(folder: Path) -> dict[str, bytes]:
-    """Every file under ``folder`` (relative path → bytes); directories as ``path/``."""
+def snapshot(folder: Path, *, lock: bool = False) -> dict[str, bytes]:
+    """Every file under ``folder`` (relative path → bytes); directories as ``path/``.
+
+    llmcore's empty lock file (``.llmcore.lock``, created by the first open or save, not part of
+    the archive) is left out unless ``lock`` is set.
+    """
     out: dict[str, bytes] = {}
     if not folder.exists():
         return out
@@ -80,6 +84,8 @@ def snapshot(folder: Path) -> dict[str, bytes]:
         for name in dirs:
             out[os.path.relpath(os.path.join(root, name), folder) + "/"] = b""
         for name in files:
+            if name == ".llmcore.lock" and root == str(folder) and not lock:
+                continue
             path = os.path.join(root, name)
             out[os.path.relpath(path, folder)] = Path(path).read_bytes()
     return out

@@ -47,7 +47,7 @@ DEFAULT_LOCK_TIMEOUT: Final = 10.0
 _RETRIES: Final = 1000
 """Times a lock is taken again after the file it locked was removed under it."""
 _FIRST_PAUSE: Final = 0.001
-_LONGEST_PAUSE: Final = 0.05
+_LONGEST_PAUSE: Final = 0.005
 
 
 class LockTimeout(Exception):
@@ -116,17 +116,25 @@ def folder_lock(
         try:
             got = _take(fd, path, fs, exclusive, deadline, clock, pause)
         except BaseException:
-            fs.release(fd)
+            _release(fd, fs)
             raise
         if got == "retry":
-            fs.release(fd)  # the file was removed (an archive deleted) while we waited: again
+            _release(fd, fs)  # the file was removed (an archive deleted) while we waited: again
             continue
         try:
             yield got
         finally:
-            fs.release(fd)
+            _release(fd, fs)
         return
     raise LockTimeout(f"the lock file was replaced {_RETRIES} times while waiting")
+
+
+def _release(fd: int, fs: FileSystem) -> None:
+    """Close the lock's descriptor; the lock is released even if ``close`` reports an error."""
+    try:
+        fs.release(fd)
+    except OSError:
+        pass
 
 
 def _open_or_create(path: Path, fs: FileSystem) -> int:

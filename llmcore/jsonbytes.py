@@ -17,6 +17,8 @@ Reading is :func:`loads`: :func:`json.loads` on strict UTF-8 (llmcore's files ar
 standard library would also guess UTF-16/32 and let invalid bytes through as surrogates), with
 ``NaN``/``Infinity`` refused (and, asked, numbers beyond the float range such as ``1e999``, or
 an object that repeats a key: :class:`DuplicateKeyError` names the key and the object's path).
+An integer longer than Python reads (4,300 digits, ``sys.get_int_max_str_digits``) is refused
+with a message saying so (:func:`long_integer`).
 :func:`too_deep` checks a parsed value against :data:`MAX_DEPTH`, the documented nesting limit
 of request files and recorded bodies; the writer turns deeper nesting it meets into
 :class:`EncodingError` instead of a ``RecursionError``.
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from json.encoder import encode_basestring
 from typing import Any, Final
@@ -43,6 +46,7 @@ __all__ = [
     "encode_str",
     "is_json_object",
     "loads",
+    "long_integer",
     "too_deep",
 ]
 
@@ -374,15 +378,47 @@ def _first_repeat(value: Any) -> DuplicateKeyError | None:
     return None
 
 
+_INT_LIMIT: Final = re.compile(
+    r"Exceeds the limit \((\d+) digits\) for integer string conversion(?:: value has (\d+) digits)?"
+)
+
+
+def long_integer(error: BaseException) -> str | None:
+    """Return a plain message when ``error`` is Python refusing an integer of too many digits.
+
+    ``int()`` refuses decimal text longer than ``sys.get_int_max_str_digits()`` (4,300 by
+    default) with a ``ValueError`` whose text suggests changing an interpreter setting; readers
+    of untrusted files say instead what is wrong with the file.
+
+    Returns:
+        ``"an integer of 5000 digits is longer than the 4300 digits Python reads"`` (the count is
+        left out when the error does not give it), or ``None`` for any other error.
+    """
+    if isinstance(error, json.JSONDecodeError) or not isinstance(error, ValueError):
+        return None
+    match = _INT_LIMIT.search(str(error))
+    if match is None:
+        return None
+    limit, digits = match.groups()
+    size = f"of {digits} digits " if digits else ""
+    return f"an integer {size}is longer than the {limit} digits Python reads"
+
+
 def _parse(text: str, finite: bool, hook: Any) -> Any:
-    if finite:
-        return json.loads(
-            text,
-            parse_constant=_refuse_constant,
-            parse_float=_finite_float,
-            object_pairs_hook=hook,
-        )
-    return json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=hook)
+    try:
+        if finite:
+            return json.loads(
+                text,
+                parse_constant=_refuse_constant,
+                parse_float=_finite_float,
+                object_pairs_hook=hook,
+            )
+        return json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=hook)
+    except ValueError as exc:
+        message = long_integer(exc)
+        if message is None:
+            raise
+        raise ValueError(message) from None
 
 
 def loads(data: bytes | bytearray | str, *, finite: bool = False, unique_keys: bool = False) -> Any:
@@ -405,8 +441,8 @@ def loads(data: bytes | bytearray | str, *, finite: bool = False, unique_keys: b
         DuplicateKeyError: (``unique_keys``) an object repeats a key; it names the key and the
             object's JSON path, the first repeat in document order.
         ValueError: The text is not valid JSON (``json.JSONDecodeError`` is a ``ValueError``),
-            bytes are not valid UTF-8 (the message names the byte offset), or (``finite``) a
-            number overflows.
+            bytes are not valid UTF-8 (the message names the byte offset), an integer is longer
+            than Python reads (:func:`long_integer`), or (``finite``) a number overflows.
         RecursionError: The text nests deeper than the interpreter's recursion limit allows
             (about 1000 levels); callers turn it into their own typed error.
     """

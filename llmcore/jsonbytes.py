@@ -15,7 +15,10 @@ Every JSON byte llmcore produces comes from here, so one set of rules holds ever
 
 Reading is :func:`loads`: :func:`json.loads` on strict UTF-8 (llmcore's files are UTF-8; the
 standard library would also guess UTF-16/32 and let invalid bytes through as surrogates), with
-``NaN``/``Infinity`` refused (and, asked, numbers beyond the float range such as ``1e999``).
+``NaN``/``Infinity`` refused (and, asked, numbers beyond the float range such as ``1e999``, or
+an object that repeats a key: :class:`DuplicateKeyError` names the key and the object's path).
+An integer longer than Python reads (4,300 digits, ``sys.get_int_max_str_digits``) is refused
+with a message saying so (:func:`long_integer`).
 :func:`too_deep` checks a parsed value against :data:`MAX_DEPTH`, the documented nesting limit
 of request files and recorded bodies; the writer turns deeper nesting it meets into
 :class:`EncodingError` instead of a ``RecursionError``.
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from json.encoder import encode_basestring
 from typing import Any, Final
@@ -33,6 +37,7 @@ from llmcore.errors import EncodingError
 
 __all__ = [
     "MAX_DEPTH",
+    "DuplicateKeyError",
     "Raw",
     "RawArray",
     "dumps",
@@ -41,6 +46,7 @@ __all__ = [
     "encode_str",
     "is_json_object",
     "loads",
+    "long_integer",
     "too_deep",
 ]
 
@@ -296,7 +302,126 @@ def _utf8(data: bytes | bytearray) -> str:
     return text
 
 
-def loads(data: bytes | bytearray | str, *, finite: bool = False) -> Any:
+class DuplicateKeyError(ValueError):
+    """A JSON object repeats a key (:func:`loads` with ``unique_keys``).
+
+    :func:`json.loads` would keep the last value and drop the others without a word, so a file
+    read that way may not say what its bytes say (SPEC A8, R1).
+
+    Args:
+        key: The repeated key.
+        path: The JSON path of the object holding it, as :func:`too_deep` writes paths
+            (``$``, ``$.messages[2].content[0]``).
+    """
+
+    def __init__(self, key: str, path: str) -> None:
+        self.key = key
+        self.path = path
+        super().__init__(f"{self.key_path}: duplicate key {encode_str(key)}")
+
+    @property
+    def key_path(self) -> str:
+        """The JSON path of the repeated member (``$.messages[2].content[0].text``)."""
+        return f"{self.path}.{self.key}"
+
+    @property
+    def reason(self) -> str:
+        """The problem without the place: ``duplicate key "text"``."""
+        return f"duplicate key {encode_str(self.key)}"
+
+
+class _Repeated(Exception):
+    """Internal: an object repeats a key (raised by the fast hook, located afterwards)."""
+
+
+def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # The fast path: one dict build, as json.loads does; a length check finds any repeat.
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        raise _Repeated
+    return value
+
+
+class _Pairs(list[tuple[str, Any]]):
+    """Internal: an object's members in order, repeats kept (only to locate a repeat)."""
+
+    __slots__ = ()
+
+
+def _first_repeat(value: Any) -> DuplicateKeyError | None:
+    """Return the first repeated key in document order in a value parsed into :class:`_Pairs`.
+
+    The walk is iterative and top-down: each object's members are visited in order, so the
+    repeat found is the one whose second occurrence comes first in the text.
+    """
+    stack: list[tuple[Any, str, set[str] | None]] = []
+
+    def push(item: Any, path: str) -> None:
+        if isinstance(item, _Pairs):
+            stack.append((iter(item), path, set()))
+        elif isinstance(item, list):
+            stack.append((iter(enumerate(item)), path, None))
+
+    push(value, "$")
+    while stack:
+        members, path, seen = stack[-1]
+        member = next(members, None)
+        if member is None:
+            stack.pop()
+        elif seen is None:
+            push(member[1], f"{path}[{member[0]}]")
+        elif member[0] in seen:
+            return DuplicateKeyError(member[0], path)
+        else:
+            seen.add(member[0])
+            push(member[1], f"{path}.{member[0]}")
+    return None
+
+
+_INT_LIMIT: Final = re.compile(
+    r"Exceeds the limit \((\d+) digits\) for integer string conversion(?:: value has (\d+) digits)?"
+)
+
+
+def long_integer(error: BaseException) -> str | None:
+    """Return a plain message when ``error`` is Python refusing an integer of too many digits.
+
+    ``int()`` refuses decimal text longer than ``sys.get_int_max_str_digits()`` (4,300 by
+    default) with a ``ValueError`` whose text suggests changing an interpreter setting; readers
+    of untrusted files say instead what is wrong with the file.
+
+    Returns:
+        ``"an integer of 5000 digits is longer than the 4300 digits Python reads"`` (the count is
+        left out when the error does not give it), or ``None`` for any other error.
+    """
+    if isinstance(error, json.JSONDecodeError) or not isinstance(error, ValueError):
+        return None
+    match = _INT_LIMIT.search(str(error))
+    if match is None:
+        return None
+    limit, digits = match.groups()
+    size = f"of {digits} digits " if digits else ""
+    return f"an integer {size}is longer than the {limit} digits Python reads"
+
+
+def _parse(text: str, finite: bool, hook: Any) -> Any:
+    try:
+        if finite:
+            return json.loads(
+                text,
+                parse_constant=_refuse_constant,
+                parse_float=_finite_float,
+                object_pairs_hook=hook,
+            )
+        return json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=hook)
+    except ValueError as exc:
+        message = long_integer(exc)
+        if message is None:
+            raise
+        raise ValueError(message) from None
+
+
+def loads(data: bytes | bytearray | str, *, finite: bool = False, unique_keys: bool = False) -> Any:
     """Parse JSON text strictly; object order is kept.
 
     Bytes must be UTF-8 (no byte order mark); they are decoded strictly first, so invalid bytes
@@ -308,18 +433,32 @@ def loads(data: bytes | bytearray | str, *, finite: bool = False) -> Any:
             every parsed number can be written back (request files and recorded bodies). Off,
             such a number parses as an infinity, for callers that report its JSON path
             themselves (the archive).
+        unique_keys: Also refuse an object that repeats a key (request files and the archive,
+            SPEC R1, A8) instead of keeping the last value. The check costs one length
+            comparison per object; only a file that has a repeat is parsed again to find where.
 
     Raises:
+        DuplicateKeyError: (``unique_keys``) an object repeats a key; it names the key and the
+            object's JSON path, the first repeat in document order.
         ValueError: The text is not valid JSON (``json.JSONDecodeError`` is a ``ValueError``),
-            bytes are not valid UTF-8 (the message names the byte offset), or (``finite``) a
-            number overflows.
+            bytes are not valid UTF-8 (the message names the byte offset), an integer is longer
+            than Python reads (:func:`long_integer`), or (``finite``) a number overflows.
         RecursionError: The text nests deeper than the interpreter's recursion limit allows
             (about 1000 levels); callers turn it into their own typed error.
     """
     text = _utf8(data) if isinstance(data, bytes | bytearray) else data
-    if finite:
-        return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
-    return json.loads(text, parse_constant=_refuse_constant)
+    if not unique_keys:
+        return _parse(text, finite, None)
+    try:
+        return _parse(text, finite, _unique_object)
+    except _Repeated:
+        pass
+    # Error path only: the text after the repeat is still unread, so this parse may instead
+    # raise the ValueError of invalid JSON further on.
+    found = _first_repeat(_parse(text, finite, _Pairs))
+    if found is None:  # pragma: no cover - the fast hook saw a repeat the walk must find
+        raise AssertionError("a repeated key was seen but not found again")
+    raise found
 
 
 def is_json_object(data: bytes) -> bool:

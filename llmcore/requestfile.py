@@ -13,9 +13,10 @@ A request file is one JSON object::
 
 Only ``model`` is required; a parameter is either given with its type or left out (``null`` is
 refused). The file must be a regular file of UTF-8 JSON (no byte order mark) nesting at most
-:data:`~llmcore.jsonbytes.MAX_DEPTH` (256) levels; numbers must be finite. Every error names the
-file and the JSON path. :func:`dump_request`
-writes the same form (``llmcore import``), keys in the order above, indented by two spaces.
+:data:`~llmcore.jsonbytes.MAX_DEPTH` (256) levels; numbers must be finite, and no object may
+repeat a key (``json.loads`` would silently keep the last value). Every error names the file and
+the JSON path. :func:`dump_request` writes the same form (``llmcore import``), keys in the order
+above, indented by two spaces.
 """
 
 from __future__ import annotations
@@ -50,19 +51,23 @@ def read_json_file(path: Path | str) -> Any:
     """Read and parse the JSON file at ``path``.
 
     The file must be a regular file (a FIFO or a directory is refused before it is opened, so
-    nothing blocks), hold strict UTF-8 JSON with finite numbers, and nest at most
-    :data:`~llmcore.jsonbytes.MAX_DEPTH` levels.
+    nothing blocks), hold strict UTF-8 JSON with finite numbers and no repeated key in an
+    object, and nest at most :data:`~llmcore.jsonbytes.MAX_DEPTH` levels.
 
     Raises:
         RequestFileError: The file is missing, not a regular file or unreadable, is not valid
-            JSON, or nests too deeply; the location is the file name (and the JSON path).
+            JSON, repeats a key (location ``<file>: $.messages[0].role``, message
+            ``duplicate key "role"``), or nests too deeply; the location is the file name (and
+            the JSON path).
     """
     if not isinstance(path, str | Path):
         raise RequestFileError(f"expected a path, not {type(path).__name__}")
     path = Path(path)
     raw = _read_regular(path)
     try:
-        value = jsonbytes.loads(raw, finite=True)
+        value = jsonbytes.loads(raw, finite=True, unique_keys=True)
+    except jsonbytes.DuplicateKeyError as exc:
+        raise RequestFileError(exc.reason, location=f"{path}: {exc.key_path}") from None
     except ValueError as exc:
         raise RequestFileError(f"not valid JSON ({exc})", location=str(path)) from None
     except RecursionError:

@@ -86,3 +86,16 @@ def test_raw_array_splices_bytes_once_and_skips_empty_items():
     assert jsonbytes.dumps({"m": jsonbytes.RawArray([])}) == b'{"m":[]}'
     with pytest.raises(EncodingError):
         jsonbytes.dumps_text({"m": jsonbytes.RawArray([b"1"])})
+
+
+def test_an_integer_longer_than_python_reads_is_named_plainly():
+    with pytest.raises(ValueError) as info:
+        jsonbytes.loads('{"a":[' + "9" * 5000 + "]}")
+    assert (
+        str(info.value) == "an integer of 5000 digits is longer than the 4300 digits Python reads"
+    )
+    with pytest.raises(ValueError) as raw:
+        int("9" * 5000)
+    assert jsonbytes.long_integer(raw.value) == str(info.value)
+    assert jsonbytes.long_integer(ValueError("other")) is None
+    assert jsonbytes.loads("[" + "9" * 4300 + "]") == [int("9" * 4300)]

@@ -11,7 +11,8 @@ it cannot supply reads as an omitted image (A7). Every way a file can be wrong r
 :class:`~llmcore.errors.ArchiveReadError` whose ``location`` is the JSON path (``$.history[3]
 .content[1].sha256``) and nothing else escapes. What counts as wrong:
 
-* not UTF-8, not JSON, nesting too deep for the parser, a number out of range;
+* not UTF-8, not JSON, nesting too deep for the parser, a number out of range, an object that
+  repeats a key (the location is the repeated member's path; one value would be lost);
 * ``formatVersion`` missing, not an integer, or not 1 (a newer version is named as such);
 * an unknown top-level key, an unknown item ``type`` or history block ``type``;
 * a value of the wrong type anywhere, a missing field of a block, message, usage, cost,
@@ -394,9 +395,11 @@ def _parse(data: bytes) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise ArchiveReadError(f"not UTF-8 (byte {exc.start} is invalid)", location="$") from None
     try:
-        value = jsonbytes.loads(text)
+        value = jsonbytes.loads(text, unique_keys=True)
     except RecursionError:
         _fail("nested too deeply", "$")
+    except jsonbytes.DuplicateKeyError as exc:
+        _fail(exc.reason, exc.key_path)
     except ValueError as exc:
         raise ArchiveReadError(f"not JSON ({exc})", location="$") from None
     return _dict(value, "$")

@@ -114,23 +114,24 @@ class Auditor:
         inp = item if isinstance(item, AuditInput) else AuditInput(body=item)
         index = len(self._records)
         source = inp.source if inp.source != "<input>" else f"<input>[{index}]"
+        where = inp.location or source
         try:
-            record = self._add(inp, index, source)
+            record = self._add(inp, index, source, where)
         except RecursionError:
-            raise AuditInputError(TOO_DEEP, location=source) from None
+            raise AuditInputError(TOO_DEEP, location=where) from None
         except EncodingError as exc:  # a value jsonbytes cannot write (nested too deeply)
-            raise AuditInputError(exc.message, location=source) from None
+            raise AuditInputError(exc.message, location=where) from None
         self._records.append(record)
         return record
 
-    def _add(self, inp: AuditInput, index: int, source: str) -> RequestRecord:
-        """Scan, group and judge one body.
+    def _add(self, inp: AuditInput, index: int, source: str, where: str) -> RequestRecord:
+        """Scan, group and judge one body (``where`` is the location errors name).
 
         Everything that can fail runs before any grouping state changes: scanning, shape facts
         and token items build :class:`Prepared` first.
         """
-        body = scan_body(inp.body, self._cache, self._hints, location=source)
-        provider = _shape.detect_provider(body, self._provider, location=source)
+        body = scan_body(inp.body, self._cache, self._hints, location=where)
+        provider = _shape.detect_provider(body, self._provider, location=where)
         model = body.values.get("model")
         model = model if isinstance(model, str) else ""
         prep = Prepared(

@@ -21,6 +21,7 @@ from json import JSONDecodeError
 from json.decoder import JSONDecoder, scanstring  # type: ignore[attr-defined]
 from typing import Any, Final
 
+from llmcore import jsonbytes
 from llmcore.audit.report import AuditInputError
 
 __all__ = [
@@ -62,11 +63,15 @@ def _skip_ws(s: str, i: int) -> int:
 
 
 class _Malformed(Exception):
-    """Internal: the text is not valid JSON at ``pos`` (a character offset)."""
+    """Internal: the text is not valid JSON at ``pos`` (a character offset).
 
-    def __init__(self, pos: int, what: str) -> None:
+    ``json_ok`` marks valid JSON that Python cannot read (an integer over 4,300 digits).
+    """
+
+    def __init__(self, pos: int, what: str, *, json_ok: bool = False) -> None:
         self.pos = pos
         self.what = what
+        self.json_ok = json_ok
         super().__init__(what)
 
 
@@ -81,6 +86,10 @@ def _leaf(s: str, i: int) -> tuple[Any, int]:
     except StopIteration as exc:
         raise _Malformed(i, "expected a JSON value") from exc
     except (JSONDecodeError, ValueError) as exc:
+        # int() refuses more than 4,300 digits; say so rather than quote its advice.
+        long = jsonbytes.long_integer(exc)
+        if long is not None:
+            raise _Malformed(i, long, json_ok=True) from exc
         raise _Malformed(getattr(exc, "pos", i), str(exc).split(":")[0]) from exc
 
 
@@ -213,8 +222,9 @@ def scan_body(
         _scan_top(out, cache, hints)
     except _Malformed as exc:
         at = byte_offset(out, min(exc.pos, len(text)))
+        kind = "cannot be read" if exc.json_ok else "is not valid JSON"
         raise AuditInputError(
-            f"request body is not valid JSON: {exc.what} at byte {at}", location=location
+            f"request body {kind}: {exc.what} at byte {at}", location=location
         ) from None
     return out
 

@@ -8,7 +8,9 @@ Inputs, by file name:
   ``parsed_body`` is accepted re-serialized in its stored key order. Interactions that are not
   POSTs to a ``/messages``, ``/chat/completions`` or ``/responses`` endpoint, or have no body,
   are skipped. ``recorded_at`` (on the interaction or its request; ISO 8601 or a YAML timestamp)
-  becomes the input's time.
+  becomes the input's time; a number must be finite seconds within the years 1 to 9999. A value
+  YAML reads but Python cannot hold (an integer of over 4,300 digits, a 13th month) is refused
+  naming the interaction's line and the value's path (``c.yaml:7: interactions[1].recorded_at``).
 * ``*.jsonl`` — one request body per non-blank line, bytes exactly as written.
 * ``*.json`` — a corpus case (``request_raw`` preferred, else ``request`` written by
   :func:`llmcore.jsonbytes.dumps` in its stored key order) or one plain request body.
@@ -21,6 +23,7 @@ Leaves out: auditing (:func:`llmcore.audit.audit_bodies`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
@@ -182,18 +185,101 @@ def _interaction_lines(root: yaml.Node | None) -> list[int]:
     return []
 
 
+class _BadValue(yaml.YAMLError):
+    """Internal: a scalar YAML could parse but Python cannot hold (raised while constructing)."""
+
+    def __init__(self, mark: yaml.Mark, problem: str) -> None:
+        self.mark = mark
+        self.problem = problem
+        super().__init__(problem)
+
+
+def _shown(value: Any) -> str:
+    """``repr(value)``, cut after 20 characters when longer than 40 (a 400-digit number)."""
+    text = repr(value)
+    if len(text) <= 40:
+        return text
+    return f"{text[:20]}… ({len(text):,} characters)"
+
+
+def _value_problem(node: yaml.Node, exc: Exception) -> str:
+    long = jsonbytes.long_integer(exc)
+    if long is not None:
+        return long
+    tag = str(node.tag).replace("tag:yaml.org,2002:", "!!")
+    text = _shown(node.value) if isinstance(node, yaml.ScalarNode) else "a node"
+    if not isinstance(exc, ValueError | OverflowError):  # PyYAML's own slip, not a reason
+        return f"cannot read {text} as {tag}: not a valid {tag} value"
+    return f"cannot read {text} as {tag}: {' '.join(str(exc).split())}"
+
+
+class _CassetteLoader(_Loader):  # type: ignore[misc]  # _Loader is CSafeLoader or SafeLoader
+    """The safe loader; a value Python cannot hold is a :class:`_BadValue` at its node.
+
+    PyYAML's constructors call ``int()``, ``datetime()`` and friends on the scalar text and let
+    their errors out untyped: an integer of over 4,300 digits, ``2024-13-45`` as a date, an
+    offset of ``-99:00``.
+    """
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep)
+        except (yaml.YAMLError, RecursionError):
+            raise
+        except Exception as exc:  # any error of a value constructor; the node says where
+            raise _BadValue(node.start_mark, _value_problem(node, exc)) from None
+
+
+def _member_containing(node: yaml.Node, index: int) -> tuple[str, yaml.Node] | None:
+    """The step and child of ``node`` whose text holds character ``index`` (keys excluded)."""
+    if isinstance(node, yaml.MappingNode):
+        children = [(f".{key.value}", value) for key, value in node.value]
+    elif isinstance(node, yaml.SequenceNode):
+        children = [(f"[{i}]", item) for i, item in enumerate(node.value)]
+    else:
+        return None
+    found = None
+    for step, child in children:
+        if child.start_mark.index <= index <= child.end_mark.index:
+            found = (step, child)  # the last match: a value ends where the next one starts
+    return found
+
+
+def _value_place(path: Path, root: yaml.Node, mark: yaml.Mark) -> str:
+    """Return where a bad value is, as ``file:12: interactions[3].recorded_at``.
+
+    The line is the interaction's, as for every interaction error; outside the interactions it
+    is the value's own (``file:LINE: key.path``).
+    """
+    steps: list[str] = []
+    line = mark.line + 1
+    node: yaml.Node = root
+    while (member := _member_containing(node, mark.index)) is not None:
+        step, node = member
+        if steps == [".interactions"]:
+            line = node.start_mark.line + 1
+        steps.append(step)
+    where = "".join(steps).removeprefix(".")
+    return f"{path}:{line}: {where}" if where else f"{path}:{line}"
+
+
 def _load_cassette(path: Path, data: bytes) -> tuple[Any, list[int]]:
     """Parse a cassette; return the document and each interaction's line (1-based).
 
     Raises:
-        AuditInputError: Not valid YAML (names the line), an alias, or nested too deeply.
+        AuditInputError: Not valid YAML (names the line), an alias, a value Python cannot hold
+            (names the interaction's line and the value's path), or nested too deeply.
     """
     try:
         _refuse_aliases(path, data)
-        loader = _Loader(data)
+        loader = _CassetteLoader(data)
         try:
             root = loader.get_single_node()
-            doc = loader.construct_document(root) if root is not None else None
+            try:
+                doc = loader.construct_document(root) if root is not None else None
+            except _BadValue as exc:
+                where = _value_place(path, root, exc.mark)
+                raise AuditInputError(exc.problem, location=where) from None
         finally:
             loader.dispose()
     except yaml.YAMLError as exc:
@@ -220,8 +306,8 @@ def _cassette(path: Path, data: bytes, skipped: list[str]) -> list[AuditInput]:
             ) from None
         if isinstance(got, str):
             skipped.append(f"{where}: {got}")
-        else:
-            out.append(got)
+        else:  # errors found while auditing the body name the line too
+            out.append(replace(got, location=where.replace(str(path), at, 1)))
     return out
 
 
@@ -279,11 +365,29 @@ def _utf8(text: str, where: str) -> bytes:
         ) from None
 
 
+_EARLIEST: Final = datetime.min.replace(tzinfo=UTC).timestamp()
+_LATEST: Final = datetime.max.replace(tzinfo=UTC, microsecond=0).timestamp()
+"""Whole seconds: the float of ``datetime.max`` itself rounds up to the next second."""
+
+
 def _timestamp(value: Any, where: str) -> float | None:
+    """``recorded_at`` as seconds since the epoch: a number, ISO 8601 text or a YAML timestamp.
+
+    Raises:
+        AuditInputError: Not a time, or a number that is not finite or outside the years 1 to
+            9999 (a time Python's ``datetime`` cannot hold; too large for a float included).
+    """
     if value is None:
         return None
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
+        # Compared before any float(): a 400-digit integer would overflow it; NaN fails both.
+        if _EARLIEST <= value <= _LATEST:
+            return float(value)
+        raise AuditInputError(
+            f"recorded_at {_shown(value)} is not a time in the years 1 to 9999 "
+            "(seconds since 1970)",
+            location=where,
+        )
     when = value
     if isinstance(value, str):
         try:

@@ -63,6 +63,9 @@ class AuditInput:
     """Where the body came from, for reports and errors (``run.jsonl:3``)."""
     timestamp: float | None = None
     """When it was sent (seconds since the Unix epoch), if the input records it; enables TTLs."""
+    location: str | None = None
+    """Where errors about the body point, when more precise than ``source`` (a cassette
+    interaction's line: ``run.yaml:12: interactions[3]``); ``None`` means ``source``."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -3,11 +3,15 @@
 Prints one row per request (conversation, verdict, first breaking byte and its JSON path, the
 cacheable bytes and tokens lost, the theoretical maximum cacheable tokens) and the totals, or the
 report as JSON with ``--json``. Exit 0 when P4 holds everywhere (allowed kinds included), 1 when
-a break is found, 2 on bad input (one line on stderr).
+a break is found and for nothing else, 2 on bad input or any other error (one line on stderr: a
+file or folder that cannot be read, a report that cannot be written, and, should one slip
+through, an unexpected exception, named as an internal error), 130 when interrupted (Ctrl+C).
 """
 
 from __future__ import annotations
 
+import errno
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, TextIO
@@ -19,14 +23,24 @@ from rich.table import Table
 from llmcore.audit import PROVIDERS, AuditReport, Verdict, audit_paths
 from llmcore.errors import LLMCoreError
 
-__all__ = ["EXIT_BREAK", "EXIT_INPUT", "EXIT_STABLE", "audit", "audit_command", "register"]
+__all__ = [
+    "EXIT_BREAK",
+    "EXIT_INPUT",
+    "EXIT_INTERRUPTED",
+    "EXIT_STABLE",
+    "audit",
+    "audit_command",
+    "register",
+]
 
 EXIT_STABLE = 0
 """Every request keeps P4 (allowed changes included)."""
 EXIT_BREAK = 1
 """At least one request breaks P4."""
 EXIT_INPUT = 2
-"""An input is missing or malformed, or the provider name is unknown."""
+"""An input is missing or malformed, the provider name is unknown, or the audit failed."""
+EXIT_INTERRUPTED = 130
+"""Interrupted (SIGINT, Ctrl+C): the shell's code, never mistaken for a break."""
 
 _STYLE = {
     Verdict.NEW: "dim",
@@ -135,23 +149,78 @@ def audit_command(
         err: Where a bad-input line goes (default stderr).
 
     Returns:
-        :data:`EXIT_STABLE`, :data:`EXIT_BREAK` or :data:`EXIT_INPUT`.
+        :data:`EXIT_STABLE`, :data:`EXIT_BREAK` (only ever for a break), :data:`EXIT_INPUT` for
+        any error (one line on ``err``), or :data:`EXIT_INTERRUPTED`.
     """
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
     try:
         report = audit_paths(paths, provider)
+        _print(report, as_json, out)
     except LLMCoreError as exc:
-        print(f"llmcore: {exc}", file=err)
-        return EXIT_INPUT
-    if as_json:
-        out.write(report.to_json().decode("utf-8") + "\n")
+        message = str(exc)
+    except OSError as exc:  # a folder that cannot be listed, a closed stdout
+        message = _os_error(exc)
+    except KeyboardInterrupt:
+        print("llmcore: interrupted", file=err)
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # a bug: one line, and never the exit code of a break
+        message = f"internal error (please report it): {type(exc).__name__}: {exc}"
     else:
-        console = Console(file=out, width=_width(report, out), highlight=False)
-        console.print(_table(report, console.width))
-        for line in _summary(report):
-            console.print(line, markup=False, soft_wrap=True)
-    return EXIT_STABLE if report.stable else EXIT_BREAK
+        return EXIT_STABLE if report.stable else EXIT_BREAK
+    print("llmcore: " + " ".join(message.split()), file=err)
+    return EXIT_INPUT
+
+
+class _Console(Console):
+    """A rich console whose broken pipe is an ``OSError`` (rich's own exits with code 1)."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+
+def _print(report: AuditReport, as_json: bool, out: TextIO) -> None:
+    """Write the report to ``out``.
+
+    Raises:
+        OSError: The write failed (a closed pipe, a full disk); when ``out`` is the process's
+            stdout, it now points at ``/dev/null`` so the interpreter's last flush stays quiet.
+    """
+    try:
+        if as_json:
+            out.write(report.to_json().decode("utf-8") + "\n")
+        else:
+            console = _Console(file=out, width=_width(report, out), highlight=False)
+            console.print(_table(report, console.width))
+            for line in _summary(report):
+                console.print(line, markup=False, soft_wrap=True)
+        out.flush()
+    except OSError as exc:
+        _detach(out)
+        raise OSError(exc.errno, exc.strerror) from None  # no file name: the output failed
+
+
+def _detach(out: TextIO) -> None:
+    """Point stdout's file descriptor at ``/dev/null`` (the ``signal`` docs' recipe).
+
+    Only when ``out`` is ``sys.stdout``: a caller's own file is left alone.
+    """
+    if out is not sys.stdout:
+        return
+    try:
+        fd = out.fileno()
+    except (OSError, ValueError):  # a StringIO or a test's capture: nothing to flush at exit
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+def _os_error(exc: OSError) -> str:
+    reason = exc.strerror or type(exc).__name__
+    if exc.filename is not None:
+        return f"{exc.filename}: cannot read ({reason})"
+    return f"cannot write the report ({reason})"
 
 
 def audit(

@@ -76,7 +76,10 @@ def _request_raw(raw: str, at: str) -> Any:
     """Parse a corpus case's ``request_raw`` text with the request file's limits."""
     deep = f"nests more than {jsonbytes.MAX_DEPTH} levels deep"
     try:
-        value = jsonbytes.loads(raw, finite=True)
+        value = jsonbytes.loads(raw, finite=True, unique_keys=True)
+    except jsonbytes.DuplicateKeyError as exc:
+        message = f"{exc.reason} at {exc.key_path} of the request_raw text"
+        raise RequestFileError(message, location=at) from None
     except ValueError as exc:
         raise RequestFileError(f"request_raw is not valid JSON ({exc})", location=at) from None
     except RecursionError:

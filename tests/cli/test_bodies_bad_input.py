@@ -199,3 +199,14 @@ def test_a_failed_stdout_write_is_one_line(tmp_path, command):
         done = _cli(command, str(path), "-p", "anthropic", stdout=full)
     assert done.returncode == 2
     assert done.stderr.decode() == "llmcore: cannot write to stdout (No space left on device)\n"
+
+
+@pytest.mark.parametrize("command", ["body", "import"])
+def test_an_integer_of_5000_digits_is_one_line(tmp_path, command):
+    path = tmp_path / "r.json"
+    path.write_text('{"model":"m","params":{"maxTokens":' + "9" * 5000 + "}}")
+    code, _out, err = _run(command, str(path), "--provider", "anthropic")
+    assert _one_line_error(code, err) == (
+        f"llmcore: {path}: not valid JSON (an integer of 5000 digits is longer than the 4300 "
+        "digits Python reads)"
+    )

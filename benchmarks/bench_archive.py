@@ -9,11 +9,11 @@ image budget, so older images are omitted) it measures, as medians over several 
 * a save after one new turn: time, bytes written and file-system calls;
 * a save of an unchanged conversation: time and mutating file-system calls (must be 0).
 
-Optionally (``--kills N``) it runs the SIGKILL harness of the test suite with N kills.
+Crashes, faults and concurrency are measured by ``bench_reliability.py``.
 
 Usage::
 
-    python benchmarks/bench_archive.py [--repeat 5] [--kills 2000]
+    python benchmarks/bench_archive.py [--repeat 5]
 
 Prints a table and writes ``results/bench_archive.json``.
 """
@@ -25,8 +25,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -166,30 +164,9 @@ def _median(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _kills(count: int, work: Path) -> dict[str, Any]:
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tests.archive.kill_child",
-            str(work / "kill" / "agent"),
-            "--kills",
-            str(count),
-            "--seed",
-            "2026",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        check=True,
-    )
-    result: dict[str, Any] = json.loads(proc.stdout)
-    return result
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--kills", type=int, default=0, help="SIGKILL harness kills (0: skip)")
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "bench_archive.json")
     args = parser.parse_args()
     console = Console(width=170)
@@ -205,8 +182,6 @@ def main() -> None:
             ]
             results["sizes"][str(turns)] = _median(runs)
             console.log(f"{turns} turns measured")
-        if args.kills:
-            results["kill_harness"] = _kills(args.kills, work)
     table = Table(title="Conversation archive (medians)")
     for column in (
         "turns",
@@ -235,8 +210,6 @@ def main() -> None:
             f"{row['images_omitted']:.0f}",
         )
     console.print(table)
-    if "kill_harness" in results:
-        console.print(f"SIGKILL harness: {results['kill_harness']}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     console.print(f"wrote {args.out}")

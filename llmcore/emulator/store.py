@@ -132,7 +132,7 @@ class KeyStore:
     """
 
     def __init__(self, budget: MemoryBudget | None = None) -> None:
-        self._budget = budget or MemoryBudget()
+        self._budget = budget if budget is not None else MemoryBudget()
         self._entries: dict[bytes, _Expiry] = {}
         self._lock = self._budget.lock
         self._writes = 0
@@ -233,7 +233,7 @@ class PromptStore:
     """
 
     def __init__(self, budget: MemoryBudget | None = None) -> None:
-        self._budget = budget or MemoryBudget()
+        self._budget = budget if budget is not None else MemoryBudget()
         self._entries: dict[bytes, list[PromptEntry]] = {}
         self._lock = self._budget.lock
 
@@ -316,7 +316,7 @@ class ResponseStore:
     """
 
     def __init__(self, budget: MemoryBudget | None = None) -> None:
-        self._budget = budget or MemoryBudget()
+        self._budget = budget if budget is not None else MemoryBudget()
         self._entries: dict[str, tuple[list[Any], int]] = {}
         self._lock = self._budget.lock
 

@@ -152,7 +152,8 @@ async def read_body(request: Request, shape: Shape, limits: Limits) -> bytes:
     more = True
     while more:
         try:
-            message = await asyncio.wait_for(request.receive(), limits.body_timeout)
+            async with asyncio.timeout(limits.body_timeout):
+                message = await request.receive()
         except TimeoutError:
             raise _stalled(shape, limits.body_timeout, received) from None
         if message["type"] == "http.disconnect":

@@ -6,6 +6,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from llmcore import jsonbytes
 from llmcore.emulator import Engine, ManualClock, Rejection
@@ -18,6 +20,7 @@ from llmcore.emulator.store import (
     PromptStore,
     ResponseStore,
 )
+from llmcore.tokens import common_prefix_len
 from tests.emulator.helpers import SONNET, ephemeral, text_block
 
 KEY = KEY_ENTRY_BYTES + 32  # one Anthropic entry with a SHA-256 key
@@ -190,3 +193,17 @@ def test_measure_memo_is_bounded_by_bytes() -> None:
         )
         memo.measure(value["messages"][0]["content"], spans)
     assert 0 < len(memo) <= 25
+
+
+def _naive_prefix(a: bytes, b: bytes) -> int:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
+
+
+@given(st.binary(max_size=600), st.binary(max_size=40), st.binary(max_size=40))
+def test_common_prefix_len_matches_a_byte_by_byte_scan(shared: bytes, a: bytes, b: bytes) -> None:
+    left, right = shared * 3 + a, shared * 3 + b  # long shared runs cross the doubling windows
+    assert common_prefix_len(left, right) == _naive_prefix(left, right)
+    assert common_prefix_len(right, left) == _naive_prefix(left, right)

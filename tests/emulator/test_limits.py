@@ -15,8 +15,8 @@ from typing import Any
 import httpx
 import pytest
 
-from llmcore.emulator import Emulator, ManualClock
-from llmcore.emulator.limits import ANTHROPIC_MAX_BODY, OPENAI_MAX_BODY, Limits
+from llmcore.emulator import Emulator, Limits, ManualClock
+from llmcore.emulator.limits import ANTHROPIC_MAX_BODY, OPENAI_MAX_BODY
 from tests.emulator import rawhttp
 from tests.emulator.helpers import ANTHROPIC_HEADERS, OPENAI_HEADERS, Api
 

@@ -58,7 +58,11 @@ LOG: Final = logging.getLogger("llmcore.emulator")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Limits:
-    """The emulator's resource limits (all configurable on :class:`~llmcore.emulator.Emulator`)."""
+    """The emulator's resource limits (all configurable on :class:`~llmcore.emulator.Emulator`).
+
+    Raises:
+        ValueError: A limit or timeout is not positive.
+    """
 
     anthropic_max_body: int = ANTHROPIC_MAX_BODY
     """Largest ``POST /v1/messages`` body in bytes."""
@@ -70,6 +74,13 @@ class Limits:
     """Seconds allowed between two body chunks."""
     cache_bytes: int = DEFAULT_CACHE_BYTES
     """Memory budget in bytes (estimated) for cache entries and stored Responses."""
+
+    def __post_init__(self) -> None:
+        for name in ("anthropic_max_body", "openai_max_body", "header_timeout", "body_timeout"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"Limits.{name} must be positive, not {getattr(self, name)}")
+        if self.cache_bytes <= 0:
+            raise ValueError(f"Limits.cache_bytes must be positive, not {self.cache_bytes}")
 
     def max_body(self, shape: Shape) -> int:
         """Return the body limit in bytes of an endpoint written in ``shape``."""

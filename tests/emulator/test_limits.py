@@ -67,6 +67,9 @@ def test_default_limits_are_documented_values() -> None:
     assert Limits().openai_max_body == OPENAI_MAX_BODY == 50 * 1024 * 1024
     assert Limits().header_timeout == 30.0
     assert Limits().body_timeout == 30.0
+    for field in ("anthropic_max_body", "header_timeout", "body_timeout", "cache_bytes"):
+        with pytest.raises(ValueError, match=field):
+            Limits(**{field: 0})
 
 
 @pytest.mark.parametrize(("path", "shape"), ENDPOINTS)

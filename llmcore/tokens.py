@@ -60,17 +60,27 @@ def bytes_tokens(length: int) -> int:
 
 
 def common_prefix_len(a: bytes, b: bytes) -> int:
-    """Return the number of leading bytes ``a`` and ``b`` share."""
+    """Return the number of leading bytes ``a`` and ``b`` share.
+
+    Compares windows of doubling size from the start, then bisects the window holding the
+    first difference: cost grows with the shared length, not with the lengths of ``a`` and
+    ``b`` (the emulator compares a prompt with every live one of its routing key).
+    """
     n = min(len(a), len(b))
-    if a[:n] == b[:n]:
+    lo, step = 0, 64
+    while lo < n:
+        hi = min(lo + step, n)
+        if a[lo:hi] != b[lo:hi]:
+            break
+        lo, step = hi, step * 2
+    else:
         return n
-    lo, hi = 0, n
-    while lo < hi:  # invariant: a[:lo] == b[:lo]; the first difference is before hi
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
+    while hi - lo > 1:  # invariant: a[:lo] == b[:lo]; the first difference is in [lo, hi)
+        mid = (lo + hi) // 2
+        if a[lo:mid] == b[lo:mid]:
             lo = mid
         else:
-            hi = mid - 1
+            hi = mid
     return lo
 
 

@@ -6,6 +6,7 @@ to the ``llmcore`` application. Errors are one line on stderr and exit 2.
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -44,6 +45,7 @@ def emulate_command(port: int = 0, script: Path | None = None, access_log: bool 
         loaded = load_script(script) if script is not None else None
     except ScriptError as exc:
         return _fail(str(exc))
+    _log_to_stderr(access_log)
     emulator = Emulator(script=loaded, port=port, access_log=access_log)
     try:
         emulator.serve_forever(on_ready=_announce)
@@ -60,6 +62,21 @@ def _fail(message: str) -> int:
     return EXIT_INPUT
 
 
+def _log_to_stderr(access_log: bool) -> None:
+    """Send the ``llmcore.emulator`` logger to stderr, one bare line per record.
+
+    Warnings (a client that left mid-body) always; access lines (INFO) with ``--access-log``.
+    """
+    logger = logging.getLogger("llmcore.emulator")
+    if not any(getattr(h, "llmcore_emulate", False) for h in logger.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        handler.llmcore_emulate = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+    logger.setLevel(logging.INFO if access_log else logging.WARNING)
+    logger.propagate = False
+
+
 def _announce(emulator: Emulator) -> None:
     print(
         f"llmcore emulator listening: anthropic base URL {emulator.base_url} · "
@@ -73,7 +90,9 @@ def emulate(
     script: Annotated[
         Path | None, typer.Option(help="Reply script (JSON); default: the built-in agent.")
     ] = None,
-    access_log: Annotated[bool, typer.Option(help="Log each request.")] = False,
+    access_log: Annotated[
+        bool, typer.Option(help="Print one line per request on stderr (client, status, ms, id).")
+    ] = False,
 ) -> None:
     """Run the local provider emulator (Anthropic Messages, OpenAI Chat and Responses)."""
     raise typer.Exit(emulate_command(port, script, access_log))

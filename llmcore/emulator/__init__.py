@@ -5,8 +5,9 @@ Completions and Responses, plain JSON and SSE, answers from a deterministic scri
 (:mod:`llmcore.emulator.script`; default :data:`AGENT_SCRIPT`) and reproduces the providers'
 prompt-cache accounting (:mod:`llmcore.emulator.anthropic_cache`,
 :mod:`llmcore.emulator.openai_cache`) with token counts from :mod:`llmcore.tokens`. It rejects
-what the real APIs reject, in their error shapes. It reads wire bodies on its own and imports
-nothing from :mod:`llmcore.providers` (V4).
+what the real APIs reject, in their error shapes, and bounds what a client can cost it (body
+size, header and body timeouts, a cache memory budget: :class:`Limits`). It reads wire bodies
+on its own and imports nothing from :mod:`llmcore.providers` (V4).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from llmcore.emulator.agent import (
 from llmcore.emulator.clock import Clock, ManualClock, SystemClock
 from llmcore.emulator.engine import Engine
 from llmcore.emulator.errors import EmulatorError, Rejection, ScriptError
+from llmcore.emulator.limits import Limits
 from llmcore.emulator.script import (
     Conversation,
     Reply,
@@ -43,6 +45,7 @@ __all__ = [
     "Emulator",
     "EmulatorError",
     "Engine",
+    "Limits",
     "ManualClock",
     "Rejection",
     "Reply",

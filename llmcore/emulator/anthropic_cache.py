@@ -30,7 +30,7 @@ from typing import Any
 from llmcore import jsonbytes
 from llmcore.emulator.errors import Rejection
 from llmcore.emulator.scan import MEMO, Spans
-from llmcore.emulator.store import KeyStore
+from llmcore.emulator.store import KeyStore, MemoryBudget
 from llmcore.emulator.tables import (
     ANTHROPIC_TTL_SECONDS,
     LOOKBACK_BLOCKS,
@@ -240,10 +240,14 @@ def chain_keys(seed: bytes, salt: bytes, items: list[PrefixItem]) -> list[bytes]
 
 
 class AnthropicCache:
-    """The Anthropic cache of one emulator: entries per organization, model and prefix."""
+    """The Anthropic cache of one emulator: entries per organization, model and prefix.
 
-    def __init__(self) -> None:
-        self.store = KeyStore()
+    Args:
+        budget: The memory budget its entries are charged to (default: a private one).
+    """
+
+    def __init__(self, budget: MemoryBudget | None = None) -> None:
+        self.store = KeyStore(budget)
 
     def plan(
         self, body: dict[str, Any], org: str, now: float, spans: Spans | None = None

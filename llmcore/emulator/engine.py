@@ -25,6 +25,7 @@ from llmcore.emulator.chat_wire import chat_body, chat_events, chat_turn
 from llmcore.emulator.clock import Clock, SystemClock
 from llmcore.emulator.common import make_id
 from llmcore.emulator.errors import Rejection, Shape
+from llmcore.emulator.limits import ANTHROPIC_MAX_BODY
 from llmcore.emulator.openai_cache import OpenAICache
 from llmcore.emulator.openai_validate import validate_chat, validate_responses
 from llmcore.emulator.responses_wire import (
@@ -36,11 +37,12 @@ from llmcore.emulator.responses_wire import (
 )
 from llmcore.emulator.scan import Spans, scan_body
 from llmcore.emulator.script import Script
+from llmcore.emulator.store import DEFAULT_CACHE_BYTES, MemoryBudget, ResponseStore
 
 __all__ = ["ANTHROPIC_MAX_BODY", "Engine", "Prepared"]
 
-ANTHROPIC_MAX_BODY = 32 * 1024 * 1024
-"""Largest Messages request in bytes; larger ones get 413 ``request_too_large`` (§1.10)."""
+RESPONSE_ITEM_BYTES = 256
+"""Estimated bytes of one stored Responses item besides twice its compact JSON length."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -157,14 +159,27 @@ class Engine:
     Args:
         clock: The time source for cache expiry and ``created`` fields.
         script: The scripted model.
+        cache_bytes: Memory budget in bytes (estimated) shared by both caches and the stored
+            Responses; least recently used entries are evicted beyond it (a deviation from the
+            real providers, see :mod:`llmcore.emulator.store`).
+
+    Raises:
+        ValueError: ``cache_bytes`` is not positive.
     """
 
-    def __init__(self, *, clock: Clock | None = None, script: Script | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        clock: Clock | None = None,
+        script: Script | None = None,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+    ) -> None:
         self.clock: Clock = clock or SystemClock()
         self.script: Script = script or AGENT_SCRIPT
-        self.anthropic = AnthropicCache()
-        self.openai = OpenAICache()
-        self._responses: dict[str, list[Any]] = {}
+        self.budget = MemoryBudget(cache_bytes)
+        self.anthropic = AnthropicCache(self.budget)
+        self.openai = OpenAICache(self.budget)
+        self._responses = ResponseStore(self.budget)
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self.counts: dict[str, int] = {"requests": 0, "rejected": 0}
@@ -185,8 +200,7 @@ class Engine:
         """Forget every cache entry and stored response."""
         self.anthropic.store.clear()
         self.openai.store.clear()
-        with self._lock:
-            self._responses.clear()
+        self._responses.clear()
 
     def anthropic_messages(self, raw: bytes, org: str) -> Prepared:
         """Answer ``POST /v1/messages``.
@@ -197,12 +211,6 @@ class Engine:
         return _guarded("anthropic", self._anthropic_messages, raw, org)
 
     def _anthropic_messages(self, raw: bytes, org: str) -> Prepared:
-        if len(raw) > ANTHROPIC_MAX_BODY:
-            raise Rejection(
-                "Request exceeds the maximum allowed number of bytes.",
-                status=413,
-                error_type="request_too_large",
-            )
         parsed, spans = _parse(raw, "anthropic")
         body = validate_anthropic(parsed)
         plan = self.anthropic.plan(body, org, self.clock.now(), spans)
@@ -248,13 +256,13 @@ class Engine:
         data = chat_body(reply, turn, plan, body["model"], ident, int(now))
         return Prepared(stream=False, body=jsonbytes.dumps(data), commit=commit)
 
-    def _history(self, body: Any) -> list[Any]:
+    def _history(self, body: Any) -> tuple[list[Any], int]:
+        """Return the items stored under ``previous_response_id`` and their estimated bytes."""
         previous = body.get("previous_response_id") if isinstance(body, dict) else None
         if previous is None:
-            return []
-        with self._lock:
-            stored = self._responses.get(str(previous))
-        if stored is None:
+            return [], 0
+        stored = self._responses.get(str(previous))
+        if stored is None:  # never stored, or evicted (store.py)
             raise Rejection(
                 f"Previous response with id '{previous}' not found.",
                 param="previous_response_id",
@@ -273,7 +281,7 @@ class Engine:
 
     def _responses_turn(self, raw: bytes, org: str) -> Prepared:
         parsed, spans = _parse(raw, "openai")
-        history = self._history(parsed)
+        history, history_bytes = self._history(parsed)
         body = validate_responses(parsed, history)
         now = self.clock.now()
         plan = self.openai.plan("responses", body, history, org, now, spans)
@@ -285,8 +293,11 @@ class Engine:
         if body.get("store", True):
             given = body.get("input", [])
             items = [{"role": "user", "content": given}] if isinstance(given, str) else given
-            with self._lock:
-                self._responses[ident] = history + list(items) + output
+            new = list(items) + output
+            size = history_bytes + sum(
+                RESPONSE_ITEM_BYTES + 2 * len(jsonbytes.dumps(item)) for item in new
+            )
+            self._responses.put(ident, history + new, size)
 
         def commit() -> None:
             self.openai.commit(plan, self.clock.now())

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from llmcore import jsonbytes
 from llmcore.emulator.scan import MEMO, Spans
-from llmcore.emulator.store import PromptEntry, PromptStore
+from llmcore.emulator.store import MemoryBudget, PromptEntry, PromptStore
 from llmcore.emulator.tables import OPENAI_RETENTION_SECONDS
 from llmcore.tokens import OPENAI_CACHE_MIN, openai_cacheable
 
@@ -73,10 +73,14 @@ def openai_items(api: Api, body: dict[str, Any], history: list[Any]) -> list[Any
 
 
 class OpenAICache:
-    """The OpenAI prompt cache of one emulator."""
+    """The OpenAI prompt cache of one emulator.
 
-    def __init__(self) -> None:
-        self.store = PromptStore()
+    Args:
+        budget: The memory budget its entries are charged to (default: a private one).
+    """
+
+    def __init__(self, budget: MemoryBudget | None = None) -> None:
+        self.store = PromptStore(budget)
 
     def plan(
         self,
@@ -120,6 +124,6 @@ class OpenAICache:
     def commit(self, plan: OpenAIPlan, now: float) -> None:
         """Store ``plan``'s prompt (if ≥ 1,024 tokens) and refresh its hit: the response started."""
         if plan.hit is not None:
-            self.store.touch(plan.hit, now)
+            self.store.touch(plan.salt, plan.hit, now)
         if plan.prompt_tokens >= OPENAI_CACHE_MIN:
             self.store.put(plan.salt, plan.items, plan.tokens, now, plan.ttl)

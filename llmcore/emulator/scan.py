@@ -143,16 +143,23 @@ def scan_body(raw: bytes) -> tuple[Any, Spans]:
 class MeasureMemo:
     """Item source text → ``(bytes, tokens, images)`` of :func:`~llmcore.emulator.prefix.measure`.
 
-    Bounded: once it holds ``limit`` entries it starts over. Thread-safe.
+    Bounded: once it holds ``limit`` entries or about ``max_bytes`` bytes (source text plus
+    measured bytes) it starts over. Thread-safe.
 
     Args:
         limit: Most entries kept.
+        max_bytes: Most bytes of text and measured bytes kept (default 32 MiB).
     """
 
-    def __init__(self, limit: int = 50_000) -> None:
+    def __init__(self, limit: int = 50_000, max_bytes: int = 32 * 1024 * 1024) -> None:
         self._entries: dict[str, tuple[bytes, int, int]] = {}
         self._limit = limit
+        self._max_bytes = max_bytes
+        self._bytes = 0
         self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
     def measure(self, value: Any, spans: Spans) -> tuple[bytes, int, int]:
         """Return ``measure(value)``, from the memo when ``value``'s source text was seen."""
@@ -163,10 +170,13 @@ class MeasureMemo:
         if found is not None:
             return found
         result = measure(value)
+        size = len(source) + len(result[0])
         with self._lock:
-            if len(self._entries) >= self._limit:
+            if len(self._entries) >= self._limit or self._bytes + size > self._max_bytes:
                 self._entries.clear()
+                self._bytes = 0
             self._entries[source] = result
+            self._bytes += size
         return result
 
 

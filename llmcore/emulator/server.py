@@ -16,26 +16,36 @@ lookups already done), so tests can put requests "in flight together" determinis
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 import threading
+import time
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any
+from typing import Any, Final
 
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from llmcore.emulator.clock import Clock
 from llmcore.emulator.engine import Engine, Prepared
 from llmcore.emulator.errors import EmulatorError, Rejection, Shape, error_body
+from llmcore.emulator.limits import LOG, ClientGone, Limits, header_timeout_protocol, read_body
 from llmcore.emulator.script import Script
 
-__all__ = ["Emulator", "build_app"]
+__all__ = ["CLIENT_CLOSED", "AccessLog", "Emulator", "build_app"]
 
 _SSE_HEADERS = {"cache-control": "no-cache"}
+_CLOSING: Final = frozenset({408, 413})
+"""Statuses answered before the body was read through; the connection is closed after them."""
+CLIENT_CLOSED: Final = 499
+"""Status logged for a client that disconnected mid-body (nginx's convention; never sent)."""
+ACCESS: Final = logging.getLogger("llmcore.emulator.access")
+"""The access log (:class:`AccessLog`), INFO level."""
 
 
 class _Gate:
@@ -81,57 +91,142 @@ def _answer(prepared: Prepared, headers: dict[str, str]) -> Response:
     return Response(prepared.body, media_type="application/json", headers=headers)
 
 
+def _refuse(
+    shape: Shape, rejection: Rejection, headers: dict[str, str], request_id: str
+) -> Response:
+    if rejection.status in _CLOSING:  # the rest of the body is never read: end the connection
+        headers = {**headers, "connection": "close"}
+    return Response(
+        error_body(shape, rejection, request_id),
+        status_code=rejection.status,
+        media_type="application/json",
+        headers=headers,
+    )
+
+
+def _gone(request: Request, gone: ClientGone) -> Response:
+    declared = request.headers.get("content-length")
+    of = f" of {declared}" if declared else ""
+    LOG.warning(
+        "llmcore emulator: client disconnected mid-body (%s %s, %d%s bytes)",
+        request.method,
+        request.url.path,
+        gone.received,
+        of,
+    )
+    return Response(status_code=CLIENT_CLOSED)
+
+
 def _endpoint(
     engine: Engine,
     gate: _Gate,
     shape: Shape,
     handle: Callable[[bytes, str], Prepared],
+    limits: Limits,
 ) -> Callable[[Request], Any]:
     id_header = "request-id" if shape == "anthropic" else "x-request-id"
 
     async def endpoint(request: Request) -> Response:
+        try:
+            raw = await read_body(request, shape, limits)
+        except ClientGone as gone:
+            return _gone(request, gone)
+        except Rejection as rejection:
+            request_id = engine.request_id()
+            engine.rejected()
+            return _refuse(shape, rejection, {id_header: request_id}, request_id)
         request_id = engine.request_id()
         headers = {id_header: request_id}
-        raw = await request.body()
         try:
             if shape == "anthropic" and "anthropic-version" not in request.headers:
                 raise Rejection("anthropic-version: header is required")
             prepared = handle(raw, _org(request))
         except Rejection as rejection:
             engine.rejected()
-            return Response(
-                error_body(shape, rejection, request_id),
-                status_code=rejection.status,
-                media_type="application/json",
-                headers=headers,
-            )
+            return _refuse(shape, rejection, headers, request_id)
         await gate.wait()
         return _answer(prepared, headers)
 
     return endpoint
 
 
-def build_app(engine: Engine, gate: _Gate | None = None) -> Starlette:
-    """Return the starlette application serving ``engine`` (usable in-process with ASGI)."""
+class AccessLog:
+    """ASGI middleware: one line per request on the ``llmcore.emulator.access`` logger (INFO).
+
+    The line: ``CLIENT "METHOD PATH" STATUS BYTES B MS ms REQUEST_ID`` — the client address,
+    the response status (499 when the client left mid-body), response body bytes, wall time
+    from request start to the last body byte in milliseconds, and the ``request-id`` /
+    ``x-request-id`` sent (``-`` when none).
+
+    Args:
+        app: The ASGI application to wrap.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve one ASGI connection scope, logging HTTP requests as they finish."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        seen: dict[str, Any] = {"status": 0, "bytes": 0, "id": "-"}
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                seen["status"] = message["status"]
+                for name, value in message.get("headers", ()):
+                    if name in (b"request-id", b"x-request-id"):
+                        seen["id"] = value.decode("latin-1")
+            elif message["type"] == "http.response.body":
+                seen["bytes"] += len(message.get("body", b""))
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            host, port = scope.get("client") or ("-", 0)
+            ACCESS.info(
+                '%s:%d "%s %s" %d %d B %.1f ms %s',
+                host,
+                port,
+                scope["method"],
+                scope["path"],
+                seen["status"],
+                seen["bytes"],
+                (time.perf_counter() - start) * 1000,
+                seen["id"],
+            )
+
+
+def build_app(
+    engine: Engine,
+    gate: _Gate | None = None,
+    limits: Limits | None = None,
+    access_log: bool = False,
+) -> ASGIApp:
+    """Return the ASGI application serving ``engine`` (usable in-process).
+
+    Args:
+        engine: The shared state.
+        gate: Holds responses while paused (default: always open).
+        limits: Body size limits and body timeout (default: :class:`Limits`).
+        access_log: Wrap the app in :class:`AccessLog`.
+    """
     gate = gate or _Gate()
+    limits = limits or Limits()
+    endpoints: tuple[tuple[str, Shape, Callable[[bytes, str], Prepared]], ...] = (
+        ("/v1/messages", "anthropic", engine.anthropic_messages),
+        ("/v1/chat/completions", "openai", engine.chat_completions),
+        ("/v1/responses", "openai", engine.responses),
+    )
     routes = [
-        Route(
-            "/v1/messages",
-            _endpoint(engine, gate, "anthropic", engine.anthropic_messages),
-            methods=["POST"],
-        ),
-        Route(
-            "/v1/chat/completions",
-            _endpoint(engine, gate, "openai", engine.chat_completions),
-            methods=["POST"],
-        ),
-        Route(
-            "/v1/responses",
-            _endpoint(engine, gate, "openai", engine.responses),
-            methods=["POST"],
-        ),
+        Route(path, _endpoint(engine, gate, shape, handle, limits), methods=["POST"])
+        for path, shape, handle in endpoints
     ]
-    return Starlette(routes=routes)
+    app = Starlette(routes=routes)
+    return AccessLog(app) if access_log else app
 
 
 class Emulator:
@@ -147,7 +242,10 @@ class Emulator:
         script: The scripted model (default: :data:`~llmcore.emulator.agent.AGENT_SCRIPT`).
         host: Interface to bind (loopback by default).
         port: TCP port; 0 lets the OS choose (read it from :attr:`port` after :meth:`start`).
-        access_log: Whether uvicorn logs each request.
+        access_log: Log one line per request on the ``llmcore.emulator.access`` logger (INFO;
+            ``llmcore emulate --access-log`` sends it to stderr).
+        limits: Body size limits, header and body timeouts, cache memory budget (default:
+            :class:`~llmcore.emulator.limits.Limits`).
     """
 
     def __init__(
@@ -158,13 +256,14 @@ class Emulator:
         host: str = "127.0.0.1",
         port: int = 0,
         access_log: bool = False,
+        limits: Limits | None = None,
     ) -> None:
-        self.engine = Engine(clock=clock, script=script)
+        self.limits = limits or Limits()
+        self.engine = Engine(clock=clock, script=script, cache_bytes=self.limits.cache_bytes)
         self._gate = _Gate()
-        self.app = build_app(self.engine, self._gate)
+        self.app = build_app(self.engine, self._gate, self.limits, access_log)
         self._host = host
         self._port = port
-        self._access_log = access_log
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self._socket: socket.socket | None = None
@@ -205,11 +304,11 @@ class Emulator:
         config = uvicorn.Config(
             self.app,
             log_level="warning",
-            access_log=self._access_log,
+            access_log=False,  # AccessLog writes the access lines
             lifespan="off",
             ws="none",
             timeout_keep_alive=60,
-            http="auto",  # httptools when installed (much faster than h11), else h11
+            http=header_timeout_protocol(self.limits.header_timeout),  # httptools, + header timeout
             loop="auto",  # uvloop when installed
         )
         self._server = uvicorn.Server(config)

@@ -36,9 +36,10 @@ SERVER = (
 )
 
 
-def start_server() -> tuple[subprocess.Popen[str], str]:
+def start_server(code: str = SERVER, cwd: Path = ROOT) -> tuple[subprocess.Popen[str], str]:
+    """Start ``code`` (an emulator server) in a child process; return it and its base URL."""
     proc = subprocess.Popen(
-        [sys.executable, "-c", SERVER], stdout=subprocess.PIPE, text=True, cwd=ROOT
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, cwd=cwd
     )
     assert proc.stdout is not None
     line = proc.stdout.readline()

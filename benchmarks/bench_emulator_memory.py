@@ -40,6 +40,9 @@ from rich.table import Table
 
 from llmcore.emulator.session import run_agent_session
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_emulator  # noqa: E402 - the sibling benchmark's server starter
+
 ROOT = Path(__file__).resolve().parent.parent
 SERVER = (
     "import sys; from llmcore.cli.emulate import emulate_command; "
@@ -62,13 +65,7 @@ MIB = 1024 * 1024
 
 def start_server(source: Path, cache_mib: int | None) -> tuple[subprocess.Popen[str], str]:
     code = SERVER if cache_mib is None else SERVER_BUDGET.format(budget=cache_mib * MIB)
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, cwd=source
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    url = line.split("anthropic base URL ")[1].split(" ")[0]
-    return proc, url
+    return bench_emulator.start_server(code, source)
 
 
 def rss_mib(pid: int) -> float:

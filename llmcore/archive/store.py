@@ -78,7 +78,8 @@ import os
 import re
 import secrets
 import stat
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Literal, Protocol
@@ -475,7 +476,7 @@ class ArchiveStore:
         try:
             self._check_folder()
             self._make_folder(txn)
-            with folder_lock(self.folder, self.fs, exclusive=True, timeout=self.lock_timeout):
+            with self._exclusive("saved"):
                 try:
                     return self._write_locked(state, base, txn)
                 except BaseException:
@@ -483,14 +484,28 @@ class ArchiveStore:
                     raise
         except OSError as exc:
             raise self._write_error(exc) from exc
+        except ArchiveWriteError:
+            self._undo_folder(txn)
+            raise
+
+    @contextmanager
+    def _exclusive(self, done: str) -> Iterator[None]:
+        """Hold the folder's exclusive lock; lock failures become typed errors.
+
+        Raises:
+            ArchiveBusyError: Another process held the lock longer than :attr:`lock_timeout`.
+            ArchiveWriteError: The folder cannot be locked (nothing was ``done``).
+        """
+        try:
+            with folder_lock(self.folder, self.fs, exclusive=True, timeout=self.lock_timeout):
+                yield
         except LockTimeout as exc:
             raise ArchiveBusyError(
                 f"another process held the archive's lock for over {self.lock_timeout:g} s; "
-                "nothing was saved",
+                f"nothing was {done}",
                 location=str(self.folder),
             ) from exc
         except LockUnavailable as exc:
-            self._undo_folder(txn)
             raise self._refuse(f"cannot lock the archive folder: {exc.reason}") from exc
 
     def _write_locked(self, state: ConversationState, base: str | None, txn: _Txn) -> SaveResult:
@@ -819,18 +834,10 @@ class ArchiveStore:
             if info is None or problem is not None:
                 why = () if problem is None else (f"{self.folder}: {problem}; not deleted",)
                 return SaveResult(action="nothing", problems=why)
-            with folder_lock(self.folder, self.fs, exclusive=True, timeout=self.lock_timeout):
+            with self._exclusive("deleted"):
                 return self._delete_locked()
         except OSError as exc:
             raise self._write_error(exc) from exc
-        except LockTimeout as exc:
-            raise ArchiveBusyError(
-                f"another process held the archive's lock for over {self.lock_timeout:g} s; "
-                "nothing was deleted",
-                location=str(self.folder),
-            ) from exc
-        except LockUnavailable as exc:
-            raise self._refuse(f"cannot lock the archive folder: {exc.reason}") from exc
 
     def _delete_locked(self) -> SaveResult:
         doc = self.fs.lstat(self.conversation_file)

@@ -25,28 +25,20 @@ from llmcore.cli.audit import (
     EXIT_STABLE,
     audit_command,
 )
+from tests.audit.test_bad_input import CASSETTE_HEAD, _run
+from tests.audit.test_bad_input import _refused as _refused_one_line
 
-HEAD = (
-    "interactions:\n- request:\n    method: POST\n    uri: https://api.anthropic.com/v1/messages\n"
-)
 BODY = '{"model":"claude-sonnet-4-5","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}'
+HEAD = CASSETTE_HEAD
 HUGE = "7" * 5000
 LONG = "1" + "0" * 400
 TOO_LONG = "an integer of 5000 digits is longer than the 4300 digits Python reads"
 
 
-def _run(*paths: Path) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = audit_command(list(paths), None, False, out=out, err=err)
-    return code, out.getvalue(), err.getvalue()
-
-
 def _refused(path: Path) -> str:
-    code, out, err = _run(path)
-    assert (code, out) == (EXIT_INPUT, ""), err
-    assert err.endswith("\n") and err.count("\n") == 1 and err.startswith("llmcore: "), err
+    err = _refused_one_line(path)
     assert "internal error" not in err
-    return err.removesuffix("\n")
+    return err
 
 
 def _cassette(tmp_path: Path, extra: str = "", body: str = BODY, name: str = "c.yaml") -> Path:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from llmcore.archive import ArchiveStore
+from llmcore.archive import ArchiveStore, Conversation, ConversationState
 from llmcore.audit import audit_bodies
 from llmcore.errors import LLMCoreError
 from llmcore.messages import (
@@ -16,7 +16,7 @@ from llmcore.messages import (
 )
 from llmcore.providers import PROVIDER_NAMES, get_provider
 from llmcore.request import Params, Request, Tool, ToolChoiceName
-from llmcore.runner import Conversation, FunctionTool, Runner, ToolOutput
+from llmcore.runner import FunctionTool, Runner, ToolOutput, TurnResult
 from llmcore.transport import AsyncHTTPTransport, HTTPTransport
 from llmcore.usage import Cost, Usage
 
@@ -26,6 +26,7 @@ __all__ = [
     "ArchiveStore",
     "AsyncHTTPTransport",
     "Conversation",
+    "ConversationState",
     "Cost",
     "FunctionTool",
     "HTTPTransport",
@@ -42,6 +43,7 @@ __all__ = [
     "ToolChoiceName",
     "ToolOutput",
     "ToolResult",
+    "TurnResult",
     "Usage",
     "audit_bodies",
     "get_provider",

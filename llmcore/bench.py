@@ -30,7 +30,7 @@ from typing import Any, Final
 import httpx
 
 from llmcore import jsonbytes
-from llmcore.archive import ArchiveStore, ConversationState
+from llmcore.archive import ArchiveStore, Conversation
 from llmcore.audit import audit_bodies
 from llmcore.emulator import AGENT_TOOLS, AgentWorkspace, Emulator, ManualClock
 from llmcore.emulator.session import PROMPTS, SYSTEM
@@ -38,7 +38,7 @@ from llmcore.messages import Image
 from llmcore.providers import get_provider
 from llmcore.providers.base import ParsedResponse, Provider
 from llmcore.request import Params, Request
-from llmcore.runner import Conversation, FunctionTool, Runner, ToolOutput
+from llmcore.runner import FunctionTool, Runner, ToolOutput
 from llmcore.transport import HTTPTransport, Transport
 from llmcore.usage import Usage
 
@@ -219,8 +219,7 @@ class _Session:
 
     def play(self, runner: Runner, leg: BenchLeg, prompt: str) -> None:
         self.turn += 1
-        result = runner.run_turn(self.conversation, prompt)
-        self.conversation = result.conversation
+        result = runner.run_turn(self.conversation, prompt)  # advances self.conversation
         for body, response in zip(result.bodies, result.responses, strict=True):
             if not self.image_seen and _carries_image(body):
                 self.image_seen = True
@@ -243,24 +242,10 @@ class _Session:
 
     def reopen(self, runner: Runner, leg: BenchLeg, folder: Path) -> Runner:
         before = _next_body(runner, self.conversation, leg)
-        state = ConversationState(
-            provider=self.conversation.provider,
-            model=self.conversation.model,
-            history=self.conversation.history,
-            usage=self.conversation.usage,
-            sent_facts=self.conversation.sent_facts,
-        )
         store = ArchiveStore(folder)
-        store.write(state)
+        store.save(self.conversation)
         self.archive_bytes = store.conversation_file.stat().st_size
-        loaded = ArchiveStore(folder).load().state
-        self.conversation = Conversation(
-            history=loaded.history,
-            usage=loaded.usage,
-            sent_facts=loaded.sent_facts,
-            provider=loaded.provider,
-            model=loaded.model,
-        )
+        self.conversation = ArchiveStore(folder).open()  # every in-memory state dropped
         fresh = self.runner(leg)  # a new process would start with empty encode caches
         self.reopen_identical = before == _next_body(fresh, self.conversation, leg)
         self.event = "reopened"

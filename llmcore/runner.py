@@ -19,25 +19,29 @@ images — one user message ``Here is the image you asked for.`` followed by tho
 * Usage, last-round usage and cost (:class:`~llmcore.usage.UsageTotals`) are updated per
   request; the cost of each request comes from :mod:`llmcore.pricing`.
 * The provider and model can change between turns (P6): the next request carries the same
-  history; :attr:`Conversation.provider` and ``model`` are updated when that turn ends.
+  history; the conversation's ``provider`` and ``model`` are updated when that turn ends.
 * **Errors and cancellation**: the turn's result is returned only when the turn ends. A
   provider error, a parse error, ``KeyboardInterrupt`` or task cancellation propagates and the
-  caller's :class:`Conversation` (an immutable value) is unchanged — nothing partial is ever
-  appended. Tools that already ran are not undone.
+  caller's conversation is unchanged — nothing partial is ever appended. Tools that already ran are not undone.
 * A turn that ends on ``pause_turn`` (an Anthropic server-tool loop paused) is not resumed:
   its server-tool blocks are provider-only and left out of the history (M4).
 
-It leaves out saving (:mod:`llmcore.archive`) and the panel transcript.
+There is one conversation (:class:`llmcore.archive.Conversation`, holding a
+:class:`~llmcore.archive.ConversationState`): a turn run on the host object advances it in place
+through :meth:`~llmcore.archive.Conversation.end_turn` (A10), and the archive saves that same
+object. It leaves out saving (:mod:`llmcore.archive`) and the panel transcript.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeAlias
 
 from llmcore import jsonbytes
+from llmcore.archive import Conversation, ConversationState
 from llmcore.errors import InvalidRequestError
 from llmcore.facts import Section, SentFacts, TurnFacts, plan_turn, render_sections
 from llmcore.messages import (
@@ -54,11 +58,10 @@ from llmcore.providers import get_provider
 from llmcore.providers.base import EncodeCache, ParsedResponse, Provider, StopReason
 from llmcore.request import Params, Request, Tool
 from llmcore.transport import AsyncTransport, Transport
-from llmcore.usage import UsageTotals
+from llmcore.usage import Cost, Usage
 
 __all__ = [
     "IMAGE_FOLLOW_UP_TEXT",
-    "Conversation",
     "FunctionTool",
     "Runner",
     "ToolOutput",
@@ -115,31 +118,11 @@ class FunctionTool:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Conversation:
-    """What the runner reads and returns: history, usage and facts (M1, U3, F1, P6).
-
-    Field names match :class:`llmcore.archive.state.ConversationState`, so a host can copy
-    them over with :func:`dataclasses.replace`.
-    """
-
-    history: tuple[Message, ...] = ()
-    """The messages as sent and received."""
-    usage: UsageTotals = field(default_factory=UsageTotals)
-    """Total usage, the last request's usage and the cost."""
-    sent_facts: SentFacts = field(default_factory=SentFacts)
-    """Which context sections the model holds (F1)."""
-    provider: str = ""
-    """The provider of the last turn."""
-    model: str = ""
-    """The model of the last turn."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class TurnResult:
     """The outcome of one turn."""
 
-    conversation: Conversation
-    """The conversation after the turn."""
+    state: ConversationState
+    """The conversation after the turn (for a :class:`Conversation`, its new state)."""
     appended: tuple[Message, ...]
     """The messages this turn added to the history, in order."""
     stop: TurnStop
@@ -148,18 +131,20 @@ class TurnResult:
     """The exact body bytes of each request of the turn."""
     responses: tuple[ParsedResponse, ...]
     """Each request's parsed response."""
+    rounds: tuple[tuple[Usage, Cost], ...] = ()
+    """Each request's usage and cost, in order."""
 
 
 class _Turn:
     """The state of one running turn; the sync and async loops drive it."""
 
-    def __init__(self, runner: Runner, conversation: Conversation, user: Message) -> None:
+    def __init__(self, runner: Runner, start: ConversationState, user: Message) -> None:
         self.runner = runner
         self.provider = runner.current_provider()
-        self.start = conversation
-        self.messages: list[Message] = [*conversation.history, user]
+        self.start = start
+        self.messages: list[Message] = [*start.history, user]
         self.carry: dict[int, tuple[str, ...]] = {}
-        self.usage = conversation.usage
+        self.rounds: list[tuple[Usage, Cost]] = []
         self.bodies: list[bytes] = []
         self.responses: list[ParsedResponse] = []
 
@@ -180,7 +165,7 @@ class _Turn:
         """Record a response; return the tool calls to run (none ends the turn)."""
         self.responses.append(parsed)
         cost = self.runner.prices.cost(self.runner.model, parsed.usage)
-        self.usage = self.usage.record(parsed.usage, cost)
+        self.rounds.append((parsed.usage, cost))
         if not parsed.content:
             return []
         if parsed.carry:
@@ -195,21 +180,40 @@ class _Turn:
             self.messages.append(Message.user(IMAGE_FOLLOW_UP_TEXT, *images))
 
     def result(self, facts: SentFacts, stop: TurnStop) -> TurnResult:
-        history = tuple(self.messages)
-        conversation = Conversation(
-            history=history,
-            usage=self.usage,
-            sent_facts=facts,
+        appended = tuple(self.messages[len(self.start.history) :])
+        state = self.start.after_turn(
+            messages=appended,
             provider=self.provider.name,
             model=self.runner.model,
+            rounds=self.rounds,
+            sent_facts=facts,
         )
         return TurnResult(
-            conversation=conversation,
-            appended=history[len(self.start.history) :],
+            state=state,
+            appended=appended,
             stop=stop,
             bodies=tuple(self.bodies),
             responses=tuple(self.responses),
+            rounds=tuple(self.rounds),
         )
+
+
+def _finish(conversation: Conversation | ConversationState, result: TurnResult) -> TurnResult:
+    """Advance a host :class:`Conversation` by the finished turn (A10); a value is left as is."""
+    if isinstance(conversation, Conversation):
+        conversation.end_turn(
+            messages=result.appended,
+            provider=result.state.provider,
+            model=result.state.model,
+            rounds=result.rounds,
+            sent_facts=result.state.sent_facts,
+        )
+        return dataclasses.replace(result, state=conversation.state)
+    return result
+
+
+def _start(conversation: Conversation | ConversationState) -> ConversationState:
+    return conversation.state if isinstance(conversation, Conversation) else conversation
 
 
 class Runner:
@@ -265,15 +269,19 @@ class Runner:
 
     def run_turn(
         self,
-        conversation: Conversation,
+        conversation: Conversation | ConversationState,
         message: str | Message,
         *,
         sections: Sequence[Section] = (),
     ) -> TurnResult:
-        """Run one turn with the sync transport and return the new conversation.
+        """Run one turn with the sync transport.
 
         Args:
-            conversation: The conversation so far (left unchanged).
+            conversation: The conversation so far. A :class:`Conversation` (the host object
+                the archive saves) is advanced when the turn ends
+                (:meth:`Conversation.end_turn`, which marks the document edited, A10); a
+                :class:`ConversationState` value is left as it is and the new one returned in
+                :attr:`TurnResult.state`. On any error neither changes.
             message: The user's message: text, or a user :class:`Message` (text and images).
             sections: The turn's context sections as they stand now (F1).
 
@@ -284,19 +292,20 @@ class Runner:
         """
         if self.transport is None:
             raise InvalidRequestError("run_turn needs a transport", location="transport")
-        user, facts = _user_message(conversation, message, sections)
-        turn = _Turn(self, conversation, user)
+        start = _start(conversation)
+        user, facts = _user_message(start, message, sections)
+        turn = _Turn(self, start, user)
         for _ in range(self.max_steps):
             parsed = self.transport.send(turn.provider, turn.body(), stream=self.params.stream)
             calls = turn.accept(parsed)
             if not calls:
-                return turn.result(facts, parsed.stop_reason)
+                return _finish(conversation, turn.result(facts, parsed.stop_reason))
             turn.add_results([_finish_call(call, self._run_tool(call)) for call in calls])
-        return turn.result(facts, "step_limit")
+        return _finish(conversation, turn.result(facts, "step_limit"))
 
     async def arun_turn(
         self,
-        conversation: Conversation,
+        conversation: Conversation | ConversationState,
         message: str | Message,
         *,
         sections: Sequence[Section] = (),
@@ -307,14 +316,15 @@ class Runner:
         """
         if self.async_transport is None:
             raise InvalidRequestError("arun_turn needs an async transport", location="transport")
-        user, facts = _user_message(conversation, message, sections)
-        turn = _Turn(self, conversation, user)
+        start = _start(conversation)
+        user, facts = _user_message(start, message, sections)
+        turn = _Turn(self, start, user)
         for _ in range(self.max_steps):
             body = turn.body()
             parsed = await self.async_transport.send(turn.provider, body, stream=self.params.stream)
             calls = turn.accept(parsed)
             if not calls:
-                return turn.result(facts, parsed.stop_reason)
+                return _finish(conversation, turn.result(facts, parsed.stop_reason))
             results = []
             for call in calls:
                 outcome = self._run_tool(call)
@@ -322,7 +332,7 @@ class Runner:
                     outcome = await _await_tool(call, outcome)
                 results.append(_finish_call(call, outcome))
             turn.add_results(results)
-        return turn.result(facts, "step_limit")
+        return _finish(conversation, turn.result(facts, "step_limit"))
 
     def _run_tool(self, call: ToolCall) -> Any:
         """Run one call; return its value, an awaitable, or a :class:`ToolOutput` error."""
@@ -387,7 +397,7 @@ def _as_output(value: Any) -> ToolOutput:
 
 
 def _user_message(
-    conversation: Conversation, message: str | Message, sections: Sequence[Section]
+    conversation: ConversationState, message: str | Message, sections: Sequence[Section]
 ) -> tuple[Message, SentFacts]:
     """Return the turn's user message (F1 sections first) and the facts to keep after it."""
     start = len(conversation.history)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from llmcore.facts import Section, SentFacts, TurnPlan, plan_turn
-from llmcore.messages import Message, clean_text
+from llmcore.messages import Message
 from llmcore.usage import Cost, Usage
 
 from .state import ConversationState, Feedback, Item, Rating, canonical_json, set_pair
@@ -171,19 +171,15 @@ class Conversation:
             rounds: (usage, cost) of each request the turn made, in order.
             sent_facts: The record from :meth:`plan_turn` (``None`` keeps the current one).
         """
-        totals = self._state.usage
-        for usage, cost in rounds:
-            totals = totals.record(usage, cost)
         self._keep_unreadable = False
         self._change(
-            dataclasses.replace(
-                self._state,
-                provider=clean_text(provider),
-                model=clean_text(model),
-                history=(*self._state.history, *messages),
-                items=(*self._state.items, *items),
-                usage=totals,
-                sent_facts=self._state.sent_facts if sent_facts is None else sent_facts,
+            self._state.after_turn(
+                messages=messages,
+                provider=provider,
+                model=model,
+                items=items,
+                rounds=rounds,
+                sent_facts=sent_facts,
             )
         )
 

@@ -12,8 +12,9 @@ tracking (:mod:`llmcore.archive.conversation`).
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeAlias
 
@@ -21,7 +22,7 @@ from llmcore import jsonbytes
 from llmcore.errors import UserError
 from llmcore.facts import SentFacts
 from llmcore.messages import Message, clean_text
-from llmcore.usage import UsageTotals
+from llmcore.usage import Cost, Usage, UsageTotals
 
 from .format import ITEM_TYPES
 
@@ -209,3 +210,39 @@ class ConversationState:
     def is_empty(self) -> bool:
         """Whether there is nothing to save: no items, history, queued or unsent (SPEC A9)."""
         return not (self.items or self.history or self.queued or self.unsent)
+
+    def after_turn(
+        self,
+        *,
+        messages: Sequence[Message],
+        provider: str,
+        model: str,
+        items: Sequence[Item] = (),
+        rounds: Sequence[tuple[Usage, Cost]] = (),
+        sent_facts: SentFacts | None = None,
+    ) -> ConversationState:
+        """Return the state after a finished turn (SPEC A10, U3, F1, P6).
+
+        The one rule for advancing a conversation: the runner uses it for a state value and
+        :meth:`~llmcore.archive.conversation.Conversation.end_turn` for the host object.
+
+        Args:
+            messages: The turn's messages, appended to the history.
+            provider: The provider the turn ran on (becomes :attr:`provider`, P6).
+            model: The model the turn ran on (becomes :attr:`model`).
+            items: Panel items the turn added.
+            rounds: (usage, cost) of each request the turn made, in order.
+            sent_facts: The turn-facts record after the turn (``None`` keeps the current one).
+        """
+        totals = self.usage
+        for usage, cost in rounds:
+            totals = totals.record(usage, cost)
+        return dataclasses.replace(
+            self,
+            provider=clean_text(provider),
+            model=clean_text(model),
+            history=(*self.history, *messages),
+            items=(*self.items, *items),
+            usage=totals,
+            sent_facts=self.sent_facts if sent_facts is None else sent_facts,
+        )

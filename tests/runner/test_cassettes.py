@@ -11,8 +11,9 @@ import pytest
 import yaml
 from vcr.errors import CannotOverwriteExistingCassetteException
 
+from llmcore.archive import ConversationState
 from llmcore.messages import Message, ToolCall, ToolResult
-from llmcore.runner import Conversation, FunctionTool, Runner
+from llmcore.runner import FunctionTool, Runner
 from llmcore.transport import HTTPTransport
 from llmcore.usage import Usage
 from tests.runner.conftest import CASSETTES
@@ -36,13 +37,13 @@ SCENARIOS = {s.name: s for s in SCRIPT.SCENARIOS}
 NO_KEYS = {"anthropic": "replay-no-key", "openai-chat": "replay-no-key"}
 
 
-def run(name: str, message: str | None = None) -> tuple[Conversation, tuple[bytes, ...]]:
+def run(name: str, message: str | None = None) -> tuple[ConversationState, tuple[bytes, ...]]:
     scenario = SCENARIOS[name]
     with HTTPTransport(api_keys=NO_KEYS, environ={}) as transport:
         result = SCRIPT.runner_for(scenario, transport).run_turn(
-            Conversation(), message or scenario.message
+            ConversationState(), message or scenario.message
         )
-    return result.conversation, result.bodies
+    return result.state, result.bodies
 
 
 @pytest.mark.vcr
@@ -111,7 +112,9 @@ def test_cassettes_are_current_keep_exact_bodies_and_hold_no_keys(name: str) -> 
 
 def _sent(name: str) -> list[tuple[str, bytes, bytes]]:
     transport = SCRIPT.CorpusTransport(SCENARIOS[name].cases)
-    SCRIPT.runner_for(SCENARIOS[name], transport).run_turn(Conversation(), SCENARIOS[name].message)
+    SCRIPT.runner_for(SCENARIOS[name], transport).run_turn(
+        ConversationState(), SCENARIOS[name].message
+    )
     return transport.sent
 
 

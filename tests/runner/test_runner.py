@@ -8,11 +8,12 @@ from typing import Any
 
 import pytest
 
+from llmcore.archive import ConversationState
 from llmcore.errors import APIStatusError, ResponseParseError
 from llmcore.facts import Section
 from llmcore.messages import Image, Message, ToolCall, ToolResult
 from llmcore.providers.base import ParsedResponse, Provider
-from llmcore.runner import IMAGE_FOLLOW_UP_TEXT, Conversation, FunctionTool, Runner, ToolOutput
+from llmcore.runner import IMAGE_FOLLOW_UP_TEXT, FunctionTool, Runner, ToolOutput
 from llmcore.transport import HTTPTransport
 from llmcore.usage import Cost, Usage
 from tests.transport.server import Reply, serve
@@ -96,8 +97,8 @@ def test_tool_using_turn_appends_exactly_what_was_sent_and_received() -> None:
         reply(text("Checking."), call("toolu_1", "weather", {"city": "Paris"}), stop="tool_use"),
         reply(text("21 degrees.")),
     )
-    result = runner(transport).run_turn(Conversation(), "Weather in Paris?")
-    history = result.conversation.history
+    result = runner(transport).run_turn(ConversationState(), "Weather in Paris?")
+    history = result.state.history
     assert history == (
         Message.user("Weather in Paris?"),
         Message.assistant(
@@ -116,7 +117,7 @@ def test_tool_using_turn_appends_exactly_what_was_sent_and_received() -> None:
     first, second = (wire_messages(b) for b in transport.bodies)
     assert second[: len(first)] == first  # P4 within the turn
     assert b'"input":{"city": "Paris"}' in transport.bodies[1]  # argument bytes spliced as received
-    assert result.conversation.provider == "anthropic" and result.conversation.model == MODEL
+    assert result.state.provider == "anthropic" and result.state.model == MODEL
 
 
 def test_usage_last_round_and_estimated_cost_in_dollars() -> None:
@@ -136,7 +137,7 @@ def test_usage_last_round_and_estimated_cost_in_dollars() -> None:
         reply(call("toolu_1", "weather", {"city": "Oslo"}), stop="tool_use", usage=usage1),
         reply(text("Cold."), usage=usage2),
     )
-    totals = runner(transport).run_turn(Conversation(), "Oslo?").conversation.usage
+    totals = runner(transport).run_turn(ConversationState(), "Oslo?").state.usage
     assert totals.total == Usage(input=1050, output=300, cache_read=3000, cache_write=2000)
     assert totals.last_round == Usage(input=50, output=200, cache_read=3000)
     # sonnet 4.5: $3 in, $15 out, $0.30 read, $3.75 5-min write per MTok
@@ -155,7 +156,7 @@ def test_a_raising_tool_becomes_an_error_result() -> None:
         reply(call("toolu_1", "broken", {}), stop="tool_use"), reply(text("Sorry."))
     )
     run = Runner(provider="anthropic", model=MODEL, transport=transport, tools=[tool])
-    history = run.run_turn(Conversation(), "go").conversation.history
+    history = run.run_turn(ConversationState(), "go").state.history
     assert history[2] == Message.tool(
         ToolResult(
             call_id="toolu_1",
@@ -174,7 +175,7 @@ def test_unknown_tool_and_non_object_arguments_are_error_results() -> None:
         b'"usage":{"input_tokens":1,"output_tokens":1}}'
     )
     transport = Scripted(raw, reply(text("ok")))
-    history = runner(transport).run_turn(Conversation(), "go").conversation.history
+    history = runner(transport).run_turn(ConversationState(), "go").state.history
     results = history[2].content
     assert results[0] == ToolResult(
         call_id="a", tool_name="nope", content=b"unknown tool 'nope'", is_error=True
@@ -194,7 +195,7 @@ def test_a_tool_returning_an_image_puts_it_in_the_next_user_message() -> None:
         reply(call("toolu_1", "snapshot", {}), stop="tool_use"), reply(text("Nice."))
     )
     run = Runner(provider="anthropic", model=MODEL, transport=transport, tools=[tool])
-    history = run.run_turn(Conversation(), "draw").conversation.history
+    history = run.run_turn(ConversationState(), "draw").state.history
     assert history[2] == Message.tool(
         ToolResult(call_id="toolu_1", tool_name="snapshot", content=b"rendered 1 frame")
     )
@@ -207,9 +208,9 @@ def test_step_limit_leaves_every_call_answered() -> None:
     loop = reply(call("toolu_1", "weather", {"city": "Rome"}), stop="tool_use")
     loop2 = reply(call("toolu_2", "weather", {"city": "Rome"}), stop="tool_use")
     transport = Scripted(loop, loop2)
-    result = runner(transport, max_steps=2).run_turn(Conversation(), "loop")
+    result = runner(transport, max_steps=2).run_turn(ConversationState(), "loop")
     assert result.stop == "step_limit"
-    assert [m.role for m in result.conversation.history] == [
+    assert [m.role for m in result.state.history] == [
         "user",
         "assistant",
         "tool",
@@ -220,7 +221,7 @@ def test_step_limit_leaves_every_call_answered() -> None:
 
 
 def test_a_failed_request_mid_turn_leaves_the_conversation_unchanged() -> None:
-    before = runner(Scripted(reply(text("hi")))).run_turn(Conversation(), "hello").conversation
+    before = runner(Scripted(reply(text("hi")))).run_turn(ConversationState(), "hello").state
     overloaded = APIStatusError("overloaded", provider="anthropic", status=529)
     transport = Scripted(
         reply(call("toolu_1", "weather", {"city": "Lima"}), stop="tool_use"), overloaded
@@ -239,7 +240,7 @@ def test_keyboard_interrupt_in_a_tool_leaves_the_conversation_unchanged() -> Non
         raise KeyboardInterrupt
 
     tool = FunctionTool.create("slow", "", {"type": "object"}, interrupted)
-    start = Conversation(history=(Message.user("a"), Message.assistant("b")))
+    start = ConversationState(history=(Message.user("a"), Message.assistant("b")))
     run = Runner(
         provider="anthropic",
         model=MODEL,
@@ -259,7 +260,7 @@ def test_task_cancellation_leaves_the_conversation_unchanged() -> None:
             await asyncio.sleep(60)
             raise AssertionError("not reached")
 
-    start = Conversation(history=(Message.user("a"), Message.assistant("b")))
+    start = ConversationState(history=(Message.user("a"), Message.assistant("b")))
     run = Runner(provider="anthropic", model=MODEL, async_transport=Hanging())
 
     async def main() -> None:
@@ -289,7 +290,7 @@ def test_async_turn_awaits_async_tools() -> None:
         reply(call("t1", "weather", {}), stop="tool_use"), reply(text("Sunny."))
     )
     run = Runner(provider="anthropic", model=MODEL, async_transport=transport, tools=[tool])
-    history = asyncio.run(run.arun_turn(Conversation(), "go")).conversation.history
+    history = asyncio.run(run.arun_turn(ConversationState(), "go")).state.history
     assert history[2] == Message.tool(
         ToolResult(call_id="t1", tool_name="weather", content=b"sunny")
     )
@@ -305,7 +306,7 @@ def test_thinking_is_carried_within_the_turn_and_dropped_after() -> None:
         reply(text("Bye.")),
     )
     run = runner(transport)
-    first = run.run_turn(Conversation(), "Kyiv?").conversation
+    first = run.run_turn(ConversationState(), "Kyiv?").state
     carried = json.dumps(THINKING).encode()
     assert carried not in transport.bodies[0]
     second_body = json.loads(transport.bodies[1])
@@ -321,12 +322,12 @@ def test_context_sections_only_changed_ones_are_resent() -> None:
     run = runner(transport)
     mode = Section(name="This turn", text="# This turn\nMode: Just do it")
     design = Section(name="Design system", text="# Design system\nblue")
-    first = run.run_turn(Conversation(), "Make a card", sections=[mode, design]).conversation
+    first = run.run_turn(ConversationState(), "Make a card", sections=[mode, design]).state
     assert first.history[0] == Message.user(
         "# This turn\nMode: Just do it\n\n# Design system\nblue\n\nMake a card"
     )
     changed = Section(name="Design system", text="# Design system\nred")
-    second = run.run_turn(first, "Again", sections=[mode, changed]).conversation
+    second = run.run_turn(first, "Again", sections=[mode, changed]).state
     assert second.history[2] == Message.user("# Design system\nred\n\nAgain")
     assert [t.message for t in second.sent_facts.turns] == [0, 2]
 
@@ -334,9 +335,9 @@ def test_context_sections_only_changed_ones_are_resent() -> None:
 def test_switching_model_between_turns_keeps_the_messages() -> None:
     transport = Scripted(reply(text("one")), reply(text("two")))
     run = runner(transport)
-    first = run.run_turn(Conversation(), "hi").conversation
+    first = run.run_turn(ConversationState(), "hi").state
     run.model = "claude-haiku-4-5"
-    second = run.run_turn(first, "more").conversation
+    second = run.run_turn(first, "more").state
     assert second.model == "claude-haiku-4-5" and first.model == MODEL
     a, b = (wire_messages(x) for x in transport.bodies)
     assert b[: len(a)] == a and json.loads(transport.bodies[1])["model"] == "claude-haiku-4-5"
@@ -353,10 +354,10 @@ def test_runner_over_loopback_http_with_a_retry() -> None:
         with HTTPTransport(
             base_urls={"anthropic": server.url}, api_keys={"anthropic": "k"}, sleep=sleeps.append
         ) as t:
-            result = runner(t).run_turn(Conversation(), "Nice?")
+            result = runner(t).run_turn(ConversationState(), "Nice?")
     assert sleeps == [0.0]
     assert [s.body for s in server.seen] == [result.bodies[0], result.bodies[0], result.bodies[1]]
-    assert result.conversation.history[-1] == Message.assistant("Warm.")
+    assert result.state.history[-1] == Message.assistant("Warm.")
 
 
 def test_reported_cost_and_unknown_models() -> None:
@@ -403,12 +404,12 @@ def test_switching_provider_between_turns_sends_the_same_history() -> None:
         chat_reply("Wet."),
     )
     run = runner(transport)
-    first = run.run_turn(Conversation(), "Oslo?").conversation
+    first = run.run_turn(ConversationState(), "Oslo?").state
     run.provider, run.model = "openai-chat", "gpt-4o"
     second = run.run_turn(first, "And Bergen?")
-    assert first.provider == "anthropic" and second.conversation.provider == "openai-chat"
-    assert second.conversation.model == "gpt-4o"
-    assert second.conversation.history[: len(first.history)] == first.history  # nothing dropped
+    assert first.provider == "anthropic" and second.state.provider == "openai-chat"
+    assert second.state.model == "gpt-4o"
+    assert second.state.history[: len(first.history)] == first.history  # nothing dropped
     expected = get_provider("openai-chat").build_body(
         Request(
             model="gpt-4o",
@@ -418,10 +419,10 @@ def test_switching_provider_between_turns_sends_the_same_history() -> None:
         )
     )
     assert transport.bodies[2] == expected  # the same messages, nothing added
-    assert second.conversation.history[-2] == Message.tool(
+    assert second.state.history[-2] == Message.tool(
         ToolResult(call_id="call_9", tool_name="weather", content=b'{"city": "Bergen", "temp": 21}')
     )
-    assert second.conversation.usage.last_round == Usage(input=976, output=10, cache_read=1024)
+    assert second.state.usage.last_round == Usage(input=976, output=10, cache_read=1024)
 
 
 def test_openai_turn_over_loopback_with_bearer_key() -> None:
@@ -434,14 +435,14 @@ def test_openai_turn_over_loopback_with_bearer_key() -> None:
             base_urls={"openai-chat": server.url}, api_keys={"openai-chat": "sk-test"}
         ) as t:
             run = Runner(provider="openai-chat", model="gpt-4o", transport=t, tools=[WEATHER])
-            result = run.run_turn(Conversation(), "Rome?")
+            result = run.run_turn(ConversationState(), "Rome?")
     assert [s.path for s in server.seen] == ["/v1/chat/completions"] * 2
     assert server.seen[0].headers["authorization"] == "Bearer sk-test"
     assert [s.body for s in server.seen] == list(result.bodies)
-    assert result.conversation.history[1] == Message.assistant(
+    assert result.state.history[1] == Message.assistant(
         ToolCall(id="call_1", name="weather", arguments=b'{"city":"Rome"}')
     )
-    assert result.conversation.usage.cost.kind == "estimated"
+    assert result.state.usage.cost.kind == "estimated"
 
 
 def test_streamed_turn_over_loopback() -> None:
@@ -498,13 +499,13 @@ def test_streamed_turn_over_loopback() -> None:
     )
     with serve(first, second) as server:
         with HTTPTransport(base_urls={"anthropic": server.url}, api_keys={"anthropic": "k"}) as t:
-            result = runner(t, params=Params(stream=True)).run_turn(Conversation(), "Pau?")
+            result = runner(t, params=Params(stream=True)).run_turn(ConversationState(), "Pau?")
     assert b'"stream":true' in server.seen[0].body
-    assert result.conversation.history[1] == Message.assistant(
+    assert result.state.history[1] == Message.assistant(
         ToolCall(id="t1", name="weather", arguments=b'{"city": "Pau"}')
     )
-    assert result.conversation.history[-1] == Message.assistant("Mild.")
-    assert result.conversation.usage.total == Usage(input=14, output=5)
+    assert result.state.history[-1] == Message.assistant("Mild.")
+    assert result.state.usage.total == Usage(input=14, output=5)
 
 
 def test_a_tool_returning_text_with_a_lone_surrogate_gives_a_replacement_character():
@@ -513,3 +514,53 @@ def test_a_tool_returning_text_with_a_lone_surrogate_gives_a_replacement_charact
     call = ToolCall(id="c1", name="t", arguments=b"{}")
     result, images = _finish_call(call, "bad \ud800 text")
     assert result.content == "bad \ufffd text".encode() and images == ()
+
+
+# ------------------------------------------------------------- one conversation: runner ↔ archive
+
+
+def test_the_host_conversation_is_advanced_in_place_and_marked_edited(tmp_path) -> None:
+    from llmcore.archive import ArchiveStore
+
+    store = ArchiveStore(tmp_path / "agent")
+    edits: list[int] = []
+    conversation = store.open(on_edited=lambda: edits.append(1))
+    transport = Scripted(
+        reply(call("toolu_1", "weather", {"city": "Oslo"}), stop="tool_use"),
+        reply(text("Cold.")),
+    )
+    result = runner(transport).run_turn(conversation, "Oslo?")
+    assert result.state is conversation.state
+    assert [m.role for m in conversation.history] == ["user", "assistant", "tool", "assistant"]
+    assert conversation.state.provider == "anthropic" and conversation.state.model == MODEL
+    assert conversation.state.usage.total == Usage(input=20, output=10)
+    assert edits == [1] and conversation.edited  # one change per turn (A10)
+    assert conversation.state.sent_facts == result.state.sent_facts
+    store.save(conversation)
+    reopened = ArchiveStore(tmp_path / "agent").open()
+    assert reopened.state == conversation.state
+    runner(Scripted(reply(text("Still cold.")))).run_turn(reopened, "And now?")
+    assert len(reopened.history) == 6
+    assert store.save(reopened).action == "written"
+
+
+def test_a_failed_turn_leaves_the_host_conversation_untouched(tmp_path) -> None:
+    from llmcore.archive import Conversation
+
+    edits: list[int] = []
+    conversation = Conversation(on_edited=lambda: edits.append(1))
+    overloaded = APIStatusError("overloaded", provider="anthropic", status=529)
+    transport = Scripted(
+        reply(call("toolu_1", "weather", {"city": "Lima"}), stop="tool_use"), overloaded
+    )
+    with pytest.raises(APIStatusError):
+        runner(transport).run_turn(conversation, "Lima?")
+    assert conversation.state == ConversationState() and edits == [] and not conversation.edited
+
+
+def test_a_state_value_is_never_changed_and_the_result_carries_the_new_one() -> None:
+    start = ConversationState()
+    result = runner(Scripted(reply(text("hi")))).run_turn(start, "hello")
+    assert start == ConversationState()
+    assert result.state.history == (Message.user("hello"), Message.assistant("hi"))
+    assert result.rounds == ((Usage(input=10, output=5), result.rounds[0][1]),)

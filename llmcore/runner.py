@@ -22,7 +22,8 @@ images — one user message ``Here is the image you asked for.`` followed by tho
   history; the conversation's ``provider`` and ``model`` are updated when that turn ends.
 * **Errors and cancellation**: the turn's result is returned only when the turn ends. A
   provider error, a parse error, ``KeyboardInterrupt`` or task cancellation propagates and the
-  caller's conversation is unchanged — nothing partial is ever appended. Tools that already ran are not undone.
+  caller's conversation is unchanged — nothing partial is ever appended. Tools that already
+  ran are not undone.
 * A turn that ends on ``pause_turn`` (an Anthropic server-tool loop paused) is not resumed:
   its server-tool blocks are provider-only and left out of the history (M4).
 

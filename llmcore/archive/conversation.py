@@ -241,9 +241,18 @@ class Conversation:
         self._change(ConversationState())
 
     def compact(
-        self, *, summary: Message, keep_from: int, notice: Item, kept_turn_starts: Sequence[int]
+        self,
+        *,
+        summary: Message,
+        keep_from: int,
+        notice: Item,
+        kept_turn_starts: Sequence[int],
+        rounds: Sequence[tuple[Usage, Cost]] = (),
     ) -> None:
         """Apply a compaction (SPEC C1): ``summary`` replaces ``history[:keep_from]``.
+
+        :func:`llmcore.compaction.run_compaction` plans and calls this; use it directly only
+        with a cut at a turn boundary.
 
         Args:
             summary: The ``# Conversation so far`` user message.
@@ -251,14 +260,19 @@ class Conversation:
             notice: The notice item the panel gains.
             kept_turn_starts: The kept turns' starts in the new history; recorded with no
                 sections, so the next turn resends every section in full.
+            rounds: (usage, cost) of the summarization call, added to the totals (U3).
         """
         history = (summary, *self._state.history[keep_from:])
         facts = self._state.sent_facts.after_compaction(kept_turn_starts)
+        totals = self._state.usage
+        for usage, cost in rounds:
+            totals = totals.record(usage, cost)
         self._change(
             dataclasses.replace(
                 self._state,
                 history=history,
                 items=(*self._state.items, notice),
                 sent_facts=facts,
+                usage=totals,
             )
         )

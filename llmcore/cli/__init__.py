@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from llmcore.cli import audit, bench, bodies, emulate, verify
+from llmcore.cli import audit, bench, bodies, compact, emulate, verify
 from llmcore.cli._common import OneLineErrorGroup
 
 __all__ = ["app", "main"]
@@ -25,6 +25,7 @@ bodies.register(app)
 audit.register(app)
 emulate.register(app)
 verify.register(app)
+compact.register(app)
 bench.register(app)
 
 

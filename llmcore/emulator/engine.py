@@ -215,7 +215,9 @@ class Engine:
         body = validate_anthropic(parsed)
         plan = self.anthropic.plan(body, org, self.clock.now(), spans)
         turn = anthropic_turn(body)
-        reply = self.script.reply_for(turn.first_user_text, turn.index)
+        reply = self.script.reply_for(
+            turn.first_user_text, turn.index, tools_offered=bool(body.get("tools"))
+        )
         ident = make_id("msg_emu_", turn.seed, "message", turn.index)
         model = body["model"]
 
@@ -242,7 +244,9 @@ class Engine:
         now = self.clock.now()
         plan = self.openai.plan("chat", body, [], org, now, spans)
         turn = chat_turn(body)
-        reply = self.script.reply_for(turn.first_user_text, turn.index)
+        reply = self.script.reply_for(
+            turn.first_user_text, turn.index, tools_offered=bool(body.get("tools"))
+        )
         ident = make_id("chatcmpl-emu", raw, "chat")
 
         def commit() -> None:
@@ -286,7 +290,9 @@ class Engine:
         now = self.clock.now()
         plan = self.openai.plan("responses", body, history, org, now, spans)
         turn = responses_turn(body, history)
-        reply = self.script.reply_for(turn.first_user_text, turn.index)
+        reply = self.script.reply_for(
+            turn.first_user_text, turn.index, tools_offered=bool(body.get("tools"))
+        )
         ident = make_id("resp_emu_", raw, "response", length=32)
         output = output_items(reply, turn)
         usage = responses_usage(plan, reply.output_tokens)

@@ -85,6 +85,11 @@ class Conversation:
 
 END_REPLY = Reply(text="[end of script]")
 """The default answer once a conversation's replies are used up."""
+NO_TOOLS_TEXT = (
+    "Summary: the user asked for work on the project's files; the assistant listed, read and "
+    "wrote files with its tools, looked at an image and reported what it found and changed."
+)
+"""The answer to a request that offers no tools when the scripted reply is only tool calls."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -98,14 +103,22 @@ class Script:
     after_end: Reply = field(default=END_REPLY)
     """The reply once a conversation has no replies left."""
 
-    def reply_for(self, first_user_text: str, turn: int) -> Reply:
-        """Return the reply for assistant turn ``turn`` (0-based) of the matching conversation."""
+    def reply_for(self, first_user_text: str, turn: int, *, tools_offered: bool = True) -> Reply:
+        """Return the reply for assistant turn ``turn`` (0-based) of the matching conversation.
+
+        A request that offers no tools never gets a tool call, as from the real APIs: a reply
+        with tool calls is answered with its text, or :data:`NO_TOOLS_TEXT` when it has none
+        (so a summarization call, e.g. compaction's, gets a non-empty summary).
+        """
         replies = self.replies
         for conversation in self.conversations:
             if conversation.match in first_user_text:
                 replies = conversation.replies
                 break
-        return replies[turn] if 0 <= turn < len(replies) else self.after_end
+        reply = replies[turn] if 0 <= turn < len(replies) else self.after_end
+        if reply.tool_calls and not tools_offered:
+            return Reply(text=reply.text or NO_TOOLS_TEXT)
+        return reply
 
 
 MAX_ARGUMENT_DEPTH = 64

@@ -16,6 +16,14 @@ ANTHROPIC_HEADERS = {
 }
 OPENAI_HEADERS = {"authorization": "Bearer test-org", "content-type": "application/json"}
 SONNET = "claude-sonnet-4-5"  # minimum 1024 tokens
+ANTHROPIC_TOOLS = [
+    {"name": "read_file", "description": "Read a file.", "input_schema": {"type": "object"}}
+]
+CHAT_TOOLS = [
+    {"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}}
+]
+RESPONSES_TOOLS = [{"type": "function", "name": "read_file", "parameters": {"type": "object"}}]
+"""One tool per API: a request that offers none never gets a tool call, as from the real APIs."""
 
 
 def text_block(tokens: int, tag: str = "x", **extra: Any) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from llmcore.emulator.store import (
     ResponseStore,
 )
 from llmcore.tokens import common_prefix_len
-from tests.emulator.helpers import SONNET, ephemeral, text_block
+from tests.emulator.helpers import RESPONSES_TOOLS, SONNET, ephemeral, text_block
 
 KEY = KEY_ENTRY_BYTES + 32  # one Anthropic entry with a SHA-256 key
 TTL = 300.0
@@ -152,7 +152,8 @@ def test_many_conversations_stay_within_the_budget() -> None:
 
 
 def _first(n: int) -> bytes:
-    return jsonbytes.dumps({"model": "gpt-4o", "instructions": f"{n}:" + "i" * 6000, "input": "hi"})
+    body = {"model": "gpt-4o", "instructions": f"{n}:" + "i" * 6000, "input": "hi"}
+    return jsonbytes.dumps({**body, "tools": RESPONSES_TOOLS})
 
 
 def _follow(first: dict[str, Any], previous: str) -> bytes:
@@ -161,7 +162,12 @@ def _follow(first: dict[str, Any], previous: str) -> bytes:
         "call_id": first["output"][0]["call_id"],
         "output": "ok",
     }
-    body = {"model": "gpt-4o", "previous_response_id": previous, "input": [output]}
+    body = {
+        "model": "gpt-4o",
+        "previous_response_id": previous,
+        "input": [output],
+        "tools": RESPONSES_TOOLS,
+    }
     return jsonbytes.dumps(body)
 
 

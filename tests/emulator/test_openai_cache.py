@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmcore.tokens import openai_cacheable
-from tests.emulator.helpers import Api
+from tests.emulator.helpers import RESPONSES_TOOLS, Api
 
 
 def message(tokens: int, tag: str, role: str = "user") -> dict[str, Any]:
@@ -121,9 +121,13 @@ def test_responses_usage_and_caching(api: Api) -> None:
 
 
 def test_responses_previous_response_id_continues_the_prefix(api: Api) -> None:
-    first = api.responses({"model": "gpt-4o", "instructions": "i" * 6000, "input": "hi"}).json()
+    tools = RESPONSES_TOOLS
+    first = api.responses(
+        {"model": "gpt-4o", "instructions": "i" * 6000, "input": "hi", "tools": tools}
+    ).json()
     follow = {
         "model": "gpt-4o",
+        "tools": tools,
         "instructions": "i" * 6000,
         "previous_response_id": first["id"],
         "input": [

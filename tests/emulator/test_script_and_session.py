@@ -20,7 +20,7 @@ from llmcore.emulator import (
     parse_script,
 )
 from llmcore.emulator.session import run_agent_session
-from tests.emulator.helpers import ANTHROPIC_HEADERS
+from tests.emulator.helpers import ANTHROPIC_HEADERS, ANTHROPIC_TOOLS
 
 
 def test_script_file_format(tmp_path: Path) -> None:
@@ -59,7 +59,12 @@ def test_script_errors_name_the_place(data: bytes, where: str) -> None:
 
 def test_replies_follow_the_conversation_history() -> None:
     with Emulator(clock=ManualClock()) as emu, httpx.Client() as client:
-        body = {"model": "claude-sonnet-4-5", "max_tokens": 10, "messages": []}
+        body = {
+            "model": "claude-sonnet-4-5",
+            "max_tokens": 10,
+            "messages": [],
+            "tools": ANTHROPIC_TOOLS,
+        }
         first = [{"role": "user", "content": "go"}]
         one = client.post(
             emu.base_url + "/v1/messages",
@@ -123,3 +128,32 @@ def test_emulate_command_refuses_a_bad_script(
     assert emulate_command(0, bad) == 2
     assert capsys.readouterr().err.startswith("llmcore: ")
     assert emulate_command(0, tmp_path / "missing.json") == 2
+
+
+def test_a_request_offering_no_tools_gets_text_never_a_tool_call() -> None:
+    from llmcore.emulator.script import NO_TOOLS_TEXT, Reply, Script, ScriptedCall
+
+    with Emulator(clock=ManualClock()) as emu, httpx.Client() as client:
+        anthropic = client.post(
+            emu.base_url + "/v1/messages",
+            json={
+                "model": "claude-sonnet-4-5",
+                "max_tokens": 10,
+                "messages": [{"role": "user", "content": "go"}],
+            },
+            headers=ANTHROPIC_HEADERS,
+        ).json()
+        assert anthropic["content"] == [{"type": "text", "text": NO_TOOLS_TEXT}]
+        assert anthropic["stop_reason"] == "end_turn"
+        chat = client.post(
+            emu.openai_base_url + "/chat/completions",
+            json={"model": "gpt-4.1", "messages": [{"role": "user", "content": "go"}]},
+        ).json()
+        assert chat["choices"][0]["message"]["content"] == NO_TOOLS_TEXT
+        assert chat["choices"][0]["message"].get("tool_calls") is None
+        responses = client.post(
+            emu.openai_base_url + "/responses", json={"model": "gpt-5", "input": "go"}
+        ).json()
+        assert [item["type"] for item in responses["output"]] == ["message"]
+    both = Reply(text="Reading.", tool_calls=(ScriptedCall(name="read_file", arguments="{}"),))
+    assert Script(replies=(both,)).reply_for("go", 0, tools_offered=False) == Reply(text="Reading.")

@@ -12,7 +12,13 @@ import openai.types.responses
 
 from llmcore import jsonbytes
 from llmcore.emulator import Emulator, ManualClock, Reply, Script, ScriptedCall
-from tests.emulator.helpers import ANTHROPIC_HEADERS, SONNET
+from tests.emulator.helpers import (
+    ANTHROPIC_HEADERS,
+    ANTHROPIC_TOOLS,
+    CHAT_TOOLS,
+    RESPONSES_TOOLS,
+    SONNET,
+)
 
 ARGS = '{ "path" : "naïve/ü.txt",\n "n": 1.50 }'
 SCRIPT = Script(
@@ -57,6 +63,7 @@ ANTHROPIC = {
     "model": SONNET,
     "max_tokens": 64,
     "messages": [{"role": "user", "content": "read it"}],
+    "tools": ANTHROPIC_TOOLS,
 }
 
 
@@ -96,7 +103,11 @@ def test_anthropic_stream_event_sequence() -> None:
         assert data["type"] == name
 
 
-CHAT = {"model": "gpt-4o", "messages": [{"role": "user", "content": "read it"}]}
+CHAT = {
+    "model": "gpt-4o",
+    "messages": [{"role": "user", "content": "read it"}],
+    "tools": CHAT_TOOLS,
+}
 
 
 def test_chat_json_parses_with_the_sdk() -> None:
@@ -128,7 +139,7 @@ def test_chat_stream_chunks_end_with_done_and_carry_usage() -> None:
     assert chunks[-1].choices == [] and chunks[-1].usage is not None
 
 
-RESPONSES = {"model": "gpt-4o", "input": "read it"}
+RESPONSES = {"model": "gpt-4o", "input": "read it", "tools": RESPONSES_TOOLS}
 
 
 def test_responses_json_parses_with_the_sdk() -> None:

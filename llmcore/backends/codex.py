@@ -23,7 +23,10 @@ Item kinds (``item.completed`` only is read): ``agent_message`` {``text``}, ``re
 Panel items: ``assistant`` {``text``}, ``thinking`` {``text``}, ``tool`` {``name``
 (``command_execution``, ``file_change``, ``mcp_tool_call``, ``web_search``), ``text``,
 ``detail``?, ``isError``}, ``notice`` {``text``} for ``error`` items. Usage: one round per
-turn from ``turn.completed``, whose ``input_tokens`` include the cached ones (OpenAI's
+turn from ``turn.completed``. Its counts are the **thread's running totals** (a resumed
+process reports the earlier turns' tokens too: recorded turns of 19,671, 39,826 and 50,056
+input tokens for requests of about 10,000 each), so a turn's usage is the difference from the
+previous turn's totals on the same thread; ``input_tokens`` include the cached ones (OpenAI's
 convention), so uncached input = input − cached − cache writes. Cost: estimated from llmcore's
 price table for the model asked for (``unknown`` without one).
 
@@ -52,7 +55,10 @@ def _int(value: Any) -> int:
 
 
 def codex_usage(usage: Mapping[str, Any]) -> Usage:
-    """Return the :class:`~llmcore.usage.Usage` of a ``turn.completed`` ``usage`` (tokens)."""
+    """Return the :class:`~llmcore.usage.Usage` of a ``turn.completed`` ``usage`` (tokens).
+
+    These are the thread's running totals; :class:`CodexBackend` subtracts the previous turn's.
+    """
     total = _int(usage.get("input_tokens"))
     cached = _int(usage.get("cached_input_tokens"))
     written = _int(usage.get("cache_write_input_tokens"))
@@ -119,6 +125,21 @@ class CodexBackend(CLIBackend):
 
     provider = "codex"
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._totals = Usage()
+
+    def _turn_usage(self, totals: Usage, thread: str | None) -> Usage:
+        """Return this turn's usage from the thread's running ``totals``; remember them."""
+        before = self._totals if thread is not None and thread == self.session_id else Usage()
+        self._totals = totals
+        return Usage(
+            input=max(0, totals.input - before.input),
+            output=max(0, totals.output - before.output),
+            cache_read=max(0, totals.cache_read - before.cache_read),
+            cache_write=max(0, totals.cache_write - before.cache_write),
+        )
+
     @classmethod
     def default_executable(cls, env: Mapping[str, str]) -> str:
         """Return ``$LLMCORE_CODEX``, else ``codex`` on ``PATH``."""
@@ -139,7 +160,10 @@ class CodexBackend(CLIBackend):
         return [*argv, "--", message]
 
     def parse(self, events: Sequence[Event]) -> ParsedTurn:
-        """Return the turn's items, usage, cost, thread id and error (module doc shapes)."""
+        """Return the turn's items, usage, cost, thread id and error (module doc shapes).
+
+        Remembers the thread's running usage totals, to subtract them on the next turn.
+        """
         turn = ParsedTurn(model=self.model or "")
         for event in events:
             kind = event.get("type")
@@ -152,7 +176,8 @@ class CodexBackend(CLIBackend):
             elif kind == "turn.completed":
                 turn.finished = True
                 usage = event.get("usage")
-                turn.usage = codex_usage(usage if isinstance(usage, dict) else {})
+                totals = codex_usage(usage if isinstance(usage, dict) else {})
+                turn.usage = self._turn_usage(totals, turn.session_id)
                 turn.cost = default_prices().cost(turn.model, turn.usage)
             elif kind == "turn.failed":
                 turn.finished = True

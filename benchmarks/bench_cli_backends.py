@@ -4,7 +4,8 @@ The same scripted three-turn task (:data:`llmcore.backends.emulated.CLI_TASK`: l
 with a tool, read the README with a tool, sum up) is played against the provider emulator on
 loopback by:
 
-* real Claude Code (``ClaudeCodeBackend``, ``--resume`` on turns 2–3), Anthropic Messages;
+* real Claude Code (``ClaudeCodeBackend``, ``--resume`` on turns 2–3), Anthropic Messages,
+  with its default model and with ``--model claude-opus-4-8``;
 * real Codex CLI (``CodexBackend``, ``exec … resume`` on turns 2–3), OpenAI Responses;
 * llmcore's own runner (``llmcore.runner.Runner`` over ``HTTPTransport``) on ``anthropic``
   (claude-sonnet-4-5) and ``openai-responses`` (gpt-5), with the emulator's workspace tools
@@ -55,6 +56,14 @@ from llmcore.usage import Usage
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(os.environ.get("LLMCORE_NPM_CLIS") or ROOT / ".npm-clis" / "node_modules" / ".bin")
 RESULTS = ROOT / "results" / "bench_cli_backends.json"
+CLIS: tuple[tuple[type[CLIBackend], str, str | None], ...] = (
+    (ClaudeCodeBackend, "claude", None),
+    (ClaudeCodeBackend, "claude", "claude-opus-4-8"),
+    (CodexBackend, "codex", None),
+)
+"""(backend, executable name, model): Claude Code runs with its default model and with the
+same model named explicitly (its default resolves to ``claude-opus-4-8[1m]`` in a new session
+but to ``claude-opus-4-8`` in a resumed one, which rewrites the system prompt: see README)."""
 RUNNERS = (("anthropic", "claude-sonnet-4-5", 19_000), ("openai-responses", "gpt-5", 10_000))
 """(provider, model, padded system size): each runs once as is and once with a system prompt
 padded to about the CLI's prompt size (Claude Code ~19,000 tokens, Codex ~10,000)."""
@@ -101,24 +110,22 @@ class Row:
             "output": total.output,
             "hitRate": round(self.hit_rate, 4),
             "perTurnHitRate": [
-                round(u.cache_read / u.total_input, 4) if u.total_input else 0.0
-                for u in self.turns
+                round(u.cache_read / u.total_input, 4) if u.total_input else 0.0 for u in self.turns
             ],
             "note": self.note,
         }
 
 
-def _cli(kind: type[CLIBackend], name: str, tmp: Path) -> Row | str:
+def _cli(kind: type[CLIBackend], name: str, tmp: Path, model: str | None = None) -> Row | str:
     executable = BIN / name
     if not executable.exists():
         return f"{executable} not installed"
     cli = "claude-code" if kind is ClaudeCodeBackend else "codex"
-    workspace = write_workspace(tmp / f"{name}-ws")
+    workspace = write_workspace(tmp / f"{name}-{model}-ws")
     with Emulator(script=task_script(cli)) as emulator:  # type: ignore[arg-type]
         if kind is ClaudeCodeBackend:
-            env = claude_code_env(emulator.base_url, tmp / f"{name}-home")
+            env = claude_code_env(emulator.base_url, tmp / f"{name}-{model}-home")
             extra: tuple[str, ...] = ("--allowedTools", "Bash", "Read")
-            model = None
         else:
             env = codex_env(emulator.openai_base_url, tmp / f"{name}-home")
             extra, model = (), "gpt-5"
@@ -136,7 +143,8 @@ def _cli(kind: type[CLIBackend], name: str, tmp: Path) -> Row | str:
         requests = emulator.engine.counts["requests"]
     api = "anthropic messages" if cli == "claude-code" else "openai responses"
     used = backend.conversation.state.model
-    return Row(name, api, used, turns, requests, seconds)
+    client = f"{name} --model {model}" if model and cli == "claude-code" else name
+    return Row(client, api, used, turns, requests, seconds)
 
 
 _RUNNER_REPLIES = [
@@ -241,11 +249,11 @@ def main() -> None:
     skipped: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="llmcore-cli-bench-") as tmp_name:
         tmp = Path(tmp_name)
-        for kind, name in ((ClaudeCodeBackend, "claude"), (CodexBackend, "codex")):
+        for kind, name, model in CLIS:
             with console.status(f"running {name} …"):
-                outcome = _cli(kind, name, tmp)
+                outcome = _cli(kind, name, tmp, model)
             if isinstance(outcome, str):
-                skipped[name] = outcome
+                skipped[f"{name} {model or ''}".strip()] = outcome
                 console.print(f"[yellow]skipped {name}: {outcome}")
             else:
                 rows.append(outcome)

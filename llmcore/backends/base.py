@@ -49,6 +49,7 @@ from llmcore.usage import Cost, Usage
 __all__ = [
     "PREAMBLE_CHARS",
     "PREAMBLE_HEADING",
+    "STDERR_GRACE_SECONDS",
     "STDERR_TAIL_CHARS",
     "CLIBackend",
     "Event",
@@ -66,6 +67,9 @@ PREAMBLE_HEADING: Final = "# Conversation so far"
 """The preamble's first line (SPEC B1)."""
 STDERR_TAIL_CHARS: Final = 2_000
 """How much of the program's standard error a :class:`BackendExitError` keeps."""
+STDERR_GRACE_SECONDS: Final = 5.0
+"""How long to wait, after the program exited, for its standard error to end (a helper
+process it started may keep the pipe open)."""
 
 Event = dict[str, Any]
 """One parsed JSON line of a program's event stream."""
@@ -115,8 +119,14 @@ def find_executable(name: str, env_var: str, env: Mapping[str, str] | None = Non
 
 
 def _drain(stream: IO[bytes], sink: list[bytes]) -> None:
-    for chunk in iter(lambda: stream.read(8192), b""):
-        sink.append(chunk)
+    """Collect ``stream`` into ``sink`` until its end, then close it (runs on a thread)."""
+    try:
+        for chunk in iter(lambda: stream.read(8192), b""):
+            sink.append(chunk)
+    except (OSError, ValueError):  # pragma: no cover - the pipe broke; keep what arrived
+        pass
+    finally:
+        stream.close()
 
 
 def _event(line: bytes) -> Event | None:
@@ -173,7 +183,7 @@ def run_events(
     reader = threading.Thread(target=_drain, args=(process.stderr, errors), daemon=True)
     reader.start()
     events: list[Event] = []
-    with process:
+    try:
         for line in process.stdout:
             event = _event(line)
             if event is None:
@@ -181,9 +191,15 @@ def run_events(
             events.append(event)
             if on_event is not None:
                 on_event(event)
+    except BaseException:  # on_event raised, or an interrupt: do not leave the program running
+        process.kill()
+        raise
+    finally:
+        process.stdout.close()
         status = process.wait()
-    reader.join()
-    return events, status, b"".join(errors).decode("utf-8", "replace")
+    # a helper process the program started may hold stderr open: wait for it a little only
+    reader.join(timeout=STDERR_GRACE_SECONDS)
+    return events, status, b"".join(list(errors)).decode("utf-8", "replace")
 
 
 def _tail(text: str) -> str:

@@ -306,3 +306,14 @@ def test_events_reach_the_callback(tmp_path: Path) -> None:
     backend = _backend(CodexBackend, fake.path, on_event=lambda e: seen.append(e["type"]))
     backend.run_turn("hi")
     assert seen[0] == "thread.started" and seen[-1] == "turn.completed"
+
+
+def test_a_failing_event_callback_stops_the_program(tmp_path: Path) -> None:
+    fake = fake_cli(tmp_path / "bin", CODEX_TURNS)
+
+    def explode(event: object) -> None:
+        raise RuntimeError("host callback failed")
+
+    backend = _backend(CodexBackend, fake.path, on_event=explode)
+    with pytest.raises(RuntimeError, match="host callback failed"):
+        backend.run_turn("hi")

@@ -139,9 +139,10 @@ class _Parser:
         models = event.get("modelUsage")
         if not self.turn.model and isinstance(models, dict) and models:
             self.turn.model = str(next(iter(models)))
-        if event.get("is_error"):
+        subtype = str(event.get("subtype", ""))
+        if event.get("is_error") or subtype.startswith("error"):
             text = event.get("result")
-            self.turn.error = text if isinstance(text, str) and text else str(event.get("subtype"))
+            self.turn.error = text if isinstance(text, str) and text else subtype
 
 
 class ClaudeCodeBackend(CLIBackend):

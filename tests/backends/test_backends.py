@@ -317,3 +317,13 @@ def test_a_failing_event_callback_stops_the_program(tmp_path: Path) -> None:
     backend = _backend(CodexBackend, fake.path, on_event=explode)
     with pytest.raises(RuntimeError, match="host callback failed"):
         backend.run_turn("hi")
+
+
+def test_claude_error_subtype_without_is_error_fails_the_turn(tmp_path: Path) -> None:
+    lines = (Path(__file__).parent / "streams" / "claude_turn1.jsonl").read_text().splitlines()
+    result = lines[-1].replace('"subtype":"success"', '"subtype":"error_max_turns"')
+    stream = tmp_path / "max_turns.jsonl"
+    stream.write_text("\n".join([*lines[:-1], result.replace('"result":', '"_result":')]) + "\n")
+    fake = fake_cli(tmp_path / "bin", [stream])
+    with pytest.raises(BackendError, match="claude-code: error_max_turns"):
+        _backend(ClaudeCodeBackend, fake.path).run_turn("hi")

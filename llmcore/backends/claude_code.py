@@ -26,6 +26,11 @@ Panel items: ``assistant`` {``text``}, ``thinking`` {``text``}, ``tool`` {``name
 turn, the ``result`` event's sums; cost: Claude Code's own ``total_cost_usd``, an
 ``estimated`` cost (it comes from the program's price table, not from the API).
 
+Prompt caching: name the model (``model="claude-opus-4-8"``). Claude Code 2.1.197's default
+resolves to ``claude-opus-4-8[1m]`` in a new session but to ``claude-opus-4-8`` in a resumed
+one, and its system prompt names the model, so every resumed process otherwise rewrites the
+cache once (``benchmarks/bench_cli_backends.py``: 56.5% hit rate vs 78.3% with the model named).
+
 Not covered: images in tool results (their text parts only), permission prompts (pass
 ``--allowedTools``/``--permission-mode`` in ``extra_args``), streaming partial messages.
 """

@@ -20,7 +20,11 @@ streams)::
     └── ProviderError              the provider (or the way to it) failed
         ├── TransportError         no HTTP response: connect/read failure or timeout
         ├── APIStatusError         an HTTP error status with the provider's error body
-        └── ResponseParseError     a response or event stream could not be parsed
+        ├── ResponseParseError     a response or event stream could not be parsed
+        └── BackendError           a CLI backend (Claude Code, Codex CLI) failed (SPEC B1)
+            ├── BackendNotFoundError  its executable is missing
+            ├── BackendExitError      it exited with a non-zero status (stderr tail kept)
+            └── BackendStreamError    its event stream ended mid-turn
 
 Errors that point into input carry a ``location`` string such as ``request.json: $.messages[3]``
 so a command-line user sees the file, key path and index (STYLE.md "Errors").
@@ -35,6 +39,10 @@ __all__ = [
     "ArchiveError",
     "ArchiveReadError",
     "ArchiveWriteError",
+    "BackendError",
+    "BackendExitError",
+    "BackendNotFoundError",
+    "BackendStreamError",
     "EncodingError",
     "InvalidMessageError",
     "InvalidRequestError",
@@ -184,3 +192,41 @@ class APIStatusError(ProviderError):
 
 class ResponseParseError(ProviderError):
     """A response body or event stream could not be parsed; nothing of it enters the history."""
+
+
+class BackendError(ProviderError):
+    """A CLI backend (Claude Code, Codex CLI) failed; ``provider`` is ``claude-code`` or ``codex``.
+
+    The turn's panel items up to the failure, and one ``failure`` item, are recorded before this
+    is raised (SPEC B1, C3).
+    """
+
+
+class BackendNotFoundError(BackendError):
+    """The CLI's executable was not found (not installed, or a wrong path).
+
+    Attributes:
+        executable: The path or name that was tried.
+    """
+
+    def __init__(self, message: str, *, provider: str, executable: str) -> None:
+        self.executable = executable
+        super().__init__(message, provider=provider)
+
+
+class BackendExitError(BackendError):
+    """The CLI exited with a non-zero status.
+
+    Attributes:
+        status: The exit status (negative: killed by that signal).
+        stderr_tail: The last part of its standard error (at most 2,000 characters).
+    """
+
+    def __init__(self, message: str, *, provider: str, status: int, stderr_tail: str) -> None:
+        self.status = status
+        self.stderr_tail = stderr_tail
+        super().__init__(message, provider=provider)
+
+
+class BackendStreamError(BackendError):
+    """The CLI's event stream ended before the turn's final event (it exited with status 0)."""

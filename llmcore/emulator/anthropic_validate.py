@@ -16,7 +16,11 @@ from typing import Any, Final
 
 from llmcore.emulator.errors import Rejection
 
-__all__ = ["validate_anthropic"]
+__all__ = ["BETA_SYSTEM_MESSAGES", "validate_anthropic"]
+
+BETA_SYSTEM_MESSAGES: Final = "mid-conversation-system-2026-04-07"
+"""The ``anthropic-beta`` value under which a message may have the role ``system`` (Claude Code
+2.1 sends one after the first user message, with this beta named in its header)."""
 
 TOP_LEVEL: Final = frozenset(
     {
@@ -151,15 +155,17 @@ def _block(block: Any, where: str, level: str, kinds: tuple[str, ...]) -> None:
 
 
 _MESSAGE_KINDS: Final = tuple(BLOCK_KEYS)
+_ROLES: Final = ("user", "assistant")
 
 
-def _message(message: Any, index: int, last: bool) -> None:
+def _message(message: Any, index: int, last: bool, roles: tuple[str, ...]) -> None:
     where = f"messages.{index}"
     if not isinstance(message, dict):
         raise Rejection(f"{where}: Input should be a valid dictionary")
     _extra(message, frozenset({"role", "content"}), f"{where}.")
-    if message.get("role") not in ("user", "assistant"):
-        raise Rejection(f"{where}.role: Input should be 'user' or 'assistant'")
+    if message.get("role") not in roles:
+        allowed = " or ".join(f"'{role}'" for role in roles)
+        raise Rejection(f"{where}.role: Input should be {allowed}")
     content = message.get("content")
     if content is None:
         raise Rejection(f"{where}.content: Field required")
@@ -254,11 +260,14 @@ def _pairing(messages: list[dict[str, Any]]) -> None:
                 )
 
 
-def validate_anthropic(body: Any) -> dict[str, Any]:
+def validate_anthropic(body: Any, betas: frozenset[str] = frozenset()) -> dict[str, Any]:
     """Check a parsed Messages body the way the API does; return it typed as a dict.
 
     Args:
         body: The parsed JSON body.
+        betas: The ``anthropic-beta`` header's values. With :data:`BETA_SYSTEM_MESSAGES` a
+            message may have the role ``system`` (not the first one); without it only ``user``
+            and ``assistant`` are accepted.
 
     Returns:
         ``body`` itself.
@@ -281,7 +290,8 @@ def validate_anthropic(body: Any) -> dict[str, Any]:
     messages = body["messages"]
     if not messages:
         raise Rejection("messages: at least one message is required")
+    roles = ("user", "assistant", "system") if BETA_SYSTEM_MESSAGES in betas else _ROLES
     for index, message in enumerate(messages):
-        _message(message, index, index == len(messages) - 1)
+        _message(message, index, index == len(messages) - 1, roles if index else _ROLES)
     _pairing(messages)
     return body

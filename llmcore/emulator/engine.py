@@ -202,17 +202,30 @@ class Engine:
         self.openai.store.clear()
         self._responses.clear()
 
-    def anthropic_messages(self, raw: bytes, org: str) -> Prepared:
+    def anthropic_messages(
+        self, raw: bytes, org: str, betas: frozenset[str] = frozenset()
+    ) -> Prepared:
         """Answer ``POST /v1/messages``.
+
+        Args:
+            raw: The request body bytes.
+            org: The organization (the API key sent); caches are per organization.
+            betas: The ``anthropic-beta`` header's values; beta features the validator knows
+                (:data:`~llmcore.emulator.anthropic_validate.BETA_SYSTEM_MESSAGES`) are
+                accepted only when named here, as the real API does.
 
         Raises:
             Rejection: The request breaks a Messages API rule, or is nested too deeply.
         """
-        return _guarded("anthropic", self._anthropic_messages, raw, org)
 
-    def _anthropic_messages(self, raw: bytes, org: str) -> Prepared:
+        def handle(raw: bytes, org: str) -> Prepared:
+            return self._anthropic_messages(raw, org, betas)
+
+        return _guarded("anthropic", handle, raw, org)
+
+    def _anthropic_messages(self, raw: bytes, org: str, betas: frozenset[str]) -> Prepared:
         parsed, spans = _parse(raw, "anthropic")
-        body = validate_anthropic(parsed)
+        body = validate_anthropic(parsed, betas)
         plan = self.anthropic.plan(body, org, self.clock.now(), spans)
         turn = anthropic_turn(body)
         reply = self.script.reply_for(

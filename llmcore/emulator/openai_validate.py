@@ -31,7 +31,8 @@ CHAT_TOP_LEVEL: Final = frozenset(
 
 RESPONSES_TOP_LEVEL: Final = frozenset(
     {
-        "access_programs", "background", "background_options", "context_management",
+        "access_programs", "background", "background_options", "client_metadata",
+        "context_management",
         "conversation", "image", "include", "input", "instructions", "max_output_tokens",
         "max_tool_calls", "metadata", "model", "moderation", "parallel_tool_calls",
         "previous_response_id", "prompt", "prompt_cache_key", "prompt_cache_options",
@@ -40,7 +41,9 @@ RESPONSES_TOP_LEVEL: Final = frozenset(
         "top_logprobs", "top_p", "truncation", "user",
     }
 )  # fmt: skip
-"""Responses top-level fields (openai 3.57 ``ResponseCreateParams``, plus ``stream``)."""
+"""Responses top-level fields (openai 3.57 ``ResponseCreateParams``, plus ``stream``, plus
+``client_metadata``: an object of strings the API accepts and Codex CLI 0.171 sends on every
+request, not yet in the SDK's types)."""
 
 CHAT_ROLES: Final = ("system", "assistant", "user", "function", "tool", "developer")
 CHAT_PARTS: Final = ("text", "image_url", "input_audio", "refusal", "file")

@@ -80,6 +80,12 @@ def _org(request: Request) -> str:
     return request.headers.get("x-api-key") or request.headers.get("authorization") or ""
 
 
+def _betas(request: Request) -> frozenset[str]:
+    """Return the ``anthropic-beta`` header's comma-separated values (all such headers)."""
+    values = request.headers.getlist("anthropic-beta")
+    return frozenset(part.strip() for value in values for part in value.split(",") if part.strip())
+
+
 def _answer(prepared: Prepared, headers: dict[str, str]) -> Response:
     prepared.commit()
     if prepared.stream:
@@ -140,7 +146,10 @@ def _endpoint(
         try:
             if shape == "anthropic" and "anthropic-version" not in request.headers:
                 raise Rejection("anthropic-version: header is required")
-            prepared = handle(raw, _org(request))
+            if shape == "anthropic":
+                prepared = engine.anthropic_messages(raw, _org(request), _betas(request))
+            else:
+                prepared = handle(raw, _org(request))
         except Rejection as rejection:
             engine.rejected()
             return _refuse(shape, rejection, headers, request_id)

@@ -1,0 +1,114 @@
+"""The real Claude Code and Codex CLI against the emulator (opt-in group ``real_cli``).
+
+Run where ``node`` is: ``.ci/run`` installs both programs into ``.npm-clis/`` (or set
+``LLMCORE_NPM_CLIS`` to a ``node_modules/.bin`` folder). Skipped, with the reason, only when
+the executables are not installed. Each test plays two turns (the second resumes the
+program's session), saves and reopens the archive, then plays the first turn after the reopen
+(a new session whose message carries the ``# Conversation so far`` preamble).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from llmcore.archive import ArchiveStore
+from llmcore.backends import ClaudeCodeBackend, CodexBackend
+from llmcore.backends.emulated import (
+    CLI_TASK,
+    claude_code_env,
+    codex_env,
+    task_script,
+    write_workspace,
+)
+from llmcore.emulator import Emulator
+from tests.conftest import ROOT
+
+BIN = Path(os.environ.get("LLMCORE_NPM_CLIS") or ROOT / ".npm-clis" / "node_modules" / ".bin")
+
+pytestmark = pytest.mark.real_cli
+
+
+def _executable(name: str) -> str:
+    path = BIN / name
+    if not path.exists():
+        pytest.skip(f"{path} is not installed (npm install --prefix .npm-clis, see .ci/run)")
+    return str(path)
+
+
+def test_real_claude_code(tmp_path: Path) -> None:
+    claude = _executable("claude")
+    workspace = write_workspace(tmp_path / "ws")
+    store = ArchiveStore(tmp_path / "agent")
+    with Emulator(script=task_script("claude-code")) as emulator:
+        env = claude_code_env(emulator.base_url, tmp_path / "home")
+        args = ("--allowedTools", "Bash", "Read")
+
+        def backend(conversation: object) -> ClaudeCodeBackend:
+            return ClaudeCodeBackend(
+                conversation,  # type: ignore[arg-type]
+                executable=claude,
+                cwd=workspace,
+                env=env,
+                extra_args=args,
+            )
+
+        conversation = store.open()
+        first_backend = backend(conversation)
+        first = first_backend.run_turn(CLI_TASK[0])
+        second = first_backend.run_turn(CLI_TASK[1])
+        assert first.session_id and second.session_id == first.session_id
+        assert "--resume" not in first.argv and first.session_id in second.argv
+        tools = [i.fields() for i in (*first.items, *second.items) if i.type == "tool"]
+        assert [t["name"] for t in tools] == ["Bash", "Read"]
+        assert "README.md" in tools[0]["detail"] and "A tiny project." in tools[1]["detail"]
+        assert second.usage.cache_read > 0
+        store.save(conversation)
+
+        reopened = store.open()
+        third = backend(reopened).run_turn(CLI_TASK[2])
+        assert third.sent.startswith("# Conversation so far\nUser: What files are here?")
+        assert third.sent.endswith("\n\nSum it up.") and "--resume" not in third.argv
+        assert third.session_id != first.session_id
+        assert all("# Conversation so far" not in i.json for i in reopened.state.items)
+        assert reopened.state.provider == "claude-code"
+
+
+def test_real_codex(tmp_path: Path) -> None:
+    codex = _executable("codex")
+    workspace = write_workspace(tmp_path / "ws")
+    store = ArchiveStore(tmp_path / "agent")
+    with Emulator(script=task_script("codex")) as emulator:
+        env = codex_env(emulator.openai_base_url, tmp_path / "home")
+
+        def backend(conversation: object) -> CodexBackend:
+            return CodexBackend(
+                conversation,  # type: ignore[arg-type]
+                executable=codex,
+                cwd=workspace,
+                env=env,
+                model="gpt-5",
+            )
+
+        conversation = store.open()
+        first_backend = backend(conversation)
+        first = first_backend.run_turn(CLI_TASK[0])
+        second = first_backend.run_turn(CLI_TASK[1])
+        assert first.session_id and second.session_id == first.session_id
+        assert "resume" not in first.argv and first.session_id in second.argv
+        tools = [i.fields() for i in (*first.items, *second.items) if i.type == "tool"]
+        assert [t["name"] for t in tools] == ["command_execution"] * 2
+        assert "README.md" in tools[0]["detail"] and "A tiny project." in tools[1]["detail"]
+        # per-turn usage, not the thread's running totals
+        assert second.usage.total_input < first.usage.total_input * 3
+        assert second.usage.cache_read > 0
+        store.save(conversation)
+
+        reopened = store.open()
+        third = backend(reopened).run_turn(CLI_TASK[2])
+        assert third.sent.startswith("# Conversation so far\nUser: What files are here?")
+        assert third.sent.endswith("\n\nSum it up.") and "resume" not in third.argv
+        assert third.session_id != first.session_id
+        assert all("# Conversation so far" not in i.json for i in reopened.state.items)

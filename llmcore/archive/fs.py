@@ -79,17 +79,29 @@ class FileSystem:
     def open_lock(self, path: Path) -> int:
         """Open the existing lock file ``path`` for locking (never following a symlink).
 
+        Only a regular file is opened (``O_NONBLOCK`` keeps a FIFO in its place from
+        blocking); read-only where the file or the file system is not writable.
+
         Raises:
             FileNotFoundError: There is no lock file yet.
-            OSError: Any other failure (``ELOOP`` for a symlink, ``EACCES``, ``EROFS``).
+            OSError: Any other failure (``ELOOP`` for a symlink, ``EACCES``, ``EISDIR`` …).
         """
-        flags = os.O_RDWR | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+        base = os.O_CLOEXEC | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
         try:
-            return os.open(path, flags)
+            fd = os.open(path, os.O_RDWR | base)
         except OSError as exc:
             if exc.errno not in (errno.EACCES, errno.EROFS, errno.EPERM):
                 raise
-        return os.open(path, os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0))
+            fd = os.open(path, os.O_RDONLY | base)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise OSError(errno.EINVAL, "the lock file is not a regular file", str(path))
+        return fd
+
+    def open_dir(self, path: Path) -> int:
+        """Open the directory ``path`` (not through a symlink) to lock it."""
+        flags = os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_DIRECTORY", 0)
+        return os.open(path, flags | getattr(os, "O_NOFOLLOW", 0))
 
     def try_lock(self, fd: int, *, exclusive: bool) -> bool:
         """Take an advisory ``flock`` on ``fd`` without waiting; ``False`` if another holds it.

@@ -1,24 +1,31 @@
-"""The archive folder's advisory lock, shared by every process that opens or saves it (SPEC A9).
+"""The archive folder's advisory locks, shared by every process that opens or saves it (SPEC A9).
 
-Saves take an exclusive ``flock`` on :data:`LOCK_FILE` inside the archive folder for the whole
-save; opening takes a shared one while it reads ``conversation.json`` and its images. So two
-processes never interleave their saves, and a reader never sees a save between its commit and
-its cleanup (a ``conversation.json`` naming images the cleanup has just removed).
+Two ``flock`` locks, both advisory:
 
-The lock file is llmcore's own (empty, mode 0644). The first save of a folder creates it (opening
-never writes: a reader that finds no lock file reads unlocked and then checks that there is still
-none, since a save creates it before changing anything), and it is removed only when the archive
-is deleted, while the deleting process holds it; a process that was waiting on the removed file
-notices (its descriptor no longer names the path) and starts over. Locks are advisory: a program
-that does not take them is not stopped.
+* the **lock file** :data:`LOCK_FILE` inside the folder: a save holds it exclusively for the
+  whole save, an open holds it shared while it reads ``conversation.json`` and its images — so
+  two processes never interleave their saves and a reader never sees a save between its commit
+  and its cleanup;
+* the **gate**, a lock on the folder itself (its directory descriptor): a save holds it
+  exclusively too, an open only while it takes its shared lock. A save that is waiting for
+  readers to finish therefore keeps new readers out, so a stream of opens can never starve a
+  save (writers go first).
 
-Waiting is bounded: a lock held longer than ``timeout`` seconds raises :class:`LockTimeout`.
-Where locks cannot be had at all — a read-only folder where the lock file cannot be created, a
-file system without ``flock`` (``ENOLCK``, ``EOPNOTSUPP``) — a reader goes on without one (the
-save-side conflict check, :class:`~llmcore.errors.ArchiveConflictError`, still prevents lost
-updates) and a save raises :class:`LockUnavailable`.
+The lock file is llmcore's own (empty, mode 0644). Nothing creates it but a save that writes:
+opening never writes, and an unchanged save of a folder that has none (an archive from an older
+version, or a copy without dot files) makes no write either — without a lock file, opens hold
+the gate shared for their whole read and a save holds it exclusively, which excludes the same
+way. It is removed only when the archive is deleted, by the deleting process while it holds
+both locks; a process that was waiting on a removed lock file or folder notices (its descriptor
+no longer names the path) and starts over.
 
-It leaves out what is done under the lock (:mod:`llmcore.archive.store`).
+Waiting is bounded: locks held longer than ``timeout`` seconds in total raise
+:class:`LockTimeout`. Where locks cannot be had — a file system without ``flock`` (``ENOLCK``,
+``EOPNOTSUPP``), a lock file that is not a regular file llmcore can open — an open goes on
+without them (the save-side conflict check, :class:`~llmcore.errors.ArchiveConflictError`,
+still prevents lost updates) and a save raises :class:`LockUnavailable`.
+
+It leaves out what is done under the locks (:mod:`llmcore.archive.store`).
 """
 
 from __future__ import annotations
@@ -34,9 +41,11 @@ from .fs import FileSystem
 __all__ = [
     "DEFAULT_LOCK_TIMEOUT",
     "LOCK_FILE",
+    "FolderGone",
     "LockState",
     "LockTimeout",
     "LockUnavailable",
+    "create_lock_file",
     "folder_lock",
 ]
 
@@ -62,9 +71,14 @@ class LockUnavailable(Exception):
         super().__init__(reason)
 
 
+class FolderGone(LockUnavailable):
+    """The archive folder does not exist (any more): a save may create it and try again."""
+
+
 LockState = Literal["held", "absent", "unavailable"]
-"""What :func:`folder_lock` got: the lock, no lock file yet (a shared lock only; see below), or
-no lock at all (a shared lock on a folder that cannot be locked)."""
+"""What :func:`folder_lock` got: both locks (``held``), the gate but no lock file yet
+(``absent``: a save that writes must create it, :func:`create_lock_file`), or no lock at all
+(``unavailable``: an open of a folder that cannot be locked)."""
 
 
 @contextmanager
@@ -77,120 +91,159 @@ def folder_lock(
     clock: Callable[[], float] = time.monotonic,
     pause: Callable[[float], None] = time.sleep,
 ) -> Iterator[LockState]:
-    """Hold the folder's lock for the ``with`` block; yields what was got.
-
-    An exclusive lock creates the lock file if it is missing. A shared lock never creates it
-    (opening only reads): with no lock file it yields ``"absent"``, and the reader must check
-    afterwards that there is still none — every llmcore save creates it before changing
-    anything — and read again, locked, if there is.
+    """Hold the folder's locks for the ``with`` block; yields what was got (see the module).
 
     Args:
         folder: The archive folder; it must exist.
         fs: The file-system layer.
-        exclusive: An exclusive (save) or shared (open) lock.
-        timeout: Seconds to wait for another holder; 0 tries once.
+        exclusive: A save's locks (exclusive) or an open's (shared).
+        timeout: Seconds to wait for other holders in total; 0 tries once.
         clock: Monotonic seconds (injected by tests).
         pause: Sleeps between tries (injected by tests).
 
     Raises:
-        LockTimeout: Another process held the lock for ``timeout`` seconds.
-        LockUnavailable: ``exclusive`` and the lock file cannot be created or locked (the
-            reason names the error); a shared lock goes on unlocked instead
-            (``"unavailable"``).
+        LockTimeout: Other processes held the locks for ``timeout`` seconds.
+        LockUnavailable: ``exclusive`` and the folder cannot be locked (the reason names the
+            error); an open goes on unlocked instead (``"unavailable"``).
     """
-    path = folder / LOCK_FILE
-    deadline = clock() + timeout
+    waiter = _Waiter(fs, exclusive, clock() + timeout, clock, pause)
     for _ in range(_RETRIES):
+        got = waiter.acquire(folder)
+        if got is None:
+            continue  # the folder or its lock file was replaced while we waited: again
+        state, gate, fd = got
         try:
-            fd = fs.open_lock(path) if not exclusive else _open_or_create(path, fs)
-        except FileNotFoundError:
-            if exclusive:
-                raise LockUnavailable("the folder disappeared") from None
-            yield "absent"
-            return
-        except OSError as exc:
-            if exclusive:
-                raise LockUnavailable(_reason("the lock file cannot be opened", exc)) from exc
-            yield "unavailable"
-            return
-        try:
-            got = _take(fd, path, fs, exclusive, deadline, clock, pause)
-        except BaseException:
-            _release(fd, fs)
-            raise
-        if got == "retry":
-            _release(fd, fs)  # the file was removed (an archive deleted) while we waited: again
-            continue
-        try:
-            yield got
+            yield state
         finally:
             _release(fd, fs)
+            _release(gate, fs)
         return
-    raise LockTimeout(f"the lock file was replaced {_RETRIES} times while waiting")
+    raise LockTimeout(f"the archive folder was replaced {_RETRIES} times while waiting")
 
 
-def _release(fd: int, fs: FileSystem) -> None:
-    """Close the lock's descriptor; the lock is released even if ``close`` reports an error."""
+def create_lock_file(folder: Path, fs: FileSystem) -> None:
+    """Create the lock file of a folder whose gate this process holds exclusively."""
+    _release(fs.create_lock(folder / LOCK_FILE), fs)
+
+
+class _Waiter:
+    """Takes the gate, then the lock file, within one deadline."""
+
+    def __init__(
+        self,
+        fs: FileSystem,
+        exclusive: bool,
+        deadline: float,
+        clock: Callable[[], float],
+        pause: Callable[[float], None],
+    ) -> None:
+        self.fs = fs
+        self.exclusive = exclusive
+        self.deadline = deadline
+        self.clock = clock
+        self.pause = pause
+
+    def acquire(self, folder: Path) -> tuple[LockState, int | None, int | None] | None:
+        """Return (state, gate descriptor, lock-file descriptor), or ``None`` to start over.
+
+        Raises:
+            LockTimeout: The deadline passed.
+            LockUnavailable: A save cannot lock the folder.
+        """
+        gate = self._gate(folder)
+        if gate is None:
+            return "unavailable", None, None
+        try:
+            fd = self._lock_file(folder)
+        except BaseException:
+            _release(gate, self.fs)
+            raise
+        if fd == "retry":
+            _release(gate, self.fs)
+            return None
+        if fd is None:
+            return "absent", gate, None
+        if not self.exclusive:  # readers hold the gate only to get in (writers go first)
+            _release(gate, self.fs)
+            return "held", None, fd
+        return "held", gate, fd
+
+    def _gate(self, folder: Path) -> int | None:
+        """Lock the folder itself; ``None`` (an open only) when it cannot be locked."""
+        try:
+            gate = self.fs.open_dir(folder)
+        except FileNotFoundError as exc:
+            if self.exclusive:
+                raise FolderGone("the archive folder was removed") from exc
+            return None
+        except OSError as exc:
+            self._unavailable("the archive folder cannot be opened", exc)
+            return None
+        try:
+            self._wait(gate)
+            if self.fs.same_file(gate, folder):
+                return gate
+        except OSError as exc:
+            _release(gate, self.fs)
+            self._unavailable("the archive folder cannot be locked", exc)
+            return None
+        except BaseException:
+            _release(gate, self.fs)
+            raise
+        _release(gate, self.fs)
+        if self.exclusive:
+            raise FolderGone("the archive folder was removed or replaced while waiting")
+        return None
+
+    def _lock_file(self, folder: Path) -> int | None | Literal["retry"]:
+        """Lock the lock file: its descriptor, ``None`` if there is none, or ``"retry"``."""
+        path = folder / LOCK_FILE
+        try:
+            fd = self.fs.open_lock(path)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            self._unavailable("the lock file cannot be opened", exc)
+            return None
+        try:
+            self._wait(fd)
+            if self.fs.same_file(fd, path):
+                return fd
+        except OSError as exc:
+            _release(fd, self.fs)
+            self._unavailable("the lock file cannot be locked", exc)
+            return None
+        except BaseException:
+            _release(fd, self.fs)
+            raise
+        _release(fd, self.fs)
+        return "retry"
+
+    def _unavailable(self, what: str, exc: OSError) -> None:
+        """Raise :class:`LockUnavailable` for a save; an open goes on without the lock."""
+        if self.exclusive:
+            raise LockUnavailable(f"{what} ({exc.strerror or exc})") from exc
+
+    def _wait(self, fd: int) -> None:
+        """Take the lock on ``fd``, pausing between tries until the deadline.
+
+        Raises:
+            LockTimeout: The deadline passed.
+            OSError: The file system cannot lock.
+        """
+        wait = _FIRST_PAUSE
+        while not self.fs.try_lock(fd, exclusive=self.exclusive):
+            if self.clock() >= self.deadline:
+                raise LockTimeout("another process holds the archive's lock")
+            self.pause(wait)
+            wait = min(wait * 2, _LONGEST_PAUSE)
+
+
+def _release(fd: int | None, fs: FileSystem) -> None:
+    """Close a lock's descriptor; the lock is released even if ``close`` reports an error."""
+    if fd is None:
+        return
     try:
         fs.release(fd)
     except OSError:
         pass
-
-
-def _open_or_create(path: Path, fs: FileSystem) -> int:
-    try:
-        return fs.open_lock(path)
-    except FileNotFoundError:
-        return fs.create_lock(path)
-
-
-def _take(
-    fd: int,
-    path: Path,
-    fs: FileSystem,
-    exclusive: bool,
-    deadline: float,
-    clock: Callable[[], float],
-    pause: Callable[[float], None],
-) -> LockState | Literal["retry"]:
-    """Lock ``fd``; ``"retry"`` if the file was replaced meanwhile.
-
-    Raises:
-        LockTimeout: ``deadline`` passed.
-        LockUnavailable: ``exclusive`` and the file system cannot lock.
-    """
-    try:
-        _wait(fd, fs, exclusive, deadline, clock, pause)
-        same = fs.same_file(fd, path)
-    except LockTimeout:
-        raise
-    except OSError as exc:
-        if exclusive:
-            raise LockUnavailable(_reason("the folder cannot be locked", exc)) from exc
-        return "unavailable"
-    return "held" if same else "retry"
-
-
-def _wait(
-    fd: int,
-    fs: FileSystem,
-    exclusive: bool,
-    deadline: float,
-    clock: Callable[[], float],
-    pause: Callable[[float], None],
-) -> None:
-    """Take the lock on ``fd``, pausing between tries until ``deadline``.
-
-    Raises:
-        LockTimeout: ``deadline`` passed.
-    """
-    wait = _FIRST_PAUSE
-    while not fs.try_lock(fd, exclusive=exclusive):
-        if clock() >= deadline:
-            raise LockTimeout("another process holds the archive's lock")
-        pause(wait)
-        wait = min(wait * 2, _LONGEST_PAUSE)
-
-
-def _reason(what: str, exc: OSError) -> str:
-    return f"{what} ({exc.strerror or exc})"

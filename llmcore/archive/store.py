@@ -97,7 +97,16 @@ from .conversation import UNBOUND, UNKNOWN, Conversation
 from .format import CONVERSATION_FILE, IMAGES_DIR
 from .fs import FileSystem
 from .images import IMAGE_BUDGET, DigestCache, ImagePlan, image_file_name, kept_images, verified
-from .lock import DEFAULT_LOCK_TIMEOUT, LOCK_FILE, LockTimeout, LockUnavailable, folder_lock
+from .lock import (
+    DEFAULT_LOCK_TIMEOUT,
+    LOCK_FILE,
+    FolderGone,
+    LockState,
+    LockTimeout,
+    LockUnavailable,
+    create_lock_file,
+    folder_lock,
+)
 from .state import ConversationState
 
 __all__ = ["ArchiveStore", "Encoder", "Loaded", "Notice", "SaveResult", "version_of"]
@@ -184,6 +193,7 @@ class _Txn:
 
 
 _UNREADABLE = "The saved conversation could not be read; it is kept unchanged."
+_NUL = "the archive path contains a NUL byte, which no file system accepts"
 _UNREAD_IMAGES = (
     "{count} of the saved conversation's images could not be read; they are kept and "
     "will be back when the archive is opened again."
@@ -260,6 +270,7 @@ class ArchiveStore:
         self._digests = DigestCache()
         self._fragments = FragmentCache()
         self._good: dict[str, tuple[int, int, int]] = {}
+        self._committed: str | None = None
 
     @property
     def conversation_file(self) -> Path:
@@ -292,6 +303,8 @@ class ArchiveStore:
             than :attr:`lock_timeout`. Never raises because of what the folder holds or where
             it is.
         """
+        if "\0" in str(self.folder):
+            return self._unreadable(ArchiveReadError(_NUL), where=repr(str(self.folder)))
         try:
             info = self.fs.lstat(self.folder)
             problem = _folder_problem(info)
@@ -308,14 +321,9 @@ class ArchiveStore:
             return self._unreadable(ArchiveReadError(busy), where=str(self.folder))
 
     def _read_locked(self) -> Loaded:
-        """Read under the shared lock; with no lock file yet, read and check none appeared."""
-        while True:
-            with folder_lock(
-                self.folder, self.fs, exclusive=False, timeout=self.lock_timeout
-            ) as got:
-                loaded = self._read()
-            if got != "absent" or self.fs.lstat(self.lock_file) is None:
-                return loaded
+        """Read under the folder's shared locks (:mod:`llmcore.archive.lock`)."""
+        with folder_lock(self.folder, self.fs, exclusive=False, timeout=self.lock_timeout):
+            return self._read()
 
     def _read(self) -> Loaded:
         info = self.fs.lstat(self.conversation_file)
@@ -445,7 +453,13 @@ class ArchiveStore:
             if conversation.delete_pending:
                 return self._delete_for(conversation)
             return SaveResult(action="nothing")
-        result = self.write(conversation.state, base=conversation.base)
+        self._committed = None
+        try:
+            result = self.write(conversation.state, base=conversation.base)
+        except BaseException:
+            if self._committed is not None:  # interrupted after its commit point: it is saved
+                conversation.saved(self._committed)
+            raise
         conversation.saved(result.version)
         return result
 
@@ -472,33 +486,42 @@ class ArchiveStore:
                 write into (a symlink, a file, a ``conversation.json`` or ``images`` that is not
                 what llmcore writes); the old archive stands.
         """
-        txn = _Txn()
-        try:
-            self._check_folder()
-            self._make_folder(txn)
-            with self._exclusive("saved"):
-                try:
-                    return self._write_locked(state, base, txn)
-                except BaseException:
-                    self._undo_folder(txn)
-                    raise
-        except OSError as exc:
-            raise self._write_error(exc) from exc
-        except ArchiveWriteError:
-            self._undo_folder(txn)
-            raise
+        for _ in range(3):
+            txn = _Txn()
+            try:
+                self._check_folder()
+                self._make_folder(txn)
+                with self._exclusive("saved") as got:
+                    try:
+                        return self._write_locked(state, base, txn, got)
+                    except BaseException:
+                        self._undo_folder(txn)
+                        raise
+            except OSError as exc:
+                raise self._write_error(exc) from exc
+            except _Gone:
+                continue  # deleted between the folder's creation and its lock: create it again
+            except ArchiveWriteError:
+                self._undo_folder(txn)
+                raise
+        raise self._refuse("the archive folder kept disappearing (another process deletes it)")
 
     @contextmanager
-    def _exclusive(self, done: str) -> Iterator[None]:
-        """Hold the folder's exclusive lock; lock failures become typed errors.
+    def _exclusive(self, done: str) -> Iterator[LockState]:
+        """Hold the folder's exclusive locks; lock failures become typed errors.
 
         Raises:
+            _Gone: The folder was removed (a save creates it again).
             ArchiveBusyError: Another process held the lock longer than :attr:`lock_timeout`.
             ArchiveWriteError: The folder cannot be locked (nothing was ``done``).
         """
         try:
-            with folder_lock(self.folder, self.fs, exclusive=True, timeout=self.lock_timeout):
-                yield
+            with folder_lock(
+                self.folder, self.fs, exclusive=True, timeout=self.lock_timeout
+            ) as got:
+                yield got
+        except FolderGone as exc:
+            raise _Gone from exc
         except LockTimeout as exc:
             raise ArchiveBusyError(
                 f"another process held the archive's lock for over {self.lock_timeout:g} s; "
@@ -508,7 +531,9 @@ class ArchiveStore:
         except LockUnavailable as exc:
             raise self._refuse(f"cannot lock the archive folder: {exc.reason}") from exc
 
-    def _write_locked(self, state: ConversationState, base: str | None, txn: _Txn) -> SaveResult:
+    def _write_locked(
+        self, state: ConversationState, base: str | None, txn: _Txn, lock: LockState
+    ) -> SaveResult:
         self._check_document()
         current = self._current_bytes()
         unread = self._unread_kept(state.history)
@@ -530,7 +555,10 @@ class ArchiveStore:
             return SaveResult(
                 action="unchanged", images_omitted=plan.omitted, version=version_of(data)
             )
+        if lock == "absent":  # the first write of a folder without one (module doc)
+            create_lock_file(self.folder, self.fs)
         problems = self._commit_all(txn, missing, data, current)
+        self._committed = version_of(data)
         return SaveResult(
             action="written",
             bytes_written=txn.written,
@@ -575,7 +603,9 @@ class ArchiveStore:
         )
 
     def _check_folder(self) -> None:
-        """Refuse a folder that is a symlink or a file."""
+        """Refuse a folder that is a symlink or a file, or a path with a NUL byte."""
+        if "\0" in str(self.folder):
+            raise ArchiveWriteError(_NUL, location=repr(str(self.folder)))
         problem = _folder_problem(self.fs.lstat(self.folder))
         if problem is not None:
             raise self._refuse(problem)
@@ -657,9 +687,7 @@ class ArchiveStore:
         if self._good.get(name) == _signature(info):
             return True
         got = self._verified_file(name, name.split(".", 1)[0])
-        if isinstance(got, OSError):
-            raise got
-        return got is not None
+        return isinstance(got, bytes)  # unreadable now: rewritten from the bytes in memory
 
     def _leftovers(self, wanted: Collection[str]) -> list[Path]:
         """Return the files llmcore created that a clean archive would not hold.
@@ -828,6 +856,8 @@ class ArchiveStore:
             ArchiveWriteError: ``conversation.json`` could not be removed, the folder cannot be
                 locked, or its path cannot be used (``OSError``: a name too long, a loop).
         """
+        if "\0" in str(self.folder):
+            self._check_folder()  # raises: no file system accepts the path
         try:
             info = self.fs.lstat(self.folder)
             problem = _folder_problem(info)
@@ -882,6 +912,10 @@ class ArchiveStore:
         else:
             self.fs.fsync_dir(self.folder)
         return tuple(sorted(kept))
+
+
+class _Gone(Exception):
+    """The archive folder vanished under a save before its lock was taken."""
 
 
 def _quietly(call: Callable[[Path], None], path: Path) -> None:

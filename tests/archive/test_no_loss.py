@@ -420,3 +420,118 @@ def test_the_lock_file_is_llmcores_made_by_saves_only_and_removed_with_the_archi
     assert (folder / ".llmcore.lock").read_bytes() == b""
     assert store.delete().action == "deleted"
     assert not folder.exists()
+
+
+# ------------------------------------------------------------- the tester's second round
+
+
+class _SignalSecondTry(FileSystem):
+    """Signals ``waiting`` at its second lock try (the gate is held; now the lock file)."""
+
+    def __init__(self) -> None:
+        self.tries = 0
+        self.waiting = threading.Event()
+
+    def try_lock(self, fd: int, *, exclusive: bool) -> bool:
+        self.tries += 1
+        got = super().try_lock(fd, exclusive=exclusive)
+        if self.tries >= 2 and not got:
+            self.waiting.set()
+        return got
+
+
+def test_a_waiting_save_keeps_new_opens_out_so_opens_cannot_starve_it(tmp_path):
+    folder = tmp_path / "agent"
+    _saved(folder, turns=2)
+    reader_fs = _PauseAfter()
+    first = threading.Thread(target=lambda: ArchiveStore(folder, fs=reader_fs).load())
+    first.start()
+    assert reader_fs.reached.wait(30)  # a reader holds the shared lock
+    writer_fs = _SignalSecondTry()
+    saved = []
+    writer = threading.Thread(
+        target=lambda: saved.append(ArchiveStore(folder, fs=writer_fs).write(conversation(3)))
+    )
+    writer.start()
+    assert writer_fs.waiting.wait(30)  # the save holds the gate and waits for the reader
+    late = ArchiveStore(folder, lock_timeout=0).load()  # before: got in at once, again and again
+    assert late.notice is not None and "lock" in late.notice.reason
+    reader_fs.go.set()
+    first.join(30)
+    writer.join(30)
+    assert saved[0].action == "written"
+    assert ArchiveStore(folder).load().state == conversation(3)
+
+
+def test_an_unreadable_image_sent_again_is_rewritten_from_memory(tmp_path):
+    folder = tmp_path / "agent"
+    data = png(b"hello" * 100)
+    conv = Conversation()
+    conv.end_turn(messages=turn(1, image=data), provider="anthropic", model="m")
+    ArchiveStore(folder).save(conv)
+    name = f"{Image(data=data, mime_type='image/png').sha256}.png"
+
+    class OneBadImage(FileSystem):
+        def read_bytes(self, path: Path) -> bytes:
+            if path.name == name:
+                raise OSError(errno.EIO, "Input/output error", str(path))
+            return super().read_bytes(path)
+
+    store = ArchiveStore(folder, fs=OneBadImage())
+    again = store.open()
+    assert again.notices  # the image could not be read
+    again.end_turn(messages=turn(2, image=data), provider="anthropic", model="m")
+    assert store.save(again).action == "written"  # before: EIO on every save
+    assert images_intact(folder, (folder / "conversation.json").read_bytes())
+
+
+def test_an_interrupt_after_the_commit_is_not_a_conflict_next_time(tmp_path):
+    folder = tmp_path / "agent"
+
+    class InterruptAfterCommit(FileSystem):
+        armed = False
+
+        def fsync_dir(self, path: Path) -> None:
+            if self.armed and path == folder:
+                self.armed = False
+                raise KeyboardInterrupt
+            super().fsync_dir(path)
+
+    fs = InterruptAfterCommit()
+    store = ArchiveStore(folder, fs=fs)
+    conv = store.open()
+    conv.end_turn(messages=turn(1), provider="a", model="m")
+    store.save(conv)
+    conv.end_turn(messages=turn(2), provider="a", model="m")
+    fs.armed = True
+    with pytest.raises(KeyboardInterrupt):
+        store.save(conv)  # turn 2 is committed
+    conv.end_turn(messages=turn(3), provider="a", model="m")
+    assert store.save(conv).action == "written"  # before: ArchiveConflictError
+    assert ArchiveStore(folder).load().state == conv.state
+
+
+def test_an_unchanged_save_of_a_folder_without_a_lock_file_writes_nothing(tmp_path):
+    from .helpers import CountingFS
+
+    folder = tmp_path / "agent"
+    _saved(folder, turns=2)
+    os.unlink(folder / ".llmcore.lock")  # an older version's archive, or a copy without dot files
+    fs = CountingFS()
+    store = ArchiveStore(folder, fs=fs)
+    assert store.save(store.open()).action == "unchanged"
+    assert fs.calls == []  # before: create_lock
+    conv = store.open()
+    conv.set_queued(["x"])
+    store.save(conv)
+    assert (folder / ".llmcore.lock").is_file()  # a save that writes makes it
+
+
+def test_a_path_with_a_nul_byte_is_a_notice_and_typed_errors(tmp_path):
+    store = ArchiveStore(tmp_path / "x\0y" / "agent")
+    conv = store.open()
+    assert "NUL" in conv.notices[0].reason
+    with pytest.raises(ArchiveWriteError, match="NUL"):
+        store.write(conversation(1))
+    with pytest.raises(ArchiveWriteError, match="NUL"):
+        store.delete()

@@ -16,7 +16,8 @@ from llmcore.messages import (
 )
 from llmcore.providers import PROVIDER_NAMES, get_provider
 from llmcore.request import Params, Request, Tool, ToolChoiceName
-from llmcore.runner import FunctionTool, Runner, ToolOutput, TurnResult
+from llmcore.limits import context_limit
+from llmcore.runner import FunctionTool, GeneratedImage, Runner, ToolOutput, TurnResult
 from llmcore.transport import AsyncHTTPTransport, HTTPTransport
 from llmcore.usage import Cost, Usage
 
@@ -29,6 +30,7 @@ __all__ = [
     "ConversationState",
     "Cost",
     "FunctionTool",
+    "GeneratedImage",
     "HTTPTransport",
     "Image",
     "LLMCoreError",
@@ -46,6 +48,7 @@ __all__ = [
     "TurnResult",
     "Usage",
     "audit_bodies",
+    "context_limit",
     "get_provider",
 ]
 

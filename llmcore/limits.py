@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import functools
 import re
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Final
 
@@ -58,35 +59,25 @@ NOTICE_ID_PREFIX: Final = "llmcore-context-limit-"
 _SNAPSHOT: Final = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2}|latest)$")
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ContextLimits:
-    """A context-limits table: model → window in tokens, plus where and when it was taken.
+    """A context-limits table: model → window in tokens, plus where and when it was taken."""
 
-    Args:
-        models: (model name, window in tokens) pairs.
-        sources: The pages the windows come from.
-        retrieved: The date they were checked (ISO 8601).
-    """
-
-    __slots__ = ("models", "retrieved", "sources")
-
-    def __init__(
-        self,
-        models: dict[str, int],
-        *,
-        sources: tuple[str, ...] = (),
-        retrieved: str = "",
-    ) -> None:
-        self.models: Final = dict(models)
-        self.sources: Final = sources
-        self.retrieved: Final = retrieved
+    models: tuple[tuple[str, int], ...]
+    """(model name, context window in tokens)."""
+    sources: tuple[str, ...] = ()
+    """The pages the windows come from."""
+    retrieved: str = ""
+    """The date they were checked (ISO 8601)."""
 
     def lookup(self, model: str) -> int | None:
         """Return the window of ``model`` in tokens, or ``None`` when unknown (module doc)."""
+        table = dict(self.models)
         name = model.rsplit("/", 1)[-1]
         for candidate in (model, name, _SNAPSHOT.sub("", name)):
             for spelling in (candidate, _dashed(candidate)):
-                if spelling in self.models:
-                    return self.models[spelling]
+                if spelling in table:
+                    return table[spelling]
         return None
 
 
@@ -104,14 +95,14 @@ def parse_limits(data: bytes, where: str = "context_limits.json") -> ContextLimi
     top: Any = jsonbytes.loads(data)
     if not isinstance(top, dict) or not isinstance(top.get("models"), dict):
         raise ValueError(f"{where}: expected an object with a 'models' object")
-    models: dict[str, int] = {}
+    models: list[tuple[str, int]] = []
     for name, tokens in top["models"].items():
         if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens <= 0:
             raise ValueError(f"{where}: $.models.{name} must be a positive integer")
-        models[name] = tokens
+        models.append((name, tokens))
     sources = top.get("sources", [])
     return ContextLimits(
-        models,
+        models=tuple(models),
         sources=tuple(str(s) for s in sources) if isinstance(sources, list) else (),
         retrieved=str(top.get("retrieved", "")),
     )

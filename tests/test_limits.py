@@ -62,7 +62,7 @@ def test_bad_tables_are_refused() -> None:
     with pytest.raises(ValueError, match=r"\$\.models\.m"):
         parse_limits(b'{"models": {"m": 0}}')
     data = resources.files("llmcore").joinpath("data/context_limits.json").read_bytes()
-    assert parse_limits(data).models == json.loads(data)["models"]
+    assert dict(parse_limits(data).models) == json.loads(data)["models"]
 
 
 def test_crossing_adds_one_notice_not_one_per_turn() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from llmcore.archive import ArchiveStore, Conversation, ConversationState
 from llmcore.audit import audit_bodies
 from llmcore.errors import LLMCoreError
+from llmcore.limits import context_limit
 from llmcore.messages import (
     OMITTED_IMAGE_PLACEHOLDER,
     Image,
@@ -16,7 +17,7 @@ from llmcore.messages import (
 )
 from llmcore.providers import PROVIDER_NAMES, get_provider
 from llmcore.request import Params, Request, Tool, ToolChoiceName
-from llmcore.runner import FunctionTool, Runner, ToolOutput, TurnResult
+from llmcore.runner import FunctionTool, GeneratedImage, Runner, ToolOutput, TurnResult
 from llmcore.transport import AsyncHTTPTransport, HTTPTransport
 from llmcore.usage import Cost, Usage
 
@@ -29,6 +30,7 @@ __all__ = [
     "ConversationState",
     "Cost",
     "FunctionTool",
+    "GeneratedImage",
     "HTTPTransport",
     "Image",
     "LLMCoreError",
@@ -46,6 +48,7 @@ __all__ = [
     "TurnResult",
     "Usage",
     "audit_bodies",
+    "context_limit",
     "get_provider",
 ]
 

@@ -42,7 +42,15 @@ from llmcore.runner import FunctionTool, Runner, ToolOutput
 from llmcore.transport import HTTPTransport, Transport
 from llmcore.usage import Usage
 
-__all__ = ["BenchLeg", "BenchResult", "BenchRow", "DEFAULT_PLAN", "LIVE_TIMEOUT", "run_bench"]
+__all__ = [
+    "DEFAULT_PLAN",
+    "LIVE_MODELS",
+    "LIVE_TIMEOUT",
+    "BenchLeg",
+    "BenchResult",
+    "BenchRow",
+    "run_bench",
+]
 
 LIVE_TIMEOUT: Final = httpx.Timeout(connect=10.0, read=120.0, write=60.0, pool=10.0)
 """The httpx timeout of ``bench --live``: connect 10 s, read 120 s, write 60 s, pool 10 s."""
@@ -62,9 +70,22 @@ class BenchLeg:
     """After this many user turns of the leg, save the archive and reopen it."""
 
 
+LIVE_MODELS: Final[dict[str, str]] = {
+    "anthropic": "claude-sonnet-4-6",
+    "openai-chat": "gpt-5.4-mini",
+    "openai-responses": "gpt-5.4-mini",
+    "openrouter": "anthropic/claude-sonnet-4.6",
+}
+"""The model ``bench --live --provider P`` uses when ``--model`` is not given.
+
+Each is a model the pinned ``anthropic`` and ``openai`` SDKs do not mark deprecated
+(``anthropic._data.DEPRECATED_MODELS``; the "Deprecated values" list of
+``openai.types.shared.ChatModel``); ``tests/test_default_models.py`` checks it.
+"""
+
 DEFAULT_PLAN: Final = (
-    BenchLeg(provider="anthropic", model="claude-sonnet-4-5", turns=6, reopen_after=3),
-    BenchLeg(provider="openai-chat", model="gpt-4.1", turns=3),
+    BenchLeg(provider="anthropic", model=LIVE_MODELS["anthropic"], turns=6, reopen_after=3),
+    BenchLeg(provider="openai-chat", model=LIVE_MODELS["openai-chat"], turns=3),
 )
 """The embedded session: 9 user turns (24 requests); reopen after turn 3, switch after turn 6."""
 
@@ -357,7 +378,11 @@ def _announce(transport: Transport, on_send: Callable[[int, str], None] | None) 
 
 
 def with_provider(plan: Sequence[BenchLeg], provider: str, model: str | None) -> list[BenchLeg]:
-    """Return ``plan`` as one leg on ``provider`` (live runs have one provider)."""
+    """Return ``plan`` as one leg on ``provider`` (live runs have one provider).
+
+    The model is ``model``, else the provider's :data:`LIVE_MODELS` entry, else the plan's first.
+    """
     turns = sum(leg.turns for leg in plan)
     first = plan[0]
-    return [replace(first, provider=provider, model=model or first.model, turns=turns)]
+    chosen = model or LIVE_MODELS.get(provider, first.model)
+    return [replace(first, provider=provider, model=chosen, turns=turns)]

@@ -1,8 +1,9 @@
-"""Per-model defaults: output-token default and context window (SPEC R1 ``maxTokens``, C4).
+"""Per-model defaults: the output-token default (SPEC R1 ``maxTokens``).
 
 A small bundled table, matched by the longest model-name prefix. Unknown models fall back to
 :data:`DEFAULT`. Numbers are from the providers' model pages as of 2026-11; they only choose
-defaults and never change a body built with an explicit ``maxTokens``.
+defaults and never change a body built with an explicit ``maxTokens``. Context windows (C4)
+are in :mod:`llmcore.limits`, where an unknown model stays unknown.
 """
 
 from __future__ import annotations
@@ -19,26 +20,24 @@ class ModelInfo:
 
     max_tokens: int
     """Default ``max_tokens`` sent when the request gives none (tokens)."""
-    context_window: int
-    """Context window (tokens), for the 80 % compaction notice (C4)."""
 
 
-DEFAULT: Final = ModelInfo(max_tokens=4096, context_window=128_000)
+DEFAULT: Final = ModelInfo(max_tokens=4096)
 """Used for models the table does not know."""
 
 _TABLE: Final[dict[str, ModelInfo]] = {
-    "claude-opus-4": ModelInfo(max_tokens=8192, context_window=200_000),
-    "claude-sonnet-4": ModelInfo(max_tokens=8192, context_window=200_000),
-    "claude-haiku-4": ModelInfo(max_tokens=8192, context_window=200_000),
-    "claude-3-7-sonnet": ModelInfo(max_tokens=8192, context_window=200_000),
-    "claude-3-5": ModelInfo(max_tokens=8192, context_window=200_000),
-    "claude-3": ModelInfo(max_tokens=4096, context_window=200_000),
-    "claude": ModelInfo(max_tokens=8192, context_window=200_000),
-    "gpt-4o": ModelInfo(max_tokens=4096, context_window=128_000),
-    "gpt-4.1": ModelInfo(max_tokens=8192, context_window=1_047_576),
-    "gpt-5": ModelInfo(max_tokens=8192, context_window=400_000),
-    "o3": ModelInfo(max_tokens=8192, context_window=200_000),
-    "o4-mini": ModelInfo(max_tokens=8192, context_window=200_000),
+    "claude-opus-4": ModelInfo(max_tokens=8192),
+    "claude-sonnet-4": ModelInfo(max_tokens=8192),
+    "claude-haiku-4": ModelInfo(max_tokens=8192),
+    "claude-3-7-sonnet": ModelInfo(max_tokens=8192),
+    "claude-3-5": ModelInfo(max_tokens=8192),
+    "claude-3": ModelInfo(max_tokens=4096),
+    "claude": ModelInfo(max_tokens=8192),
+    "gpt-4o": ModelInfo(max_tokens=4096),
+    "gpt-4.1": ModelInfo(max_tokens=8192),
+    "gpt-5": ModelInfo(max_tokens=8192),
+    "o3": ModelInfo(max_tokens=8192),
+    "o4-mini": ModelInfo(max_tokens=8192),
 }
 
 

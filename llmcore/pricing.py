@@ -96,7 +96,8 @@ class PriceTable:
             if candidate in table:
                 return table[candidate]
         dashed = name.replace(".", "-")
-        best = max((key for key in table if dashed.startswith(key)), key=len, default=None)
+        prefixes = (key for key in table if name.startswith(key) or dashed.startswith(key))
+        best = max(prefixes, key=len, default=None)
         return table[best] if best is not None else None
 
     def cost(self, model: str, usage: Usage) -> Cost:

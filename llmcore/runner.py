@@ -18,6 +18,13 @@ images — one user message ``Here is the image you asked for.`` followed by tho
   the rest of the turn (:data:`~llmcore.providers.base.Carry`) and dropped when it ends (M4).
 * Usage, last-round usage and cost (:class:`~llmcore.usage.UsageTotals`) are updated per
   request; the cost of each request comes from :mod:`llmcore.pricing`.
+* **Generated images (U2).** A tool that generates images says so in
+  :attr:`ToolOutput.generated` (:class:`GeneratedImage`: image model and count). Their cost,
+  :meth:`~llmcore.pricing.PriceTable.image_cost`, is added to the cost of the request whose
+  response made the tool call, so it reaches the conversation's cost (and the archive's
+  ``estimatedCost``) with the kinds of :class:`~llmcore.usage.Cost`: a priced image model adds
+  ``count × image price`` (``estimated``); an image model the table does not price makes the
+  cost ``unknown``; the request's usage (tokens) is unchanged.
 * The provider and model can change between turns (P6): the next request carries the same
   history; the conversation's ``provider`` and ``model`` are updated when that turn ends.
 * **Errors and cancellation**: the turn's result is returned only when the turn ends. A
@@ -64,6 +71,7 @@ from llmcore.usage import Cost, Usage
 __all__ = [
     "IMAGE_FOLLOW_UP_TEXT",
     "FunctionTool",
+    "GeneratedImage",
     "Runner",
     "ToolOutput",
     "TurnResult",
@@ -78,6 +86,26 @@ TurnStop: TypeAlias = StopReason | Literal["step_limit"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class GeneratedImage:
+    """Images a tool generated with an image model, for the conversation's cost (SPEC U2).
+
+    The price table has one price per image per model (:attr:`ModelPrice.image
+    <llmcore.pricing.ModelPrice.image>`, e.g. ``gpt-image-1`` at its 1024×1024 medium-quality
+    rate); report images of another size or quality under a model name the table prices that
+    way.
+    """
+
+    model: str
+    """The image model's name, looked up in the price table (e.g. ``gpt-image-1``)."""
+    count: int = 1
+    """How many images it generated (at least 0)."""
+
+    def __post_init__(self) -> None:
+        if self.count < 0:
+            raise ValueError(f"a negative image count ({self.count})")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolOutput:
     """What a tool may return besides a plain ``str`` / ``bytes`` / :class:`Image`."""
 
@@ -87,6 +115,8 @@ class ToolOutput:
     """Images for the next user message (M2)."""
     is_error: bool = False
     """Whether the result reports a failure."""
+    generated: tuple[GeneratedImage, ...] = ()
+    """Images the tool generated (with any model), costed into the turn (U2)."""
 
 
 ToolReturn: TypeAlias = str | bytes | Image | ToolOutput | dict[str, Any] | list[Any] | None
@@ -174,11 +204,17 @@ class _Turn:
         self.messages.append(Message(role="assistant", content=parsed.content))
         return [part for part in parsed.content if isinstance(part, ToolCall)]
 
-    def add_results(self, results: list[tuple[ToolResult, tuple[Image, ...]]]) -> None:
-        self.messages.append(Message.tool(*(result for result, _ in results)))
-        images = [image for _, found in results for image in found]
+    def add_results(self, outputs: list[tuple[ToolResult, ToolOutput]]) -> None:
+        self.messages.append(Message.tool(*(result for result, _ in outputs)))
+        images = [image for _, output in outputs for image in output.images]
         if images:
             self.messages.append(Message.user(IMAGE_FOLLOW_UP_TEXT, *images))
+        generated = [g for _, output in outputs for g in output.generated]
+        if generated:
+            usage, cost = self.rounds[-1]
+            for image in generated:
+                cost = cost + self.runner.prices.image_cost(image.model, image.count)
+            self.rounds[-1] = (usage, cost)
 
     def result(self, facts: SentFacts, stop: TurnStop) -> TurnResult:
         appended = tuple(self.messages[len(self.start.history) :])
@@ -366,8 +402,8 @@ def _arguments(data: bytes) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _finish_call(call: ToolCall, value: Any) -> tuple[ToolResult, tuple[Image, ...]]:
-    """Turn a tool's return value into its result and the images for the next user message."""
+def _finish_call(call: ToolCall, value: Any) -> tuple[ToolResult, ToolOutput]:
+    """Turn a tool's return value into its result and its output (images, generated images)."""
     if inspect.isawaitable(value):
         if inspect.iscoroutine(value):
             value.close()
@@ -379,7 +415,7 @@ def _finish_call(call: ToolCall, value: Any) -> tuple[ToolResult, tuple[Image, .
     result = ToolResult(
         call_id=call.id, tool_name=call.name, content=content, is_error=output.is_error
     )
-    return result, output.images
+    return result, output
 
 
 def _as_output(value: Any) -> ToolOutput:

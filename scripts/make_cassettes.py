@@ -68,7 +68,7 @@ SCENARIOS = (
     Scenario(
         name="anthropic-tool-turn",
         provider="anthropic",
-        model="claude-sonnet-4-5",
+        model="claude-sonnet-4-6",
         tool=WEATHER,
         message="What is the weather in San Francisco?",
         cases=("anthropic/0018.json", "anthropic/0013.json"),
@@ -76,7 +76,7 @@ SCENARIOS = (
     Scenario(
         name="openai-chat-tool-turn",
         provider="openai-chat",
-        model="gpt-4.1-mini",
+        model="gpt-5.4-mini",
         tool=TEMPERATURE,
         message="What is the temperature in Tokyo?",
         cases=("openai-chat/0068.json", "openai-chat/0069.json"),

@@ -31,9 +31,11 @@ def test_hit_rate_equals_the_auditors_theoretical_maximum(runs):
     assert result.audit_breaks == 0
     assert result.reopen_identical
     assert result.hit_rate == pytest.approx(result.theoretical_hit_rate, abs=1e-12)
-    assert result.hit_rate > 0.8
-    # misses only where inherent: the first request, and the first one after the switch
-    assert [r.request for r in result.rows if r.usage.cache_read == 0] == [1, 18]
+    assert result.hit_rate > 0.75
+    # misses only where inherent: requests 1-5 are shorter than claude-sonnet-4-6's 2,048-token
+    # minimum cacheable prefix, 6 is the first to write, 8 adds the first image (Anthropic then
+    # could read only tools and system, below the minimum), 18 is the first after the switch
+    assert [r.request for r in result.rows if r.usage.cache_read == 0] == [1, 2, 3, 4, 5, 6, 8, 18]
     # the request after the reopen reads everything the request before it wrote
     reopened = next(r for r in result.rows if r.event == "reopened")
     before = result.rows[reopened.request - 2]
@@ -55,8 +57,8 @@ def test_a_key_in_the_environment_never_makes_it_live(monkeypatch, runs):
 def test_command_prints_table_and_writes_results(tmp_path):
     result = CliRunner().invoke(app, ["bench", "--out", str(tmp_path / "res")])
     assert result.exit_code == 0, result.output
-    assert "total hit rate: 84.23%" in result.output
-    assert "theoretical maximum (auditor, bodies sent): 84.23%" in result.output
+    assert "total hit rate: 78.76%" in result.output
+    assert "theoretical maximum (auditor, bodies sent): 78.76%" in result.output
     data = json.loads((tmp_path / "res" / "bench.json").read_bytes())
     assert data["requests"] == 24 and data["hitRate"] == data["theoreticalHitRate"]
     assert (tmp_path / "res" / "bench.png").read_bytes().startswith(b"\x89PNG")

@@ -21,6 +21,7 @@ from typing import Any, Final, Literal, TypeAlias
 from llmcore import jsonbytes
 from llmcore.errors import UserError
 from llmcore.facts import SentFacts
+from llmcore.limits import context_notice_fields
 from llmcore.messages import Message, clean_text
 from llmcore.usage import Cost, Usage, UsageTotals
 
@@ -221,10 +222,13 @@ class ConversationState:
         rounds: Sequence[tuple[Usage, Cost]] = (),
         sent_facts: SentFacts | None = None,
     ) -> ConversationState:
-        """Return the state after a finished turn (SPEC A10, U3, F1, P6).
+        """Return the state after a finished turn (SPEC A10, U3, F1, P6, C4).
 
         The one rule for advancing a conversation: the runner uses it for a state value and
         :meth:`~llmcore.archive.conversation.Conversation.end_turn` for the host object.
+        When the turn's last request crossed 80 % of ``model``'s context window, one
+        ``notice`` item offering compaction follows the turn's items (the rule and its id:
+        :mod:`llmcore.limits`); nothing calls a model.
 
         Args:
             messages: The turn's messages, appended to the history.
@@ -237,12 +241,30 @@ class ConversationState:
         totals = self.usage
         for usage, cost in rounds:
             totals = totals.record(usage, cost)
+        history = (*self.history, *messages)
+        notice = self._limit_notice(model, totals, len(history), items) if rounds else ()
+        added = (*items, *notice)
         return dataclasses.replace(
             self,
             provider=clean_text(provider),
             model=clean_text(model),
-            history=(*self.history, *messages),
-            items=(*self.items, *items),
+            history=history,
+            items=(*self.items, *added),
             usage=totals,
             sent_facts=self.sent_facts if sent_facts is None else sent_facts,
         )
+
+    def _limit_notice(
+        self, model: str, totals: UsageTotals, length: int, items: Sequence[Item]
+    ) -> tuple[Item, ...]:
+        """Return the compaction notice the turn earned, if any (C4, :mod:`llmcore.limits`)."""
+        fields = context_notice_fields(
+            model=model,
+            last_round=totals.last_round,
+            previous_model=self.model,
+            previous_round=self.usage.last_round,
+            history_length=length,
+        )
+        if fields is None or any(i.id == fields["id"] for i in (*self.items, *items)):
+            return ()
+        return (Item.from_json(fields),)

@@ -21,7 +21,7 @@ TABLE = default_prices()
 
 
 def test_bundled_table_names_its_sources_and_date() -> None:
-    assert TABLE.retrieved == "2025-11-20"
+    assert TABLE.retrieved == "2026-12-01"
     assert any("anthropic" in s or "claude.com" in s for s in TABLE.sources)
     assert any("openai" in s for s in TABLE.sources)
 

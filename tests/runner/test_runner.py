@@ -512,8 +512,8 @@ def test_a_tool_returning_text_with_a_lone_surrogate_gives_a_replacement_charact
     from llmcore.runner import _finish_call
 
     call = ToolCall(id="c1", name="t", arguments=b"{}")
-    result, images = _finish_call(call, "bad \ud800 text")
-    assert result.content == "bad \ufffd text".encode() and images == ()
+    result, output = _finish_call(call, "bad \ud800 text")
+    assert result.content == "bad \ufffd text".encode() and output.images == ()
 
 
 # ------------------------------------------------------------- one conversation: runner ↔ archive

@@ -38,6 +38,7 @@ from llmcore.errors import EncodingError
 __all__ = [
     "MAX_DEPTH",
     "DuplicateKeyError",
+    "ExactFloat",
     "Raw",
     "RawArray",
     "dumps",
@@ -108,9 +109,31 @@ def encode_str(value: str) -> str:
     return out
 
 
+class ExactFloat(float):
+    """A number parsed from JSON text that keeps that text, written back exactly as it was.
+
+    ``12345678901234567890.5``, ``1E+2`` or ``0.1e-400`` have no float that writes them back the
+    same; the archive keeps the host's values unchanged (SPEC A4), so :func:`loads` with
+    ``exact_floats`` parses numbers with a fraction or exponent into this. Arithmetic gives plain
+    floats.
+    """
+
+    __slots__ = ("text",)
+
+    text: str
+
+    def __new__(cls, text: str) -> ExactFloat:
+        """Return the number of the JSON number ``text``, remembering ``text``."""
+        value = super().__new__(cls, text)
+        value.text = text
+        return value
+
+
 def _float(value: float) -> str:
     if math.isnan(value) or math.isinf(value):
         raise EncodingError(f"{value!r} has no JSON form")
+    if type(value) is ExactFloat:
+        return value.text
     return float.__repr__(value)
 
 
@@ -404,16 +427,27 @@ def long_integer(error: BaseException) -> str | None:
     return f"an integer {size}is longer than the {limit} digits Python reads"
 
 
-def _parse(text: str, finite: bool, hook: Any) -> Any:
+def _exact_finite(text: str) -> ExactFloat:
+    _finite_float(text)
+    return ExactFloat(text)
+
+
+_FLOATS: Final[dict[tuple[bool, bool], Any]] = {
+    (False, False): float,
+    (True, False): _finite_float,
+    (False, True): ExactFloat,
+    (True, True): _exact_finite,
+}
+
+
+def _parse(text: str, finite: bool, hook: Any, exact: bool = False) -> Any:
     try:
-        if finite:
-            return json.loads(
-                text,
-                parse_constant=_refuse_constant,
-                parse_float=_finite_float,
-                object_pairs_hook=hook,
-            )
-        return json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=hook)
+        return json.loads(
+            text,
+            parse_constant=_refuse_constant,
+            parse_float=_FLOATS[finite, exact],
+            object_pairs_hook=hook,
+        )
     except ValueError as exc:
         message = long_integer(exc)
         if message is None:
@@ -421,7 +455,13 @@ def _parse(text: str, finite: bool, hook: Any) -> Any:
         raise ValueError(message) from None
 
 
-def loads(data: bytes | bytearray | str, *, finite: bool = False, unique_keys: bool = False) -> Any:
+def loads(
+    data: bytes | bytearray | str,
+    *,
+    finite: bool = False,
+    unique_keys: bool = False,
+    exact_floats: bool = False,
+) -> Any:
     """Parse JSON text strictly; object order is kept.
 
     Bytes must be UTF-8 (no byte order mark); they are decoded strictly first, so invalid bytes
@@ -436,6 +476,8 @@ def loads(data: bytes | bytearray | str, *, finite: bool = False, unique_keys: b
         unique_keys: Also refuse an object that repeats a key (request files and the archive,
             SPEC R1, A8) instead of keeping the last value. The check costs one length
             comparison per object; only a file that has a repeat is parsed again to find where.
+        exact_floats: Parse numbers with a fraction or exponent as :class:`ExactFloat`, so
+            writing them gives back their text (the archive's host values, SPEC A4).
 
     Raises:
         DuplicateKeyError: (``unique_keys``) an object repeats a key; it names the key and the
@@ -448,9 +490,9 @@ def loads(data: bytes | bytearray | str, *, finite: bool = False, unique_keys: b
     """
     text = _utf8(data) if isinstance(data, bytes | bytearray) else data
     if not unique_keys:
-        return _parse(text, finite, None)
+        return _parse(text, finite, None, exact_floats)
     try:
-        return _parse(text, finite, _unique_object)
+        return _parse(text, finite, _unique_object, exact_floats)
     except _Repeated:
         pass
     # Error path only: the text after the repeat is still unread, so this parse may instead

@@ -228,7 +228,7 @@ def _item_json(item: Item, fragments: FragmentCache | None) -> Any:
 
 
 def _cards_json(cards: CardMap) -> dict[str, Any]:
-    return {key: jsonbytes.loads(text) for key, text in cards}
+    return {key: jsonbytes.loads(text, exact_floats=True) for key, text in cards}
 
 
 def _image_encoder(
@@ -395,7 +395,7 @@ def _parse(data: bytes) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise ArchiveReadError(f"not UTF-8 (byte {exc.start} is invalid)", location="$") from None
     try:
-        value = jsonbytes.loads(text, unique_keys=True)
+        value = jsonbytes.loads(text, unique_keys=True, exact_floats=True)
     except RecursionError:
         _fail("nested too deeply", "$")
     except jsonbytes.DuplicateKeyError as exc:

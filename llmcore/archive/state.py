@@ -151,7 +151,7 @@ class Item:
 
     def fields(self) -> dict[str, Any]:
         """Return the whole object as a fresh dict (keys sorted)."""
-        value: dict[str, Any] = jsonbytes.loads(self.json)
+        value: dict[str, Any] = jsonbytes.loads(self.json, exact_floats=True)
         return value
 
 

@@ -535,3 +535,27 @@ def test_a_path_with_a_nul_byte_is_a_notice_and_typed_errors(tmp_path):
         store.write(conversation(1))
     with pytest.raises(ArchiveWriteError, match="NUL"):
         store.delete()
+
+
+def test_host_numbers_are_kept_exactly_through_open_and_save(tmp_path):
+    folder = tmp_path / "agent"
+    _saved(folder, turns=1)
+    path = folder / "conversation.json"
+    numbers = '"n1": 12345678901234567890.5, "n2": 1E+2, "n3": 0.1e-400, "n4": 1.5'
+    path.write_text(path.read_text().replace('"hasImage": true', '"hasImage": true, ' + numbers, 1))
+    store = ArchiveStore(folder)
+    conv = store.open()
+    conv.set_card(
+        "skill",
+        "u0",
+        {"score": 0.30000000000000004e0, "big": 1.0e400 - 1.0e400 if False else 2.5e-7},
+    )
+    conv.set_queued(["x"])
+    store.save(conv)
+    text = path.read_text()
+    for kept in ('"n1": 12345678901234567890.5', '"n2": 1E+2', '"n3": 0.1e-400', '"n4": 1.5'):
+        assert kept in text  # before: 1.2345678901234567e+19, 100.0, 0.0 (A4: kept unchanged)
+    again = ArchiveStore(folder).open()
+    again.set_unsent(["y"])
+    ArchiveStore(folder).save(again)
+    assert '"n1": 12345678901234567890.5' in path.read_text()

@@ -78,11 +78,20 @@ def read_nofollow(path: Path) -> bytes | None:
 
 
 def ensure_folder(path: Path) -> None:
-    """Create ``path`` and its missing parents with mode 0700; a symlink is refused."""
+    """Create ``path`` and its missing parents, each 0700 (``path`` too); a symlink is refused."""
     if path.is_symlink():
         raise SessionWriteError("refused: the folder is a symlink", location=str(path))
-    if not path.is_dir():
-        path.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
+    missing = []
+    current = path
+    while not current.is_dir() and current != current.parent:
+        missing.append(current)
+        current = current.parent
+    for folder in reversed(missing):  # each folder this layer creates is 0700
+        try:
+            folder.mkdir(mode=FOLDER_MODE)
+        except FileExistsError:
+            pass
+        os.chmod(folder, FOLDER_MODE, follow_symlinks=False)
     os.chmod(path, FOLDER_MODE, follow_symlinks=False)
 
 

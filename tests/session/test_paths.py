@@ -31,7 +31,9 @@ def test_any_string_not_matching_the_id_regex_is_refused_before_a_path_is_built(
         paths.checkpoints_dir(value)
 
 
-@pytest.mark.parametrize("value", ["../../etc/x", "A1B2C3D4E5F6", "a1b2c3d4e5f", "a1b2c3d4e5f6\n", None, 12])
+@pytest.mark.parametrize(
+    "value", ["../../etc/x", "A1B2C3D4E5F6", "a1b2c3d4e5f", "a1b2c3d4e5f6\n", None, 12]
+)
 def test_crafted_ids_are_refused_with_a_clear_message(value):
     with pytest.raises(SessionIdError, match="must be 12 lowercase hex digits"):
         check_session_id(value)
@@ -72,7 +74,20 @@ def jail(tmp_path):
 @settings(max_examples=200)
 @given(
     st.lists(
-        st.sampled_from(["..", ".", "outside", "secret.txt", "link.txt", "linkdir", "sub", "deep.txt", "inside.txt", ""]),
+        st.sampled_from(
+            [
+                "..",
+                ".",
+                "outside",
+                "secret.txt",
+                "link.txt",
+                "linkdir",
+                "sub",
+                "deep.txt",
+                "inside.txt",
+                "",
+            ]
+        ),
         min_size=1,
         max_size=5,
     ),
@@ -108,7 +123,12 @@ def _make_jail(tmp_path):
 
 
 def test_dotdot_and_absolute_manifest_entries_are_skipped_and_symlinks_read_as_deleted(jail):
-    manifest = {"../outside/secret.txt": "0" * 64, "/etc/passwd": "0" * 64, "link.txt": "0" * 64, "linkdir/secret.txt": "0" * 64}
+    manifest = {
+        "../outside/secret.txt": "0" * 64,
+        "/etc/passwd": "0" * 64,
+        "link.txt": "0" * 64,
+        "linkdir/secret.txt": "0" * 64,
+    }
     drift = detect_drift(jail, manifest)
     assert drift.skipped == ("../outside/secret.txt", "/etc/passwd")
     assert drift.deleted == ("link.txt", "linkdir/secret.txt")

@@ -38,13 +38,23 @@ def test_each_pattern_is_found_and_redacted(name):
 
 
 def test_assignment_keeps_the_name_and_replaces_the_value():
-    assert scrub_text('{"api_key": "abcdefgh12345"}', environ={}) == '{"api_key": "[REDACTED:secret-assignment]"}'
+    assert (
+        scrub_text('{"api_key": "abcdefgh12345"}', environ={})
+        == '{"api_key": "[REDACTED:secret-assignment]"}'
+    )
     assert scrub_text("token: 12345678abc", environ={}) == "token: [REDACTED:secret-assignment]"
 
 
 @pytest.mark.parametrize(
     "text",
-    ["max_tokens: 1024", "the skeleton key", "input_tokens=12", "sk-short", "tokens are counted per turn", "AKIA short"],
+    [
+        "max_tokens: 1024",
+        "the skeleton key",
+        "input_tokens=12",
+        "sk-short",
+        "tokens are counted per turn",
+        "AKIA short",
+    ],
 )
 def test_ordinary_text_is_left_alone(text):
     assert scrub_text(text, environ={}) == text
@@ -52,10 +62,18 @@ def test_ordinary_text_is_left_alone(text):
 
 def test_the_environment_key_is_never_written_whatever_its_shape():
     env = {"MY_PROVIDER_API_KEY": "plainlookingvalue42", "HOME": "/home/someone-long"}
-    assert scrub_text("x plainlookingvalue42 y /home/someone-long", env) == "x [REDACTED:environment] y /home/someone-long"
+    assert (
+        scrub_text("x plainlookingvalue42 y /home/someone-long", env)
+        == "x [REDACTED:environment] y /home/someone-long"
+    )
 
 
 def test_scrub_walks_keys_values_and_lists():
     value = {"a": ["sk-ant-api03-" + "x" * 30], "sk-ant-api03-" + "y" * 30: 3, "n": None, "b": True}
     out = scrub(value, environ={})
-    assert out == {"a": ["[REDACTED:anthropic-key]"], "[REDACTED:anthropic-key]": 3, "n": None, "b": True}
+    assert out == {
+        "a": ["[REDACTED:anthropic-key]"],
+        "[REDACTED:anthropic-key]": 3,
+        "n": None,
+        "b": True,
+    }

@@ -49,8 +49,15 @@ class Terminal:
 
         options.setdefault("alive", lambda pid: False)
         return Session.start(
-            self.workspace, app="agent", ask=ask, say=self.said.append, config=self.config,
-            pid=self.pid, clock=self.clock, token=self.ids, **options,
+            self.workspace,
+            app="agent",
+            ask=ask,
+            say=self.said.append,
+            config=self.config,
+            pid=self.pid,
+            clock=self.clock,
+            token=self.ids,
+            **options,
         )
 
 
@@ -79,7 +86,9 @@ def test_first_start_is_a_new_session_and_exit_saves_file_and_pointer(terminal, 
     assert session.store.read_pointer(100) == session.session_id
 
 
-def test_resume_yes_keeps_id_rebuilds_history_and_builds_the_exact_block(terminal, runner, workspace):
+def test_resume_yes_keeps_id_rebuilds_history_and_builds_the_exact_block(
+    terminal, runner, workspace
+):
     (workspace / "agent_spec.md").write_text("spec v1")
     (workspace / "tools.py").write_text("x = 1")
     with terminal.start() as first:
@@ -153,15 +162,22 @@ def test_exit_saves_on_exception_and_ctrl_c(terminal, runner):
     with pytest.raises(RuntimeError), terminal.start() as session:
         runner.run_turn(session.conversation, "x")
         raise RuntimeError("crash")
-    assert session.store.load(session.session_id).record.recent_messages == session.conversation.history
+    assert (
+        session.store.load(session.session_id).record.recent_messages
+        == session.conversation.history
+    )
     terminal.pid = 101
     with pytest.raises(KeyboardInterrupt), terminal.start() as other:
         runner.run_turn(other.conversation, "y")
         raise KeyboardInterrupt
-    assert len(other.store.load(other.session_id).record.recent_messages) == len(other.conversation.history)
+    assert len(other.store.load(other.session_id).record.recent_messages) == len(
+        other.conversation.history
+    )
 
 
-def test_reset_confirms_deletes_and_suppresses_auto_save_until_the_next_response(terminal, runner, workspace):
+def test_reset_confirms_deletes_and_suppresses_auto_save_until_the_next_response(
+    terminal, runner, workspace
+):
     (workspace / "agent_spec.md").write_text("spec")
     (workspace / "templates").mkdir()
     (workspace / "templates" / "t.txt").write_text("t")
@@ -222,7 +238,9 @@ def test_a_crafted_pointer_is_refused_with_a_clear_message(terminal):
     assert session.resume_block == ""
 
 
-def test_two_terminals_have_their_own_pointers_and_a_running_one_is_left_alone(terminal, runner, workspace, config, clock, ids):
+def test_two_terminals_have_their_own_pointers_and_a_running_one_is_left_alone(
+    terminal, runner, workspace, config, clock, ids
+):
     a = terminal.start()
     _turn(a, runner, "in a")
     b_term = Terminal(workspace, config, clock, ids, pid=200)
@@ -233,7 +251,9 @@ def test_two_terminals_have_their_own_pointers_and_a_running_one_is_left_alone(t
     assert a.store.read_pointer(100) == a.session_id and a.store.read_pointer(200) == b.session_id
 
 
-def test_the_same_session_saved_from_two_terminals_never_loses_a_turn(terminal, runner, workspace, config, clock, ids):
+def test_the_same_session_saved_from_two_terminals_never_loses_a_turn(
+    terminal, runner, workspace, config, clock, ids
+):
     with terminal.start() as first:
         _turn(first, runner, "start")
     a = Terminal(workspace, config, clock, ids, pid=300).start()
@@ -249,12 +269,17 @@ def test_the_same_session_saved_from_two_terminals_never_loses_a_turn(terminal, 
 
 def test_save_makes_one_extraction_call_and_returns_its_cost(terminal):
     answer = json.dumps({"summary": f"Built the spec. key {FAKE_KEY}", "decisions": ["Use REST"]})
-    runner = Runner(provider="anthropic", model="claude-sonnet-4-5", transport=Replies("hi", answer))
+    runner = Runner(
+        provider="anthropic", model="claude-sonnet-4-5", transport=Replies("hi", answer)
+    )
     session = terminal.start(runner=runner)
     _turn(session, runner, "hello")
     outcome = session.save()
     assert len(runner.transport.bodies) == 2
-    assert b"one JSON object" in runner.transport.bodies[1] and b'"tools"' not in runner.transport.bodies[1]
+    assert (
+        b"one JSON object" in runner.transport.bodies[1]
+        and b'"tools"' not in runner.transport.bodies[1]
+    )
     assert outcome.extraction.decisions == ("Use REST",)
     assert outcome.extraction.usage == Usage(input=1000, output=50)
     assert outcome.extraction.cost.dollars > 0
@@ -279,7 +304,9 @@ def test_the_tail_is_the_compaction_tail_or_the_last_n_messages_at_a_turn_start(
         history += [
             Message.user(f"turn {turn}"),
             Message.assistant(call),
-            Message.tool(ToolResult(call_id=f"c{turn}", tool_name="read_file", content=b"r", is_error=False)),
+            Message.tool(
+                ToolResult(call_id=f"c{turn}", tool_name="read_file", content=b"r", is_error=False)
+            ),
             Message.assistant("done"),
         ]
     compacted, tail = split_history(tuple(history))

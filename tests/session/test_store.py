@@ -22,12 +22,18 @@ ID = "a1b2c3d4e5f6"
 
 
 def _record(**fields) -> SessionRecord:
-    base = {"session_id": ID, "created_at": "2026-03-30T10:15:00Z", "updated_at": "2026-03-31T14:22:00Z"}
+    base = {
+        "session_id": ID,
+        "created_at": "2026-03-30T10:15:00Z",
+        "updated_at": "2026-03-31T14:22:00Z",
+    }
     return SessionRecord(**{**base, **fields})
 
 
 def _store(config: Path) -> SessionStore:
-    return SessionStore(ProjectPaths(sessions=config / "app" / "projects" / "p_00000000" / "sessions"))
+    return SessionStore(
+        ProjectPaths(sessions=config / "app" / "projects" / "p_00000000" / "sessions")
+    )
 
 
 def test_fields_are_exactly_s1_schema_3_and_round_trip():
@@ -39,7 +45,9 @@ def test_fields_are_exactly_s1_schema_3_and_round_trip():
         recent_messages=(
             Message.user("hi"),
             Message.assistant(ToolCall(id="c1", name="read_file", arguments=b'{"path":"a"}')),
-            Message.tool(ToolResult(call_id="c1", tool_name="read_file", content=b"\xff\x00", is_error=False)),
+            Message.tool(
+                ToolResult(call_id="c1", tool_name="read_file", content=b"\xff\x00", is_error=False)
+            ),
         ),
         compacted_history_summary="Older work.",
         checkpoint_count=2,
@@ -48,8 +56,20 @@ def test_fields_are_exactly_s1_schema_3_and_round_trip():
     data = encode_record(record, environ={})
     obj = json.loads(data)
     assert sorted(obj) == sorted(
-        ["schema_version", "session_id", "created_at", "updated_at", "agent_spec_path", "file_manifest", "summary", "decisions",
-         "recent_messages", "compacted_history_summary", "checkpoint_count", "phase"]
+        [
+            "schema_version",
+            "session_id",
+            "created_at",
+            "updated_at",
+            "agent_spec_path",
+            "file_manifest",
+            "summary",
+            "decisions",
+            "recent_messages",
+            "compacted_history_summary",
+            "checkpoint_count",
+            "phase",
+        ]
     )
     assert obj["schema_version"] == 3
     assert obj["recent_messages"][2]["content"][0]["contentBase64"] == "/wA="  # A3 block format
@@ -58,14 +78,23 @@ def test_fields_are_exactly_s1_schema_3_and_round_trip():
 
 
 def test_images_are_stored_as_image_omitted():
-    record = _record(recent_messages=(Message.user("look", Image(data=b"\x89PNG\r\n\x1a\n", mime_type="image/png")),))
+    record = _record(
+        recent_messages=(
+            Message.user("look", Image(data=b"\x89PNG\r\n\x1a\n", mime_type="image/png")),
+        )
+    )
     obj = json.loads(encode_record(record, environ={}))
-    assert obj["recent_messages"][0]["content"][1] == {"type": "imageOmitted", "mimeType": "image/png"}
+    assert obj["recent_messages"][0]["content"][1] == {
+        "type": "imageOmitted",
+        "mimeType": "image/png",
+    }
 
 
 def test_secrets_and_the_environment_key_are_scrubbed_from_everything_written(monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
-    record = _record(summary=f"key {FAKE_KEY}", recent_messages=(Message.user("my token=abcdefgh123 ok"),))
+    record = _record(
+        summary=f"key {FAKE_KEY}", recent_messages=(Message.user("my token=abcdefgh123 ok"),)
+    )
     text = encode_record(record).decode()
     assert FAKE_KEY not in text and "abcdefgh123" not in text
 

@@ -12,7 +12,8 @@
   this project; ``say`` shows ``Previous session found (last active: YYYY-MM-DD HH:MM UTC)``
   and ``ask("Resume previous session? [Y/n]")`` decides. Yes keeps the id and files, rebuilds
   the trimmed history (:func:`~llmcore.session.summary.rebuild_history`), checks drift (S4) and
-  builds the resume block once (S3). No starts a new session; the old file stays.
+  builds the resume block once (S3). No starts a new session; the old file stays (orphaned).
+  Either way an exited terminal's pointer that offered it is removed.
 * **Saving**: after each completed turn (:meth:`Session.record_turn`), on ``/save``
   (:meth:`Session.save`) and at exit (:meth:`Session.close`, also from ``with`` on an
   exception or ``KeyboardInterrupt``), unless the session was just reset. ``/save`` and exit
@@ -171,8 +172,8 @@ class Session:
             if ask(RESUME_QUESTION):
                 session._resume(found.loaded.record, found.loaded.base)
                 session.store.write_pointer(session.pid, session.session_id)
-                if found.pointer_pid != session.pid:
-                    session.store.delete_pointer(found.pointer_pid)
+            if found.pointer_pid != session.pid:  # an exited terminal's pointer: taken or declined
+                session.store.delete_pointer(found.pointer_pid)
         return session
 
     def _resume(self, record: SessionRecord, base: str) -> None:

@@ -156,6 +156,8 @@ def test_resume_no_starts_new_and_leaves_the_old_file(terminal, runner):
         assert second.resume_block == ""
     assert old.read_bytes() == before  # orphaned, kept
     assert second.store.read_pointer(100) == second.session_id
+    terminal.pid, terminal.answer, terminal.said = 101, True, []
+    assert terminal.start().session_id == second.session_id  # the newer one is offered
 
 
 def test_exit_saves_on_exception_and_ctrl_c(terminal, runner):
@@ -312,3 +314,16 @@ def test_the_tail_is_the_compaction_tail_or_the_last_n_messages_at_a_turn_start(
     compacted, tail = split_history(tuple(history))
     assert compacted is None and len(tail) == RECENT_MESSAGES and tail[0] == Message.user("turn 10")
     assert ConversationState(history=tail).history[0].role == "user"
+
+
+def test_secrets_in_messages_never_reach_any_session_file(terminal, runner, config):
+    session = terminal.start()
+    token = "ghp_" + "Q" * 36
+    _turn(session, runner, f"my key is {FAKE_KEY} and my token is {token}; password=hunter2hunter2")
+    session.summary = f"The user pasted {token}."
+    session.checkpoint()
+    session.close()
+    written = [p.read_text() for p in config.rglob("*.json")]
+    assert len(written) >= 3  # session file, pointer, checkpoint
+    assert not any(FAKE_KEY in t or token in t or "hunter2hunter2" in t for t in written)
+    assert any("[REDACTED:environment]" in t for t in written)

@@ -18,7 +18,8 @@
   (:meth:`Session.save`) and at exit (:meth:`Session.close`, also from ``with`` on an
   exception or ``KeyboardInterrupt``), unless the session was just reset. ``/save`` and exit
   make the extraction call (:mod:`~llmcore.session.summary`) when a runner is configured.
-* **Reset** (S5 ``/reset``, ``/new``): :meth:`Session.reset`.
+* **Reset** (S5 ``/reset``, ``/new``): :meth:`Session.reset`; ``/compact``:
+  :meth:`Session.compact`; ``/resume``: :attr:`Session.resume_block`.
 * **Checkpoints** (S5): :meth:`Session.checkpoint`, :meth:`Session.checkpoints`,
   :meth:`Session.restore`.
 
@@ -38,6 +39,7 @@ from pathlib import Path
 from types import TracebackType
 
 from llmcore.archive import Conversation, ConversationState
+from llmcore.compaction import CompactionOutcome, run_compaction
 from llmcore.errors import LLMCoreError, SessionError
 from llmcore.runner import Runner
 
@@ -171,9 +173,12 @@ class Session:
             say(f"Previous session found (last active: {last})")
             if ask(RESUME_QUESTION):
                 session._resume(found.loaded.record, found.loaded.base)
+            try:
                 session.store.write_pointer(session.pid, session.session_id)
-            if found.pointer_pid != session.pid:  # an exited terminal's pointer: taken or declined
-                session.store.delete_pointer(found.pointer_pid)
+                if found.pointer_pid != session.pid:  # an exited terminal's: taken or declined
+                    session.store.delete_pointer(found.pointer_pid)
+            except (SessionError, OSError) as exc:  # the agent still starts
+                say(f"The session pointer could not be updated: {exc}")
         return session
 
     def _resume(self, record: SessionRecord, base: str) -> None:
@@ -322,6 +327,23 @@ class Session:
         self.drift = None
         self.suppressed = True
         return deleted
+
+    # ------------------------------------------------------------------ compaction
+
+    def compact(self, runner: Runner) -> CompactionOutcome:
+        """``/compact``: one summarization call (SPEC C1–C3), then save (no extraction call).
+
+        The compacted history's summary and kept turns become ``compacted_history_summary``
+        and ``recent_messages`` of the session file.
+
+        Raises:
+            LLMCoreError: Compaction is not offered (two turns or fewer) or ``runner`` has no
+                transport; nothing changed.
+        """
+        outcome = run_compaction(self.conversation, runner)
+        if outcome.ok:
+            self.save(summarize=False)
+        return outcome
 
     # ------------------------------------------------------------------ checkpoints
 

@@ -58,7 +58,12 @@ def find_previous(
     say: Callable[[str], None],
 ) -> Found | None:
     """Return the session to offer, or ``None`` (see the module doc)."""
-    candidates = [pid] + [p for p in store.pointer_pids() if p != pid and not alive(p)]
+    try:
+        others = [p for p in store.pointer_pids() if p != pid and not alive(p)]
+    except OSError as exc:
+        say(f"Ignored the saved sessions: {store.paths.sessions}: {exc.strerror}")
+        return None
+    candidates = [pid, *others]
     best: Found | None = None
     for candidate in candidates:
         try:

@@ -327,3 +327,19 @@ def test_secrets_in_messages_never_reach_any_session_file(terminal, runner, conf
     assert len(written) >= 3  # session file, pointer, checkpoint
     assert not any(FAKE_KEY in t or token in t or "hunter2hunter2" in t for t in written)
     assert any("[REDACTED:environment]" in t for t in written)
+
+
+def test_compact_stores_the_compaction_summary_and_tail(terminal, runner):
+    session = terminal.start()
+    for index in range(4):
+        _turn(session, runner, f"turn {index}")
+    runner.transport.texts = ["Earlier: four greetings."]
+    outcome = session.compact(runner)
+    assert outcome.ok
+    saved = session.store.load(session.session_id).record
+    assert saved.compacted_history_summary == "Earlier: four greetings."
+    assert saved.recent_messages == session.conversation.history[1:]
+    assert [m.content[0].text for m in saved.recent_messages] == ["turn 2", "ok", "turn 3", "ok"]
+    terminal.pid = 555
+    resumed = terminal.start()
+    assert resumed.conversation.history == session.conversation.history

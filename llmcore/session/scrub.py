@@ -63,6 +63,7 @@ PATTERNS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
 ENV_NAME_SUFFIXES: Final = ("API_KEY", "_KEY", "_TOKEN", "_SECRET", "PASSWORD")
 """Environment variables whose values are scrubbed wherever they occur."""
 _ENV_MIN: Final = 8
+_PASSES: Final = 8
 
 
 def _env_secrets(environ: Mapping[str, str]) -> list[str]:
@@ -85,8 +86,12 @@ def scrub_text(text: str, environ: Mapping[str, str] | None = None) -> str:
     """Return ``text`` with environment secrets and :data:`PATTERNS` replaced."""
     for value in _env_secrets(os.environ if environ is None else environ):
         text = text.replace(value, "[REDACTED:environment]")
-    for name, pattern in PATTERNS:
-        text = pattern.sub(lambda m, n=name: _replace(n, m), text)  # type: ignore[misc]
+    for _ in range(_PASSES):  # a redaction can expose a neighbour (a new word boundary)
+        before = text
+        for name, pattern in PATTERNS:
+            text = pattern.sub(lambda m, n=name: _replace(n, m), text)  # type: ignore[misc]
+        if text == before:
+            break
     return text
 
 

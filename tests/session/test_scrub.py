@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from llmcore.session import PATTERNS, find_secrets, scrub, scrub_text
 
@@ -77,3 +79,15 @@ def test_scrub_walks_keys_values_and_lists():
         "n": None,
         "b": True,
     }
+
+
+@given(
+    st.lists(
+        st.sampled_from([*SAMPLES.values(), " ", "text", "=", ":", '"', "\n", "key"]), max_size=8
+    )
+)
+def test_scrubbed_text_never_holds_a_secret_and_scrubbing_is_idempotent(pieces):
+    text = "".join(pieces)
+    once = scrub_text(text, environ={})
+    assert find_secrets(once) == []
+    assert scrub_text(once, environ={}) == once

@@ -9,7 +9,7 @@ import pytest
 
 from llmcore.archive import ConversationState
 from llmcore.compaction import SUMMARY_HEAD
-from llmcore.errors import SessionConflictError
+from llmcore.errors import SessionConflictError, SessionError
 from llmcore.messages import Message, Text, ToolCall, ToolResult
 from llmcore.providers.base import ParsedResponse
 from llmcore.runner import Runner
@@ -343,3 +343,28 @@ def test_compact_stores_the_compaction_summary_and_tail(terminal, runner):
     terminal.pid = 555
     resumed = terminal.start()
     assert resumed.conversation.history == session.conversation.history
+
+
+def test_new_files_not_in_the_manifest_are_not_detected(terminal, runner, workspace):
+    (workspace / "a.txt").write_text("a")
+    with terminal.start() as first:
+        first.track("a.txt")
+        _turn(first, runner, "x")
+    (workspace / "new.txt").write_text("new")
+    drift = terminal.start().drift
+    assert drift.lines() == ["1 tracked file unchanged"]
+
+
+def test_an_unreadable_checkpoint_is_listed_as_such_and_kept(terminal, runner):
+    session = terminal.start()
+    _turn(session, runner, "one")
+    session.checkpoint()
+    path = session.store.paths.checkpoints_dir(session.session_id) / "1.json"
+    path.write_bytes(b"{broken")
+    (info,) = session.checkpoints()
+    assert info.problem and info.line().startswith("#1  unreadable:")
+    with pytest.raises(SessionError):
+        session.restore(1)
+    with pytest.raises(SessionError, match="no checkpoint 7"):
+        session.restore(7)
+    assert path.read_bytes() == b"{broken"

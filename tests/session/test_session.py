@@ -368,3 +368,43 @@ def test_an_unreadable_checkpoint_is_listed_as_such_and_kept(terminal, runner):
     with pytest.raises(SessionError, match="no checkpoint 7"):
         session.restore(7)
     assert path.read_bytes() == b"{broken"
+
+
+_KILLED = """
+import os, signal, sys
+from pathlib import Path
+from llmcore.messages import Text
+from llmcore.providers.base import ParsedResponse
+from llmcore.runner import Runner
+from llmcore.session import Session
+
+class Replies:
+    calls = 0
+    def send(self, provider, body, *, stream=False):
+        Replies.calls += 1
+        if Replies.calls == 3:  # the third turn is in flight
+            os.kill(os.getpid(), signal.SIGKILL)
+        return ParsedResponse(content=(Text(text="ok"),))
+
+runner = Runner(provider="anthropic", model="claude-sonnet-4-5", transport=Replies())
+with Session.start(Path(sys.argv[1]), app="agent", ask=lambda q: True, config=Path(sys.argv[2]), pid=900) as s:
+    for index in range(5):
+        runner.run_turn(s.conversation, f"turn {index}")
+        s.record_turn()
+"""
+
+
+def test_sigkill_loses_at_most_the_turn_in_flight(terminal, workspace, config):
+    import signal
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _KILLED, str(workspace), str(config)], check=False)
+    assert done.returncode == -signal.SIGKILL
+    resumed = terminal.start()
+    assert [m.content[0].text for m in resumed.conversation.history] == [
+        "turn 0",
+        "ok",
+        "turn 1",
+        "ok",
+    ]

@@ -17,6 +17,11 @@ streams)::
     │   └── ArchiveWriteError      a save failed before its commit point; the old archive stands
     │       ├── ArchiveConflictError  another process saved the folder since it was opened
     │       └── ArchiveBusyError   another process held the folder's lock too long
+    ├── SessionError               a terminal-agent session (SPEC S1–S6) cannot be used
+    │   ├── SessionIdError         a session id does not match ``^[a-f0-9]{12}$`` (no path built)
+    │   ├── SessionReadError       a session file is corrupt or of a newer schema (kept as it is)
+    │   └── SessionWriteError      a session save failed; the file on disk is unchanged
+    │       └── SessionConflictError  another process saved the same session since it was read
     └── ProviderError              the provider (or the way to it) failed
         ├── TransportError         no HTTP response: connect/read failure or timeout
         ├── APIStatusError         an HTTP error status with the provider's error body
@@ -50,6 +55,11 @@ __all__ = [
     "ProviderError",
     "RequestFileError",
     "ResponseParseError",
+    "SessionConflictError",
+    "SessionError",
+    "SessionIdError",
+    "SessionReadError",
+    "SessionWriteError",
     "TransportError",
     "UnknownProviderError",
     "UnsupportedContentError",
@@ -130,6 +140,32 @@ class ArchiveConflictError(ArchiveWriteError):
 
 class ArchiveBusyError(ArchiveWriteError):
     """Another process held the archive folder's lock longer than the store's lock timeout."""
+
+
+class SessionError(LLMCoreError):
+    """A terminal-agent session (SPEC S1–S6) cannot be read, written or found."""
+
+
+class SessionIdError(SessionError):
+    """A session id (from a pointer file or a caller) is not 12 lowercase hex digits (S6).
+
+    Raised before any path is built from it; ``location`` is where the id came from.
+    """
+
+
+class SessionReadError(SessionError):
+    """A session file is corrupt or has a newer ``schema_version``; it is left as it is."""
+
+
+class SessionWriteError(SessionError):
+    """A session save failed before its rename; the file on disk is unchanged."""
+
+
+class SessionConflictError(SessionWriteError):
+    """Another process saved the same session file since this one read or wrote it.
+
+    Nothing was written: the other process's save is kept. ``location`` is the file.
+    """
 
 
 class ProviderError(LLMCoreError):

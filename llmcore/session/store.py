@@ -1,0 +1,272 @@
+"""Reading and writing session files and pointers (SPEC S1, S2, S6).
+
+**Writes are atomic**: the bytes go to a fresh temporary file in the same folder (mode 0600,
+``O_EXCL | O_NOFOLLOW``), which is fsynced and renamed over the target; then the folder is
+fsynced. A crash at any instant leaves the old file or the new one. Folders are created 0700
+(and an existing session folder is set to 0700).
+
+**Reads never follow a symlink** (``O_NOFOLLOW``); a session file that cannot be decoded is
+reported (:class:`~llmcore.errors.SessionReadError`) and left byte-for-byte as it is.
+
+**Two processes** (two terminals): each has its own pointer ``active_<pid>.json``. A save
+takes the session folder's exclusive lock (:func:`llmcore.archive.lock.folder_lock`) and
+compares the SHA-256 of the file on disk with the one this process last read or wrote (its
+*base*); if another process saved in between, nothing is written and
+:class:`~llmcore.errors.SessionConflictError` is raised, so the other process's turn is kept.
+
+Pointers hold ``{"session_id": …}``; the id is checked against ``^[a-f0-9]{12}$`` before any
+path is built from it, so a crafted pointer (``../../x``) is refused with a clear message.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from llmcore import jsonbytes
+from llmcore.archive.fs import FileSystem
+from llmcore.archive.lock import LOCK_FILE, LockTimeout, LockUnavailable, folder_lock
+from llmcore.errors import SessionConflictError, SessionReadError, SessionWriteError
+
+from .paths import ProjectPaths, check_session_id
+from .record import SessionRecord, decode_record, encode_record
+
+__all__ = [
+    "FILE_MODE",
+    "FOLDER_MODE",
+    "NO_FILE",
+    "Loaded",
+    "SessionStore",
+    "atomic_write",
+    "ensure_folder",
+    "read_nofollow",
+]
+
+FILE_MODE: Final = 0o600
+"""Mode of every file the session layer writes."""
+FOLDER_MODE: Final = 0o700
+"""Mode of every folder the session layer creates."""
+NO_FILE: Final = "none"
+"""The base of a session that has no file on disk yet."""
+_NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
+
+
+def read_nofollow(path: Path) -> bytes | None:
+    """Return the bytes of regular file ``path`` (no symlink followed), ``None`` if missing.
+
+    Raises:
+        OSError: Any failure but a missing file (``ELOOP`` for a symlink).
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | _NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def ensure_folder(path: Path) -> None:
+    """Create ``path`` and its missing parents, each 0700 (``path`` too); a symlink is refused."""
+    if path.is_symlink():
+        raise SessionWriteError("refused: the folder is a symlink", location=str(path))
+    missing = []
+    current = path
+    while not current.is_dir() and current != current.parent:
+        missing.append(current)
+        current = current.parent
+    for folder in reversed(missing):  # each folder this layer creates is 0700
+        try:
+            folder.mkdir(mode=FOLDER_MODE)
+        except FileExistsError:
+            pass
+        os.chmod(folder, FOLDER_MODE, follow_symlinks=False)
+    os.chmod(path, FOLDER_MODE, follow_symlinks=False)
+
+
+def atomic_write(target: Path, data: bytes) -> None:
+    """Replace ``target`` with ``data``: temp file (0600), fsync, rename, folder fsync."""
+    temp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | _NOFOLLOW
+    fd = os.open(temp, flags, FILE_MODE)
+    try:
+        try:
+            os.fchmod(fd, FILE_MODE)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, target)
+    except BaseException:
+        _unlink(temp)
+        raise
+    FileSystem().fsync_dir(target.parent)
+
+
+def _unlink(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _digest(data: bytes | None) -> str:
+    return NO_FILE if data is None else hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Loaded:
+    """A session file read from disk."""
+
+    record: SessionRecord
+    """Its content."""
+    base: str
+    """SHA-256 hex of the bytes read: the base of the next save."""
+
+
+class SessionStore:
+    """The session files and pointers of one project (see the module doc).
+
+    Args:
+        paths: The project's session folder.
+        lock_timeout: Seconds a save waits for another process's lock.
+    """
+
+    def __init__(self, paths: ProjectPaths, *, lock_timeout: float = 10.0) -> None:
+        self.paths = paths
+        self.lock_timeout = lock_timeout
+
+    # ------------------------------------------------------------------ session files
+
+    def load(self, session_id: str) -> Loaded | None:
+        """Read session ``session_id``; ``None`` when there is no file.
+
+        Raises:
+            SessionIdError: ``session_id`` is not 12 hex digits (no path was built).
+            SessionReadError: The file is corrupt, of a newer schema, a symlink or unreadable;
+                it is left as it is.
+        """
+        path = self.paths.session_file(session_id)
+        try:
+            data = read_nofollow(path)
+        except OSError as exc:
+            raise SessionReadError(f"cannot be read ({exc.strerror})", location=str(path)) from exc
+        if data is None:
+            return None
+        record = decode_record(data, str(path))
+        if record.session_id != session_id:
+            raise SessionReadError("holds another session id", location=str(path))
+        return Loaded(record=record, base=_digest(data))
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        ensure_folder(self.paths.sessions)
+        try:
+            with folder_lock(
+                self.paths.sessions, FileSystem(), exclusive=True, timeout=self.lock_timeout
+            ):
+                os.chmod(self.paths.sessions / LOCK_FILE, FILE_MODE, follow_symlinks=False)
+                yield
+        except LockTimeout as exc:
+            raise SessionWriteError(str(exc), location=str(self.paths.sessions)) from exc
+        except LockUnavailable as exc:
+            raise SessionWriteError(exc.reason, location=str(self.paths.sessions)) from exc
+
+    def save(self, record: SessionRecord, base: str) -> str:
+        """Write ``record`` atomically if the file on disk is still ``base``; return the new base.
+
+        Raises:
+            SessionConflictError: Another process saved the file since ``base``; nothing written.
+            SessionWriteError: The folder or file cannot be written; the old file stands.
+        """
+        path = self.paths.session_file(record.session_id)
+        data = encode_record(record)
+        with self._locked():
+            try:
+                current = _digest(read_nofollow(path))
+            except OSError as exc:
+                raise SessionWriteError(
+                    f"cannot read ({exc.strerror})", location=str(path)
+                ) from exc
+            if current != base:
+                raise SessionConflictError(
+                    "another process saved this session since it was read; its save is kept",
+                    location=str(path),
+                )
+            try:
+                atomic_write(path, data)
+            except OSError as exc:
+                raise SessionWriteError(
+                    f"cannot write ({exc.strerror})", location=str(path)
+                ) from exc
+        return _digest(data)
+
+    def delete(self, session_id: str) -> None:
+        """Remove session ``session_id``'s file (if any)."""
+        path = self.paths.session_file(session_id)
+        with self._locked():
+            _unlink(path)
+
+    # ------------------------------------------------------------------ pointers
+
+    def read_pointer(self, pid: int) -> str | None:
+        """Return the session id ``active_<pid>.json`` names; ``None`` if there is none.
+
+        Raises:
+            SessionIdError: The pointer names something that is not a session id (refused
+                before any path is built).
+            SessionReadError: The pointer is not ``{"session_id": str}`` JSON.
+        """
+        path = self.paths.pointer_file(pid)
+        try:
+            data = read_nofollow(path)
+            obj = None if data is None else jsonbytes.loads(data)
+        except (OSError, ValueError) as exc:
+            raise SessionReadError("the pointer cannot be read", location=str(path)) from exc
+        if obj is None:
+            return None
+        if not isinstance(obj, dict) or set(obj) != {"session_id"}:
+            raise SessionReadError('expected {"session_id": …}', location=str(path))
+        return check_session_id(obj["session_id"], str(path))
+
+    def write_pointer(self, pid: int, session_id: str) -> None:
+        """Point ``active_<pid>.json`` at ``session_id`` (atomically, 0600)."""
+        check_session_id(session_id)
+        path = self.paths.pointer_file(pid)
+        ensure_folder(self.paths.sessions)
+        try:
+            atomic_write(path, jsonbytes.dumps_sorted({"session_id": session_id}) + b"\n")
+        except OSError as exc:
+            raise SessionWriteError(f"cannot write ({exc.strerror})", location=str(path)) from exc
+
+    def delete_pointer(self, pid: int) -> None:
+        """Remove ``active_<pid>.json`` (if any)."""
+        _unlink(self.paths.pointer_file(pid))
+
+    def pointer_pids(self) -> list[int]:
+        """Return the pids of every ``active_<pid>.json`` in the folder, in order."""
+        try:
+            names = os.listdir(self.paths.sessions)
+        except OSError as exc:
+            if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+                return []
+            raise
+        pids = []
+        for name in names:
+            middle = name.removeprefix("active_").removesuffix(".json")
+            if name.startswith("active_") and name.endswith(".json") and middle.isdigit():
+                pids.append(int(middle))
+        return sorted(pids)

@@ -1,4 +1,4 @@
-"""The emulator's resource limits: body size, header and body read timeouts (SPEC V2).
+"""The emulator's resource limits: body and head sizes, read timeouts, bodies in flight (SPEC V2).
 
 * **Body size**, per endpoint, enforced while the body streams in: a ``Content-Length`` over
   the limit is answered 413 at once without reading the body; a chunked body is counted as it
@@ -9,10 +9,10 @@
 * **Header timeout**: a connection that has not sent a complete request head within
   :data:`HEADER_TIMEOUT` seconds of opening (or of starting its next request) gets a plain 408
   and is closed (uvicorn has no such timeout; :func:`head_limits_protocol` adds it).
-* **Request head size**: more than :data:`MAX_HEADER_BYTES` bytes (request line and header
+* **Request head size**: more than :data:`MAX_HEADER_BYTES` bytes (the URL and the header
   lines) or more than :data:`MAX_HEADER_LINES` header lines get a plain ``431 Request Header
-  Fields Too Large`` and the connection is closed, as soon as the parser passes the limit (the
-  head is never buffered whole; uvicorn has no such limit either).
+  Fields Too Large`` and the connection is closed, as soon as the parser passes the limit (at
+  most the limit and one socket read are buffered; uvicorn has no such limit of its own).
 * **Body timeout**: a client that stalls more than :data:`BODY_TIMEOUT` seconds between two
   body chunks gets a 408 in the provider's error shape and the connection is closed.
 * **Body deadline**: the whole body must arrive within :data:`BODY_DEADLINE` seconds of the
@@ -75,7 +75,7 @@ BODY_DEADLINE: Final = 120.0
 """Seconds a client may take to send a whole body (32 MiB in 120 s is 280 KB/s; loopback
 clients send it in well under a second)."""
 MAX_HEADER_BYTES: Final = 64 * 1024
-"""Largest request head in bytes (request line and header lines). Common defaults are 8 to
+"""Largest request head in bytes (the URL and the header lines). Common defaults are 8 to
 64 KiB: nginx ``large_client_header_buffers`` 4 × 8 KiB, Node.js ``maxHeaderSize`` 16 KiB,
 Envoy ``max_request_headers_kb`` 60 KiB, CPython ``http.client`` 64 KiB per line
 (``_MAXLINE``); provider clients send well under 2 KiB."""
@@ -109,7 +109,7 @@ class Limits:
     body_deadline: float = BODY_DEADLINE
     """Seconds allowed from a complete head to the last body byte."""
     max_header_bytes: int = MAX_HEADER_BYTES
-    """Largest request head in bytes (request line and header lines)."""
+    """Largest request head in bytes (the URL and the header lines)."""
     max_header_lines: int = MAX_HEADER_LINES
     """Most header lines in one request."""
     bodies_in_flight: int = MAX_BODIES_IN_FLIGHT

@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from json.encoder import encode_basestring
 from typing import Any, Final
@@ -45,6 +46,7 @@ __all__ = [
     "dumps_sorted",
     "dumps_text",
     "encode_str",
+    "integer_size",
     "is_json_object",
     "loads",
     "long_integer",
@@ -137,6 +139,16 @@ def _float(value: float) -> str:
     return float.__repr__(value)
 
 
+def _int(value: int) -> str:
+    try:
+        return int.__repr__(value)
+    except ValueError:  # over sys.get_int_max_str_digits(): a YAML hex or binary integer
+        raise EncodingError(
+            f"{integer_size(value)} is longer than the {sys.get_int_max_str_digits()} digits "
+            "Python writes"
+        ) from None
+
+
 _CONSTANTS: Final[dict[object, str]] = {None: "null", True: "true", False: "false"}
 
 
@@ -146,7 +158,7 @@ def _scalar(value: Any) -> str:
     if isinstance(value, bool) or value is None:
         return _CONSTANTS[value]
     if isinstance(value, int):
-        return int.__repr__(value)
+        return _int(value)
     if isinstance(value, float):
         return _float(value)
     raise EncodingError(f"cannot write a {type(value).__name__} as JSON")
@@ -404,6 +416,34 @@ def _first_repeat(value: Any) -> DuplicateKeyError | None:
 _INT_LIMIT: Final = re.compile(
     r"Exceeds the limit \((\d+) digits\) for integer string conversion(?:: value has (\d+) digits)?"
 )
+
+
+_LOG10_2: Final = math.log10(2)
+_EXACT_BITS: Final = 1 << 20
+"""Up to this many bits (about 315,000 digits) :func:`integer_size` counts digits exactly."""
+
+
+def integer_size(value: int) -> str:
+    """Describe a (possibly huge) integer by its number of decimal digits, without ``str()``.
+
+    ``str()`` and ``repr()`` refuse integers longer than ``sys.get_int_max_str_digits()``
+    (4,300 digits by default) with a ``ValueError``; YAML hex, octal and binary integers are
+    read without that limit, so messages about untrusted values use this instead. The count
+    comes from :meth:`int.bit_length`: exact up to :data:`_EXACT_BITS` bits, "about" beyond.
+
+    Returns:
+        ``"an integer of 5000 digits"`` (``"a negative integer of …"`` below zero).
+    """
+    size = abs(value)
+    bits = size.bit_length()
+    digits = int((bits - 1) * _LOG10_2) + 1 if bits else 1  # 10**(digits-1) <= 2**(bits-1)
+    about = ""
+    if bits > _EXACT_BITS:
+        about = "about "
+    elif size >= 10**digits:
+        digits += 1
+    sign = "a negative integer" if value < 0 else "an integer"
+    return f"{sign} of {about}{digits} digit{'s' if digits > 1 else ''}"
 
 
 def long_integer(error: BaseException) -> str | None:

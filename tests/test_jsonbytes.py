@@ -99,3 +99,26 @@ def test_an_integer_longer_than_python_reads_is_named_plainly():
     assert jsonbytes.long_integer(raw.value) == str(info.value)
     assert jsonbytes.long_integer(ValueError("other")) is None
     assert jsonbytes.loads("[" + "9" * 4300 + "]") == [int("9" * 4300)]
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        (0, "an integer of 1 digit"),
+        (9, "an integer of 1 digit"),
+        (10, "an integer of 2 digits"),
+        (-100, "a negative integer of 3 digits"),
+        (10**4000 - 1, "an integer of 4000 digits"),
+        (10**4000, "an integer of 4001 digits"),
+        (int("f" * 5000, 16), "an integer of 6021 digits"),
+        (1 << (1 << 21), "an integer of about 631306 digits"),
+    ],
+    ids=["0", "9", "10", "-100", "4000-digits", "4001-digits", "hex-5000", "2**2**21"],
+)
+def test_integer_size_never_converts_the_integer_to_text(value: int, shown: str) -> None:
+    assert jsonbytes.integer_size(value) == shown
+
+
+def test_an_integer_longer_than_python_writes_is_an_encoding_error() -> None:
+    with pytest.raises(EncodingError, match="an integer of 6021 digits is longer than the 4300"):
+        jsonbytes.dumps({"n": int("f" * 5000, 16)})

@@ -195,7 +195,14 @@ class _BadValue(yaml.YAMLError):
 
 
 def _shown(value: Any) -> str:
-    """``repr(value)``, cut after 20 characters when longer than 40 (a 400-digit number)."""
+    """``repr(value)``, cut after 20 characters when longer than 40; a long integer by size.
+
+    An integer over 128 bits is shown as ``an integer of N digits``
+    (:func:`~llmcore.jsonbytes.integer_size`): YAML hex, octal and binary integers have no
+    length limit, and ``repr()`` refuses one of over 4,300 digits with a ``ValueError``.
+    """
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        return jsonbytes.integer_size(value)
     text = repr(value)
     if len(text) <= 40:
         return text
@@ -316,8 +323,8 @@ def _interaction(interaction: Any, where: str) -> AuditInput | str:
     request = interaction.get("request") if isinstance(interaction, dict) else None
     if not isinstance(request, dict):
         raise AuditInputError("an interaction needs a 'request' mapping", location=where)
-    method = str(request.get("method", "POST")).upper()
-    uri = str(request.get("uri", "")).split("?", 1)[0].rstrip("/")
+    method = _text(request, "method", "POST", where).upper()
+    uri = _text(request, "uri", "", where).split("?", 1)[0].rstrip("/")
     if method != "POST" or (uri and not uri.endswith(_ENDPOINTS)):
         return f"not a request to a model endpoint ({method} {uri})"
     body = _body(request, where)
@@ -325,6 +332,31 @@ def _interaction(interaction: Any, where: str) -> AuditInput | str:
         return "no request body"
     stamp = interaction.get("recorded_at", request.get("recorded_at"))
     return AuditInput(body=body, source=where, timestamp=_timestamp(stamp, where))
+
+
+def _kind(value: Any) -> str:
+    """``an integer of 3 digits``, ``a list``, ``a float``…: what a value is, never its text."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return jsonbytes.integer_size(value)
+    name = type(value).__name__
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+
+
+def _text(request: dict[str, Any], key: str, default: str, where: str) -> str:
+    """Return ``request[key]`` (``default`` when absent or null).
+
+    Raises:
+        AuditInputError: The value is not text (a number, a list…); a huge YAML integer is
+            named by its size, never converted to text.
+    """
+    value = request.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise AuditInputError(
+            f"request {key} is {_shown(value)}, not a string", location=f"{where}.request.{key}"
+        )
+    return value
 
 
 def _body(request: dict[str, Any], where: str) -> bytes | None:
@@ -340,7 +372,7 @@ def _body(request: dict[str, Any], where: str) -> bytes | None:
     if isinstance(body, bytes):
         return body
     raise AuditInputError(
-        f"request body is a {type(body).__name__}, not the string that was sent",
+        f"request body is {_kind(body)}, not the string that was sent",
         location=f"{where}.request.body",
     )
 
@@ -394,10 +426,10 @@ def _timestamp(value: Any, where: str) -> float | None:
             when = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:
             raise AuditInputError(
-                f"recorded_at {value!r} is not an ISO 8601 time", location=where
+                f"recorded_at {_shown(value)} is not an ISO 8601 time", location=where
             ) from None
     if not isinstance(when, datetime):
-        raise AuditInputError(f"recorded_at {value!r} is not a time", location=where)
+        raise AuditInputError(f"recorded_at {_shown(value)} is not a time", location=where)
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return when.timestamp()

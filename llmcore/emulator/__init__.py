@@ -6,7 +6,8 @@ Completions and Responses, plain JSON and SSE, answers from a deterministic scri
 prompt-cache accounting (:mod:`llmcore.emulator.anthropic_cache`,
 :mod:`llmcore.emulator.openai_cache`) with token counts from :mod:`llmcore.tokens`. It rejects
 what the real APIs reject, in their error shapes, and bounds what a client can cost it (body
-size, header and body timeouts, a cache memory budget: :class:`Limits`). It reads wire bodies
+size, request head size, header and body timeouts, a body deadline, bodies in flight, a cache
+memory budget: :class:`Limits`). It reads wire bodies
 on its own and imports nothing from :mod:`llmcore.providers` (V4).
 """
 

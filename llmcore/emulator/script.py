@@ -221,12 +221,15 @@ def parse_script(data: bytes, source: str = "<script>") -> Script:
         source: The file name used in error locations.
 
     Raises:
-        ScriptError: The text is not JSON (or nests too deeply for the parser) or breaks the
+        ScriptError: The text is not JSON (or nests too deeply for the parser), an object
+            repeats a key (``location`` names it: ``source: $.replies``), or it breaks the
             format: a string holds a lone surrogate, ``arguments`` nest deeper than
             :data:`MAX_ARGUMENT_DEPTH`, …; ``location`` is ``source: $.path``.
     """
     try:
-        value = jsonbytes.loads(data)
+        value = jsonbytes.loads(data, unique_keys=True)
+    except jsonbytes.DuplicateKeyError as exc:  # json.loads would keep the last one silently
+        raise ScriptError(exc.reason, location=f"{source}: {exc.key_path}") from None
     except ValueError as exc:
         raise ScriptError(f"not valid JSON: {exc}", location=source) from exc
     except RecursionError:

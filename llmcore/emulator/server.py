@@ -34,13 +34,20 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from llmcore.emulator.clock import Clock
 from llmcore.emulator.engine import Engine, Prepared
 from llmcore.emulator.errors import EmulatorError, Rejection, Shape, error_body
-from llmcore.emulator.limits import LOG, ClientGone, Limits, header_timeout_protocol, read_body
+from llmcore.emulator.limits import (
+    LOG,
+    BodiesInFlight,
+    ClientGone,
+    Limits,
+    head_limits_protocol,
+    read_body,
+)
 from llmcore.emulator.script import Script
 
 __all__ = ["CLIENT_CLOSED", "AccessLog", "Emulator", "build_app"]
 
 _SSE_HEADERS = {"cache-control": "no-cache"}
-_CLOSING: Final = frozenset({408, 413})
+_CLOSING: Final = frozenset({408, 413, 503})
 """Statuses answered before the body was read through; the connection is closed after them."""
 CLIENT_CLOSED: Final = 499
 """Status logged for a client that disconnected mid-body (nginx's convention; never sent)."""
@@ -129,18 +136,25 @@ def _endpoint(
     shape: Shape,
     handle: Callable[[bytes, str], Prepared],
     limits: Limits,
+    in_flight: BodiesInFlight,
 ) -> Callable[[Request], Any]:
     id_header = "request-id" if shape == "anthropic" else "x-request-id"
 
     async def endpoint(request: Request) -> Response:
         try:
-            raw = await read_body(request, shape, limits)
+            raw, held = await read_body(request, shape, limits, in_flight)
         except ClientGone as gone:
             return _gone(request, gone)
         except Rejection as rejection:
             request_id = engine.request_id()
             engine.rejected()
             return _refuse(shape, rejection, {id_header: request_id}, request_id)
+        try:
+            return await _serve(raw, request)
+        finally:
+            in_flight.give(held)
+
+    async def _serve(raw: bytes, request: Request) -> Response:
         request_id = engine.request_id()
         headers = {id_header: request_id}
         try:
@@ -214,24 +228,29 @@ def build_app(
     gate: _Gate | None = None,
     limits: Limits | None = None,
     access_log: bool = False,
+    in_flight: BodiesInFlight | None = None,
 ) -> ASGIApp:
     """Return the ASGI application serving ``engine`` (usable in-process).
 
     Args:
         engine: The shared state.
         gate: Holds responses while paused (default: always open).
-        limits: Body size limits and body timeout (default: :class:`Limits`).
+        limits: Body size limits, body timeout and deadline, bodies in flight (default:
+            :class:`Limits`).
         access_log: Wrap the app in :class:`AccessLog`.
+        in_flight: The count of body bytes held (default: a new one with
+            :attr:`Limits.bodies_in_flight`).
     """
     gate = gate or _Gate()
     limits = limits or Limits()
+    in_flight = in_flight or BodiesInFlight(limits.bodies_in_flight)
     endpoints: tuple[tuple[str, Shape, Callable[[bytes, str], Prepared]], ...] = (
         ("/v1/messages", "anthropic", engine.anthropic_messages),
         ("/v1/chat/completions", "openai", engine.chat_completions),
         ("/v1/responses", "openai", engine.responses),
     )
     routes = [
-        Route(path, _endpoint(engine, gate, shape, handle, limits), methods=["POST"])
+        Route(path, _endpoint(engine, gate, shape, handle, limits, in_flight), methods=["POST"])
         for path, shape, handle in endpoints
     ]
     app = Starlette(routes=routes)
@@ -253,7 +272,8 @@ class Emulator:
         port: TCP port; 0 lets the OS choose (read it from :attr:`port` after :meth:`start`).
         access_log: Log one line per request on the ``llmcore.emulator.access`` logger (INFO;
             ``llmcore emulate --access-log`` sends it to stderr).
-        limits: Body size limits, header and body timeouts, cache memory budget (default:
+        limits: Body size limits, header and body timeouts, head size limits, the body
+            deadline, bodies in flight and the cache memory budget (default:
             :class:`~llmcore.emulator.limits.Limits`).
     """
 
@@ -270,7 +290,8 @@ class Emulator:
         self.limits = limits or Limits()
         self.engine = Engine(clock=clock, script=script, cache_bytes=self.limits.cache_bytes)
         self._gate = _Gate()
-        self.app = build_app(self.engine, self._gate, self.limits, access_log)
+        self._in_flight = BodiesInFlight(self.limits.bodies_in_flight)
+        self.app = build_app(self.engine, self._gate, self.limits, access_log, self._in_flight)
         self._host = host
         self._port = port
         self._server: uvicorn.Server | None = None
@@ -317,7 +338,7 @@ class Emulator:
             lifespan="off",
             ws="none",
             timeout_keep_alive=60,
-            http=header_timeout_protocol(self.limits.header_timeout),  # httptools, + header timeout
+            http=head_limits_protocol(self.limits),  # httptools, + header timeout and size
             loop="auto",  # uvloop when installed
         )
         self._server = uvicorn.Server(config)
@@ -386,6 +407,11 @@ class Emulator:
     def resume_responses(self) -> None:
         """Let held responses start; each commits its cache entries as it starts."""
         self._gate.open()
+
+    @property
+    def body_bytes_held(self) -> int:
+        """Request body bytes held now, all connections (:attr:`Limits.bodies_in_flight`)."""
+        return self._in_flight.held
 
     @property
     def waiting(self) -> int:

@@ -53,7 +53,7 @@ def _cassette(tmp_path: Path, extra: str = "", body: str = BODY, name: str = "c.
 def test_a_recorded_at_too_large_for_a_float_is_refused(tmp_path: Path) -> None:
     path = _cassette(tmp_path, f"  recorded_at: {LONG}\n")
     assert _refused(path) == (
-        f"llmcore: {path}:2: interactions[0]: recorded_at 10000000000000000000… (401 characters) "
+        f"llmcore: {path}:2: interactions[0]: recorded_at an integer of 401 digits "
         "is not a time in the years 1 to 9999 (seconds since 1970)"
     )
 
@@ -139,6 +139,93 @@ def test_a_huge_integer_outside_the_interactions_names_its_own_line(tmp_path: Pa
     path = tmp_path / "c.yaml"
     path.write_text(HEAD + f"    body: '{BODY}'\nversion: {HUGE}\n")
     assert _refused(path) == f"llmcore: {path}:6: version: {TOO_LONG}"
+
+
+# --- YAML integers without a digit limit (hex, octal, binary) ---------------------------------
+
+# PyYAML reads 0x…, 0… (YAML 1.1 octal) and 0b… with int(text, base), which has no digit limit
+# for these bases; str() or repr() of the result then raised ValueError (an internal error).
+BASES = [
+    pytest.param("0x" + "f" * 5000, "an integer of 6021 digits", id="hex"),
+    pytest.param("-0x" + "f" * 5000, "a negative integer of 6021 digits", id="negative-hex"),
+    pytest.param("0" + "7" * 5000, "an integer of 4516 digits", id="octal"),
+    pytest.param("0b" + "1" * 20000, "an integer of 6021 digits", id="binary"),
+    pytest.param("0x" + "f" * 33, "an integer of 40 digits", id="hex-129-bits"),
+]
+
+
+@pytest.mark.parametrize(("value", "size"), BASES)
+def test_a_huge_yaml_integer_as_recorded_at_is_named_by_size(
+    tmp_path: Path, value: str, size: str
+) -> None:
+    path = _cassette(tmp_path, f"  recorded_at: {value}\n")
+    assert _refused(path) == (
+        f"llmcore: {path}:2: interactions[0]: recorded_at {size} is not a time in the years 1 "
+        "to 9999 (seconds since 1970)"
+    )
+
+
+@pytest.mark.parametrize(("value", "size"), BASES)
+@pytest.mark.parametrize("key", ["method", "uri"])
+def test_a_huge_yaml_integer_as_method_or_uri_is_named_by_size(
+    tmp_path: Path, key: str, value: str, size: str
+) -> None:
+    request = {"method": "POST", "uri": "https://api.anthropic.com/v1/messages", key: value}
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        f"interactions:\n- request:\n    method: {request['method']}\n    uri: {request['uri']}\n"
+        f"    body: '{BODY}'\n"
+    )
+    assert _refused(path) == (
+        f"llmcore: {path}:2: interactions[0].request.{key}: request {key} is {size}, not a string"
+    )
+
+
+@pytest.mark.parametrize(("value", "size"), BASES)
+def test_a_huge_yaml_integer_as_body_is_named_by_size(
+    tmp_path: Path, value: str, size: str
+) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(HEAD + f"    body: {value}\n")
+    assert _refused(path) == (
+        f"llmcore: {path}:2: interactions[0].request.body: request body is {size}, not the "
+        "string that was sent"
+    )
+
+
+@pytest.mark.parametrize("key", ["method", "uri", "body"])
+def test_a_decimal_integer_of_5000_digits_anywhere_is_refused_by_path(
+    tmp_path: Path, key: str
+) -> None:
+    fields = {"method": "POST", "uri": "https://api.anthropic.com/v1/messages", "body": "'{}'"}
+    fields[key] = HUGE
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "interactions:\n- request:\n"
+        + "".join(f"    {name}: {text}\n" for name, text in fields.items())
+    )
+    assert _refused(path) == f"llmcore: {path}:2: interactions[0].request.{key}: {TOO_LONG}"
+
+
+def test_a_small_integer_method_is_shown_as_it_is(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "interactions:\n- request:\n    method: 0x1F\n"
+        f"    uri: https://api.anthropic.com/v1/messages\n    body: '{BODY}'\n"
+    )
+    assert _refused(path).endswith("request.method: request method is 31, not a string")
+
+
+def test_a_huge_hex_integer_in_parsed_body_is_refused_by_size(tmp_path: Path) -> None:
+    path = tmp_path / "pb.yaml"
+    path.write_text(
+        HEAD + "    parsed_body:\n      model: claude-sonnet-4-5\n"
+        f"      max_tokens: 0x{'f' * 5000}\n      messages: [{{role: user, content: hi}}]\n"
+    )
+    assert _refused(path) == (
+        f"llmcore: {path}:2: interactions[0].request.parsed_body: parsed_body is not JSON: an "
+        "integer of 6021 digits is longer than the 4300 digits Python writes"
+    )
 
 
 # --- huge integers in bodies -----------------------------------------------------------------

@@ -57,6 +57,40 @@ def test_script_errors_name_the_place(data: bytes, where: str) -> None:
     assert caught.value.location == where
 
 
+@pytest.mark.parametrize(
+    ("data", "where", "key"),
+    [
+        (b'{"replies": [], "replies": []}', "s.json: $.replies", "replies"),
+        (b'[{"text": "a", "text": "b"}]', "s.json: $[0].text", "text"),
+        (
+            b'{"conversations": [{"match": "x", "match": "y", "replies": []}]}',
+            "s.json: $.conversations[0].match",
+            "match",
+        ),
+        (
+            b'[{"tool_calls": [{"name": "f", "arguments": {"p": 1, "p": 2}}]}]',
+            "s.json: $[0].tool_calls[0].arguments.p",
+            "p",
+        ),
+    ],
+)
+def test_a_script_repeating_a_key_is_refused_by_path(data: bytes, where: str, key: str) -> None:
+    with pytest.raises(ScriptError) as caught:
+        parse_script(data, "s.json")
+    assert caught.value.location == where
+    assert caught.value.message == f'duplicate key "{key}"'
+
+
+def test_emulate_command_names_a_repeated_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "dup.json"
+    bad.write_text('{"replies": [], "replies": []}')
+    assert emulate_command(0, bad) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("llmcore: ") and f"{bad}: $.replies" in err and "duplicate key" in err
+
+
 def test_replies_follow_the_conversation_history() -> None:
     with Emulator(clock=ManualClock()) as emu, httpx.Client() as client:
         body = {

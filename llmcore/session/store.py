@@ -32,7 +32,13 @@ from typing import Final
 
 from llmcore import jsonbytes
 from llmcore.archive.fs import FileSystem
-from llmcore.archive.lock import LOCK_FILE, LockTimeout, LockUnavailable, folder_lock
+from llmcore.archive.lock import (
+    LOCK_FILE,
+    LockTimeout,
+    LockUnavailable,
+    create_lock_file,
+    folder_lock,
+)
 from llmcore.errors import SessionConflictError, SessionReadError, SessionWriteError
 
 from .paths import ProjectPaths, check_session_id
@@ -175,9 +181,12 @@ class SessionStore:
     def _locked(self) -> Iterator[None]:
         ensure_folder(self.paths.sessions)
         try:
+            fs = FileSystem()
             with folder_lock(
-                self.paths.sessions, FileSystem(), exclusive=True, timeout=self.lock_timeout
-            ):
+                self.paths.sessions, fs, exclusive=True, timeout=self.lock_timeout
+            ) as state:
+                if state == "absent":  # the folder's first write: the gate is held exclusively
+                    create_lock_file(self.paths.sessions, fs)
                 os.chmod(self.paths.sessions / LOCK_FILE, FILE_MODE, follow_symlinks=False)
                 yield
         except LockTimeout as exc:

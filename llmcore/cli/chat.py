@@ -190,8 +190,11 @@ def _run(
             session=session, runner=runner, console=console, read_line=read_line,
             tools=tools, compact_runner=plain,
         )  # fmt: skip
-        kind = "Resumed" if session.resume_block else "New"
-        say(f"{kind} session {session.session_id} · {provider} {model} · {where} · /help")
+        head = f"New session {session.session_id}"
+        if session.resume_block:
+            count = len(session.conversation.history)
+            head = f"Resumed session {session.session_id} ({count} messages of history)"
+        say(f"{head} · {provider} {model} · {where} · /help")
         chat.loop()
     if not session.suppressed:
         say(f"Session {session.session_id} saved.")

@@ -12,11 +12,13 @@ nothing). Commands: :data:`HELP`. It leaves out the terminal (the command module
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Final
 
 from rich.console import Console
 from rich.markup import escape
+from rich.status import Status
 
 from llmcore.errors import LLMCoreError
 from llmcore.messages import Text
@@ -28,7 +30,7 @@ from llmcore.usage import Cost, Usage
 
 from .tools import WorkspaceTools
 
-__all__ = ["HELP", "SYSTEM_PROMPT", "Chat", "Echo", "status_line"]
+__all__ = ["HELP", "SYSTEM_PROMPT", "Chat", "Display", "Echo", "status_line"]
 
 SYSTEM_PROMPT: Final = (
     "You are a coding agent working in the user's workspace. Use the tools list_files, "
@@ -49,19 +51,79 @@ HELP: Final = (
 
 
 class Echo:
-    """A transport that prints each response's text as soon as it arrives."""
+    """A transport that calls ``on_response(parsed)`` as soon as each response is in."""
 
-    def __init__(self, inner: Transport, show: Callable[[str], None]) -> None:
+    def __init__(self, inner: Transport, on_response: Callable[[ParsedResponse], None]) -> None:
         self.inner = inner
-        self.show = show
+        self.on_response = on_response
 
     def send(self, provider: Provider, body: bytes, *, stream: bool = False) -> ParsedResponse:
-        """Send through the inner transport, then show the response's text parts."""
+        """Send through the inner transport, then report the response."""
         parsed = self.inner.send(provider, body, stream=stream)
-        for part in parsed.content:
-            if isinstance(part, Text) and part.text.strip():
-                self.show(part.text)
+        self.on_response(parsed)
         return parsed
+
+
+class Display:
+    """What a turn shows: a spinner while waiting, streamed text, tool lines.
+
+    :meth:`text` gets text deltas while a response streams (:class:`~llmcore.chat.stream.Tapped`)
+    and stops the spinner; :meth:`response` ends the response (printing its text if nothing
+    was streamed, e.g. a JSON answer) and starts the spinner again for the next request.
+    """
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self._status: Status | None = None
+        self._spinning = False
+        self._streamed = False
+
+    @contextmanager
+    def waiting(self, label: str = "waiting for the model…") -> Iterator[None]:
+        """Show the spinner for the ``with`` block (paused while text streams)."""
+        self._status = self.console.status(label, spinner="dots")
+        self._spin(True)
+        try:
+            yield
+        finally:
+            self._spin(False)
+            self._end_line()
+            self._status = None
+
+    def _spin(self, on: bool) -> None:
+        if self._status is None or on == self._spinning:
+            return
+        if on:
+            self._status.start()
+        else:
+            self._status.stop()
+        self._spinning = on
+
+    def _end_line(self) -> None:
+        if self._streamed:
+            self.console.print()
+            self._streamed = False
+
+    def text(self, delta: str) -> None:
+        """Show a streamed text delta."""
+        self._spin(False)
+        self.console.print(escape(delta), end="", style="bold", highlight=False, soft_wrap=True)
+        self._streamed = True
+
+    def response(self, parsed: ParsedResponse) -> None:
+        """A response is complete: its text if it was not streamed; the spinner again."""
+        if not self._streamed:
+            for part in parsed.content:
+                if isinstance(part, Text) and part.text.strip():
+                    self._spin(False)
+                    self.console.print(escape(part.text), style="bold", highlight=False)
+        self._end_line()
+        self._spin(True)
+
+    def line(self, text: str, style: str = "") -> None:
+        """Show one line (a tool call) between responses."""
+        self._end_line()
+        self.console.print(escape(text), style=style or None, highlight=False)
 
 
 def status_line(turn: int, rounds: Sequence[tuple[Usage, Cost]]) -> str:
@@ -91,6 +153,7 @@ class Chat:
         read_line: Reads one line after a prompt; raises ``EOFError`` at the end.
         compact_runner: Makes the ``/compact`` call (default: ``runner``).
         tools: The workspace tools; the files they touched join the session's manifest.
+        display: Shows the turn (default: a new :class:`Display` on ``console``).
     """
 
     def __init__(
@@ -102,6 +165,7 @@ class Chat:
         read_line: Callable[[str], str],
         compact_runner: Runner | None = None,
         tools: WorkspaceTools | None = None,
+        display: Display | None = None,
     ) -> None:
         self.session = session
         self.runner = runner
@@ -109,6 +173,7 @@ class Chat:
         self.read_line = read_line
         self.compact_runner = compact_runner or runner
         self.tools = tools
+        self.display = display or Display(console)
         self.turns = 0
         self._refresh_prompt()
 
@@ -161,7 +226,7 @@ class Chat:
     def turn(self, text: str) -> None:
         """Run one user turn; on success show the status line and save the session."""
         try:
-            with self.console.status("waiting for the model…", spinner="dots"):
+            with self.display.waiting():
                 result = self.runner.run_turn(self.session.conversation, text)
         except LLMCoreError as exc:
             self.say(f"error: {exc}", "red")
@@ -221,7 +286,7 @@ class Chat:
 
     def compact(self, _argument: str) -> None:
         """``/compact``: one summarization call, then save."""
-        with self.console.status("compacting…", spinner="dots"):
+        with self.display.waiting("compacting…"):
             outcome = self.session.compact(self.compact_runner)
         if not outcome.ok:
             self.say(f"not compacted: {outcome.failure}", "red")

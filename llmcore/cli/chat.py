@@ -34,7 +34,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from llmcore.bench import LIVE_MODELS
-from llmcore.chat import Chat, Echo, WorkspaceTools
+from llmcore.chat import Chat, Display, Echo, Tapped, WorkspaceTools
 from llmcore.cli._common import fail
 from llmcore.errors import LLMCoreError
 from llmcore.providers import PROVIDER_NAMES, get_provider
@@ -91,11 +91,11 @@ def _line_reader(history: Path) -> Callable[[str], str]:
     return lambda text: prompt.prompt(text)
 
 
-def _on_call(console: Console) -> Callable[[str, str], None]:
+def _on_call(display: Display) -> Callable[[str, str], None]:
     hold = os.environ.get(HOLD_ENV)
 
     def show(name: str, path: str) -> None:
-        console.print(escape(f"  ↳ {name} {path}".rstrip()), style="cyan", highlight=False)
+        display.line(f"  ↳ {name} {path}".rstrip(), "cyan")
         while hold and not os.path.exists(hold):
             time.sleep(0.05)
 
@@ -166,12 +166,12 @@ def _run(
     def say(line: str) -> None:
         console.print(escape(line), highlight=False)
 
-    tools = WorkspaceTools(workspace, on_call=_on_call(console))
-    echo = Echo(transport, lambda text: console.print(escape(text), style="bold"))
+    display = Display(console)
+    tools = WorkspaceTools(workspace, on_call=_on_call(display))
     runner = Runner(
-        provider=provider,
+        provider=Tapped.of(get_provider(provider), display.text),
         model=model,
-        transport=echo,
+        transport=Echo(transport, display.response),
         tools=tools.function_tools(),
         params=Params(stream=True),
     )
@@ -188,7 +188,7 @@ def _run(
     with session:
         chat = Chat(
             session=session, runner=runner, console=console, read_line=read_line,
-            tools=tools, compact_runner=plain,
+            tools=tools, compact_runner=plain, display=display,
         )  # fmt: skip
         head = f"New session {session.session_id}"
         if session.resume_block:

@@ -169,3 +169,15 @@ def test_a_tampered_pointer_is_refused_and_the_agent_still_starts(
     child.expect("Ignored a saved session: .*refused session id")
     _started(child)
     _exit(child)
+
+
+def test_ctrl_c_at_the_prompt_saves_and_leaves(tmp_path: Path, workspace: Path) -> None:
+    child = _spawn(tmp_path)
+    session_id = _started(child)
+    _turn(child, "look around")
+    child.sendintr()
+    child.expect("Interrupted; session saved.")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 130
+    assert "look around" in _user_texts(_record(tmp_path, session_id))

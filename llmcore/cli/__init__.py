@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from llmcore.cli import audit, bench, bodies, compact, emulate, verify
+from llmcore.cli import audit, bench, bodies, chat, compact, emulate, verify
 from llmcore.cli._common import OneLineErrorGroup
 
 __all__ = ["app", "main"]
@@ -27,6 +27,7 @@ emulate.register(app)
 verify.register(app)
 compact.register(app)
 bench.register(app)
+chat.register(app)
 
 
 def main() -> None:

@@ -1,0 +1,5 @@
+"""``python -m llmcore``: the ``llmcore`` command."""
+
+from llmcore.cli import main
+
+main()

@@ -1,0 +1,237 @@
+"""``llmcore chat [--workspace DIR] [--live --provider P [--model M]] [--base-url URL]``.
+
+The terminal agent of SPEC S1–S6 (R2): a session per workspace (``llmcore.session``, app name
+``llmcore-chat``), the built-in workspace tools (:mod:`llmcore.chat.tools`) and the loop of
+:mod:`llmcore.chat.agent`. Where the model is:
+
+* default — the emulator (:class:`llmcore.emulator.Emulator`, built-in agent script) started
+  in-process on loopback: no key, nothing leaves the machine;
+* ``--live --provider P [--model M]`` — the real API (key from ``ANTHROPIC_API_KEY``,
+  ``OPENAI_API_KEY`` or ``OPENROUTER_API_KEY``; a missing key is one line, exit 2);
+* ``--base-url URL`` — any compatible endpoint (the key from the same variable, or ``none``).
+
+With a terminal, lines are read with prompt_toolkit (line editing; history in the project's
+session folder, ``history``); otherwise with ``input()``. ``--resume``/``--no-resume`` answers
+the resume question without asking. Ctrl+C (at the prompt or mid-turn) and Ctrl+D leave,
+saving the session (a turn cut short is not kept); exit code 130 after Ctrl+C.
+
+Test hook: with ``LLMCORE_CHAT_TEST_HOLD=PATH`` in the environment, each tool call waits until
+``PATH`` exists, so a test can interrupt a turn while it is running.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Final
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from llmcore.bench import LIVE_MODELS
+from llmcore.chat import Chat, Display, Echo, Tapped, WorkspaceTools
+from llmcore.cli._common import fail
+from llmcore.errors import LLMCoreError
+from llmcore.providers import PROVIDER_NAMES, get_provider
+from llmcore.request import Params
+from llmcore.runner import Runner
+from llmcore.session import ProjectPaths, Session
+from llmcore.transport import HTTPTransport, Transport
+
+__all__ = ["APP", "chat", "register"]
+
+APP: Final = "llmcore-chat"
+"""The session folder's application name: ``<config>/llmcore-chat/projects/…``."""
+HOLD_ENV: Final = "LLMCORE_CHAT_TEST_HOLD"
+
+
+@contextmanager
+def _endpoint(name: str, live: bool, base_url: str | None) -> Iterator[tuple[HTTPTransport, str]]:
+    """Yield the transport and a description of where it sends."""
+    if base_url:
+        key = os.environ.get(get_provider(name).endpoint.api_key_env) or "none"
+        with HTTPTransport(base_urls={name: base_url}, api_keys={name: key}) as transport:
+            yield transport, base_url
+        return
+    if live:
+        env = get_provider(name).endpoint.api_key_env
+        if not os.environ.get(env):
+            raise fail(f"--live needs {env} in the environment")
+        with HTTPTransport() as transport:
+            yield transport, "live API"
+        return
+    from llmcore.emulator import Emulator
+
+    with (
+        Emulator() as emulator,
+        HTTPTransport(
+            base_urls={name: emulator.base_url}, api_keys={name: "emulator"}
+        ) as transport,
+    ):
+        yield transport, "embedded emulator"
+
+
+def _line_reader(history: Path) -> Callable[[str], str]:
+    """prompt_toolkit with a history file on a terminal, else ``input()``."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        return input
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.history import FileHistory
+
+    try:
+        history.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        prompt: PromptSession[str] = PromptSession(history=FileHistory(str(history)))
+    except OSError:
+        prompt = PromptSession()
+    return lambda text: prompt.prompt(text)
+
+
+def _on_call(display: Display) -> Callable[[str, str], None]:
+    hold = os.environ.get(HOLD_ENV)
+
+    def show(name: str, path: str) -> None:
+        display.line(f"  ↳ {name} {path}".rstrip(), "cyan")
+        while hold and not os.path.exists(hold):
+            time.sleep(0.05)
+
+    return show
+
+
+def _ask_resume(answer: bool | None, read_line: Callable[[str], str]) -> Callable[[str], bool]:
+    def ask(question: str) -> bool:
+        if answer is not None:
+            return answer
+        try:
+            return read_line(question + " ").strip().lower() in ("", "y", "yes")
+        except EOFError:
+            return False
+
+    return ask
+
+
+def chat_command(
+    *,
+    workspace: Path,
+    config_dir: Path | None,
+    live: bool,
+    provider: str,
+    model: str | None,
+    base_url: str | None,
+    resume: bool | None,
+) -> int:
+    """Run ``llmcore chat``; return the exit code (0, or 130 after Ctrl+C).
+
+    Raises:
+        typer.Exit: Bad options, or a missing API key (code 2, one line printed).
+    """
+    if provider not in PROVIDER_NAMES:
+        raise fail(f"--provider: unknown provider {provider!r}; one of {', '.join(PROVIDER_NAMES)}")
+    if not workspace.is_dir():
+        raise fail(f"--workspace: {workspace}: not a folder")
+    chosen = model or LIVE_MODELS[provider]
+    console = Console(highlight=False)
+    paths = ProjectPaths.for_workspace(workspace, app=APP, config=config_dir)
+    read_line = _line_reader(paths.sessions.parent / "history")
+    started: list[Session] = []
+    try:
+        with _endpoint(provider, live, base_url) as (transport, where):
+            _run(
+                workspace, config_dir, provider, chosen, transport, where, console,
+                read_line, resume, started,
+            )  # fmt: skip
+    except KeyboardInterrupt:
+        saved = bool(started) and not started[0].suppressed
+        console.print(f"\nInterrupted{'; session saved' if saved else ''}.", highlight=False)
+        return 130
+    return 0
+
+
+def _run(
+    workspace: Path,
+    config_dir: Path | None,
+    provider: str,
+    model: str,
+    transport: Transport,
+    where: str,
+    console: Console,
+    read_line: Callable[[str], str],
+    resume: bool | None,
+    started: list[Session],
+) -> None:
+    def say(line: str) -> None:
+        console.print(escape(line), highlight=False)
+
+    display = Display(console)
+    tools = WorkspaceTools(workspace, on_call=_on_call(display))
+    runner = Runner(
+        provider=Tapped.of(get_provider(provider), display.text),
+        model=model,
+        transport=Echo(transport, display.response),
+        tools=tools.function_tools(),
+        params=Params(stream=True),
+    )
+    plain = Runner(provider=provider, model=model, transport=transport)
+    session = Session.start(
+        workspace,
+        app=APP,
+        ask=_ask_resume(resume, read_line),
+        say=say,
+        config=config_dir,
+        runner=plain,
+    )
+    started.append(session)
+    with session:
+        chat = Chat(
+            session=session, runner=runner, console=console, read_line=read_line,
+            tools=tools, compact_runner=plain, display=display,
+        )  # fmt: skip
+        head = f"New session {session.session_id}"
+        if session.resume_block:
+            count = len(session.conversation.history)
+            head = f"Resumed session {session.session_id} ({count} messages of history)"
+        say(f"{head} · {provider} {model} · {where} · /help")
+        chat.loop()
+    if not session.suppressed:
+        say(f"Session {session.session_id} saved.")
+
+
+def chat(
+    workspace: Annotated[
+        Path, typer.Option("--workspace", "-w", help="The project folder (default: here).")
+    ] = Path(),
+    config_dir: Annotated[
+        Path | None,
+        typer.Option("--config-dir", help="Sessions under this folder instead of the user's."),
+    ] = None,
+    live: Annotated[bool, typer.Option("--live", help="Use the real API of --provider.")] = False,
+    provider: Annotated[
+        str, typer.Option("--provider", "-p", help=f"One of: {', '.join(PROVIDER_NAMES)}.")
+    ] = "anthropic",
+    model: Annotated[str | None, typer.Option("--model", "-m", help="The model.")] = None,
+    base_url: Annotated[
+        str | None, typer.Option("--base-url", help="A compatible endpoint, e.g. the emulator's.")
+    ] = None,
+    resume: Annotated[
+        bool | None,
+        typer.Option("--resume/--no-resume", help="Answer the resume question without asking."),
+    ] = None,
+) -> None:
+    """A terminal agent over the workspace, with sessions (S1–S6); the emulator by default."""
+    try:
+        code = chat_command(
+            workspace=workspace, config_dir=config_dir, live=live, provider=provider,
+            model=model, base_url=base_url, resume=resume,
+        )  # fmt: skip
+    except LLMCoreError as exc:
+        raise fail(str(exc)) from None
+    raise typer.Exit(code)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``chat`` to ``app``."""
+    app.command("chat")(chat)

@@ -179,18 +179,9 @@ class _Waiter:
         except OSError as exc:
             self._unavailable("the archive folder cannot be opened", exc)
             return None
-        try:
-            self._wait(gate)
-            if self.fs.same_file(gate, folder):
-                return gate
-        except OSError as exc:
-            _release(gate, self.fs)
-            self._unavailable("the archive folder cannot be locked", exc)
-            return None
-        except BaseException:
-            _release(gate, self.fs)
-            raise
-        _release(gate, self.fs)
+        got = self._take(gate, folder, "the archive folder")
+        if got != "replaced":
+            return got
         if self.exclusive:
             raise FolderGone("the archive folder was removed or replaced while waiting")
         return None
@@ -205,19 +196,32 @@ class _Waiter:
         except OSError as exc:
             self._unavailable("the lock file cannot be opened", exc)
             return None
+        got = self._take(fd, path, "the lock file")
+        return "retry" if got == "replaced" else got
+
+    def _take(self, fd: int, path: Path, what: str) -> int | None | Literal["replaced"]:
+        """Lock ``fd`` (open on ``path``): ``fd``, ``None`` if unavailable, or ``"replaced"``.
+
+        ``"replaced"``: ``path`` no longer names the locked file (it was removed meanwhile).
+        Every outcome but ``fd`` closes it.
+
+        Raises:
+            LockTimeout: The deadline passed.
+            LockUnavailable: A save, and the file system cannot lock.
+        """
         try:
             self._wait(fd)
             if self.fs.same_file(fd, path):
                 return fd
         except OSError as exc:
             _release(fd, self.fs)
-            self._unavailable("the lock file cannot be locked", exc)
+            self._unavailable(f"{what} cannot be locked", exc)
             return None
         except BaseException:
             _release(fd, self.fs)
             raise
         _release(fd, self.fs)
-        return "retry"
+        return "replaced"
 
     def _unavailable(self, what: str, exc: OSError) -> None:
         """Raise :class:`LockUnavailable` for a save; an open goes on without the lock."""

@@ -247,9 +247,16 @@ def audit(
     ],
     provider: Annotated[
         str | None,
-        typer.Option("--provider", "-p", help=f"One of: {', '.join(PROVIDERS)}; else by shape."),
+        typer.Option(
+            "--provider",
+            "-p",
+            metavar="PROVIDER",
+            help=f"One of: {', '.join(PROVIDERS)}; else by shape.",
+        ),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", metavar="", help="Print the report as JSON.")
+    ] = False,
 ) -> None:
     """Check the prefix invariant (P4) over recorded request bodies, in order."""
     raise typer.Exit(audit_command(paths, provider, as_json))

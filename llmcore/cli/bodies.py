@@ -34,10 +34,19 @@ _STDIN = "<stdin>"
 """How standard input (``-``) is named in errors."""
 
 ProviderOption = Annotated[
-    str, typer.Option("--provider", "-p", help=f"One of: {', '.join(PROVIDER_NAMES)}.")
+    str,
+    typer.Option(
+        "--provider", "-p", metavar="PROVIDER", help=f"One of: {', '.join(PROVIDER_NAMES)}."
+    ),
 ]
 ImportProviderOption = Annotated[
-    str, typer.Option("--provider", "-p", help="One of: anthropic, openai-chat, openai-responses.")
+    str,
+    typer.Option(
+        "--provider",
+        "-p",
+        metavar="PROVIDER",
+        help="One of: anthropic, openai-chat, openai-responses.",
+    ),
 ]
 
 

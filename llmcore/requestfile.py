@@ -29,7 +29,15 @@ from llmcore import blocks, jsonbytes
 from llmcore.errors import InvalidRequestError, LLMCoreError, RequestFileError
 from llmcore.request import Params, Request, Tool, ToolChoice, ToolChoiceName
 
-__all__ = ["dump_request", "load_request_file", "parse_request", "read_json_file", "request_json"]
+__all__ = [
+    "dump_request",
+    "load_request_file",
+    "parse_json_bytes",
+    "parse_request",
+    "parse_request_value",
+    "read_json_file",
+    "request_json",
+]
 
 _TOP: Final = frozenset({"model", "system", "tools", "messages", "params"})
 _PARAMS: Final = frozenset(
@@ -63,21 +71,33 @@ def read_json_file(path: Path | str) -> Any:
     if not isinstance(path, str | Path):
         raise RequestFileError(f"expected a path, not {type(path).__name__}")
     path = Path(path)
-    raw = _read_regular(path)
+    return parse_json_bytes(_read_regular(path), str(path))
+
+
+def parse_json_bytes(raw: bytes, name: str) -> Any:
+    """Parse ``raw`` with the checks of :func:`read_json_file`, naming it ``name`` in errors.
+
+    Args:
+        raw: The whole file's bytes (standard input's, for ``-`` on the command line).
+        name: The location errors start with (a file name, or ``<stdin>``).
+
+    Raises:
+        RequestFileError: As :func:`read_json_file`, but never for reading.
+    """
     try:
         value = jsonbytes.loads(raw, finite=True, unique_keys=True)
     except jsonbytes.DuplicateKeyError as exc:
-        raise RequestFileError(exc.reason, location=f"{path}: {exc.key_path}") from None
+        raise RequestFileError(exc.reason, location=f"{name}: {exc.key_path}") from None
     except ValueError as exc:
-        raise RequestFileError(f"not valid JSON ({exc})", location=str(path)) from None
+        raise RequestFileError(f"not valid JSON ({exc})", location=name) from None
     except RecursionError:
         raise RequestFileError(
-            f"nests more than {jsonbytes.MAX_DEPTH} levels deep", location=str(path)
+            f"nests more than {jsonbytes.MAX_DEPTH} levels deep", location=name
         ) from None
     where = jsonbytes.too_deep(value)
     if where is not None:
         raise RequestFileError(
-            f"nests more than {jsonbytes.MAX_DEPTH} levels deep", location=f"{path}: {where}"
+            f"nests more than {jsonbytes.MAX_DEPTH} levels deep", location=f"{name}: {where}"
         )
     return value
 
@@ -103,11 +123,19 @@ def load_request_file(path: Path | str) -> Request:
         RequestFileError: The file is missing, unreadable, not JSON, or not a valid request;
             the location starts with the file name.
     """
-    value = read_json_file(path)
+    return parse_request_value(read_json_file(path), str(path))
+
+
+def parse_request_value(value: Any, name: str) -> Request:
+    """Return the request a parsed request file holds, naming it ``name`` in errors.
+
+    Raises:
+        RequestFileError: The value is not a valid request; the location starts with ``name``.
+    """
     try:
         return parse_request(value)
     except LLMCoreError as exc:
-        where = f"{path}: {exc.location}" if exc.location else str(path)
+        where = f"{name}: {exc.location}" if exc.location else name
         raise RequestFileError(exc.message, location=where) from exc
 
 

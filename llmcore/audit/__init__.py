@@ -19,7 +19,7 @@ Leaves out: printing (``llmcore audit``, :mod:`llmcore.cli.audit`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from llmcore.audit._auditor import Auditor, audit_bodies
@@ -56,12 +56,19 @@ __all__ = [
 ]
 
 
-def audit_paths(paths: Sequence[Path], provider: str | None = None) -> AuditReport:
+def audit_paths(
+    paths: Sequence[Path],
+    provider: str | None = None,
+    stdin: Callable[[], bytes] | None = None,
+) -> AuditReport:
     """Read cassettes, JSONL, corpus cases or folders of them and audit every body in order.
+
+    ``stdin``, when given, supplies the bytes a path ``-`` stands for (JSONL, or a cassette if
+    it starts with ``interactions:`` or ``---``; see :func:`~llmcore.audit.inputs.read_stdin`).
 
     Raises:
         AuditInputError: An input is missing or malformed (names the file and line or index).
         UnknownProviderError: ``provider`` is not a known name.
     """
-    inputs, skipped = read_inputs(paths)
+    inputs, skipped = read_inputs(paths, stdin)
     return audit_bodies(inputs, provider, skipped=skipped)

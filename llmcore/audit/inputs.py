@@ -16,13 +16,15 @@ Inputs, by file name:
   :func:`llmcore.jsonbytes.dumps` in its stored key order) or one plain request body.
 * a folder — every such file below it, in name order (relative POSIX paths, sorted); files that
   are not inputs (READMEs, ``manifest.json``) are skipped and listed.
+* ``-`` (when the caller passes ``stdin``) — standard input, named ``<stdin>``: a cassette if it
+  starts with ``interactions:`` or ``---`` (after blank and ``#`` lines), else JSONL.
 
 Leaves out: auditing (:func:`llmcore.audit.audit_bodies`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,7 +36,10 @@ from llmcore import jsonbytes
 from llmcore.audit.report import AuditInput, AuditInputError
 from llmcore.errors import EncodingError
 
-__all__ = ["read_inputs", "read_path"]
+__all__ = ["STDIN_NAME", "read_inputs", "read_path", "read_stdin"]
+
+STDIN_NAME: Final = "<stdin>"
+"""How standard input (``-``) is named in sources and errors."""
 
 _ENDPOINTS: Final = ("/messages", "/chat/completions", "/responses")
 _SUFFIXES: Final = frozenset({".yaml", ".yml", ".jsonl", ".json"})
@@ -45,8 +50,15 @@ except AttributeError:  # pragma: no cover - PyYAML built without libyaml
     _Loader = yaml.SafeLoader
 
 
-def read_inputs(paths: Sequence[Path]) -> tuple[list[AuditInput], list[str]]:
+def read_inputs(
+    paths: Sequence[Path], stdin: Callable[[], bytes] | None = None
+) -> tuple[list[AuditInput], list[str]]:
     """Read every body from ``paths`` in order.
+
+    Args:
+        paths: Files and folders.
+        stdin: Returns standard input's bytes; when given, a path ``-`` is read from it (see
+            :func:`read_stdin`). Without it, ``-`` is a file name like any other.
 
     Returns:
         The inputs, and the files or interactions passed over (with the reason).
@@ -58,7 +70,9 @@ def read_inputs(paths: Sequence[Path]) -> tuple[list[AuditInput], list[str]]:
     inputs: list[AuditInput] = []
     skipped: list[str] = []
     for path in paths:
-        if path.is_dir():
+        if stdin is not None and str(path) == "-":
+            inputs.extend(read_stdin(stdin(), skipped))
+        elif path.is_dir():
             files = sorted(
                 (p for p in path.rglob("*") if p.is_file()),
                 key=lambda p: p.relative_to(path).as_posix(),
@@ -103,6 +117,22 @@ def read_path(path: Path, skipped: list[str], *, strict: bool = True) -> list[Au
     raise AuditInputError(
         "unknown input type (expected .yaml/.yml cassette, .jsonl or .json)", location=str(path)
     )
+
+
+def read_stdin(data: bytes, skipped: list[str]) -> list[AuditInput]:
+    """Read standard input's bytes as a cassette or as JSONL.
+
+    A cassette if they start with ``interactions:`` or ``---`` (after any blank or ``#`` comment
+    lines, which JSONL cannot hold), else JSONL (one body per line); sources are
+    ``<stdin>:LINE``.
+
+    Raises:
+        AuditInputError: The cassette or a line is malformed (names ``<stdin>`` and the line).
+    """
+    first = next((x for x in data.splitlines() if x.strip() and not x.startswith(b"#")), b"")
+    if first.startswith((b"interactions:", b"---")):
+        return _cassette(Path(STDIN_NAME), data, skipped)
+    return _jsonl(Path(STDIN_NAME), data)
 
 
 def _jsonl(path: Path, data: bytes) -> list[AuditInput]:

@@ -6,8 +6,11 @@ usage errors too (:class:`~llmcore.cli._common.OneLineErrorGroup`).
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
+import llmcore
 from llmcore.cli import audit, bench, bodies, chat, compact, emulate, verify
 from llmcore.cli._common import OneLineErrorGroup
 
@@ -28,6 +31,28 @@ verify.register(app)
 compact.register(app)
 bench.register(app)
 chat.register(app)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        print(f"llmcore {llmcore.__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            metavar="",
+            callback=_print_version,
+            is_eager=True,
+            help="Print 'llmcore <version>' and exit.",
+        ),
+    ] = False,
+) -> None:
+    """Provider-agnostic LLM request bodies with byte-stable prompt-cache verification."""
 
 
 def main() -> None:

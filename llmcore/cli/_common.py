@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import Any, Final, NoReturn, ParamSpec, TypeVar
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperArgument, TyperGroup
 
 from llmcore.errors import LLMCoreError
 
@@ -91,6 +91,20 @@ class OneLineErrorGroup(TyperGroup):
     the help (exit 2). Help output itself stays rich.
     """
 
+    def get_help_option(self, ctx: Any) -> Any:
+        """The ``--help`` option, shown without a value placeholder (typer's says ``<bool>``)."""
+        return _without_placeholder(super().get_help_option(ctx))
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        """The sub-command ``cmd_name``, its ``--help`` shown without a value placeholder."""
+        command = super().get_command(ctx, cmd_name)
+        if command is not None:
+            _without_placeholder(command.get_help_option(ctx))
+            for param in command.params:
+                if type(param) is TyperArgument and param.metavar:
+                    param.__class__ = _NamedArgument
+        return command
+
     def main(  # type: ignore[override]
         self,
         args: Sequence[str] | None = None,
@@ -110,6 +124,25 @@ class OneLineErrorGroup(TyperGroup):
             print("llmcore: aborted", file=sys.stderr)
             sys.exit(1)
         sys.exit(code if isinstance(code, int) else 0)
+
+
+class _NamedArgument(TyperArgument):
+    """An argument whose metavar (``FILE``, ``ARCHIVE``) is its only placeholder in rich help.
+
+    typer 0.29 prints the Python type (``<path>``) beside an argument's name whatever its
+    metavar; :meth:`OneLineErrorGroup.get_command` gives arguments with a metavar this class.
+    """
+
+    def display_type_rich(self, ctx: Any) -> str | None:
+        """No type column: the metavar already names the value."""
+        return None
+
+
+def _without_placeholder(option: Any) -> Any:
+    """Set a help option's metavar to ``""`` so rich help prints no ``<bool>`` after it."""
+    if option is not None:
+        option.metavar = ""
+    return option
 
 
 def _exit_one_line(error: Exception) -> NoReturn:

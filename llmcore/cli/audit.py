@@ -6,6 +6,8 @@ report as JSON with ``--json``. Exit 0 when P4 holds everywhere (allowed kinds i
 a break is found and for nothing else, 2 on bad input or any other error (one line on stderr: a
 file or folder that cannot be read, a report that cannot be written, and, should one slip
 through, an unexpected exception, named as an internal error), 130 when interrupted (Ctrl+C).
+A PATH of ``-`` is standard input: JSONL (one body per line), or a YAML cassette when it starts
+with ``interactions:`` or ``---``; errors name it ``<stdin>``.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from llmcore.audit import PROVIDERS, AuditReport, Verdict, audit_paths
+from llmcore.audit import PROVIDERS, AuditInputError, AuditReport, Verdict, audit_paths
+from llmcore.audit.inputs import STDIN_NAME
 from llmcore.errors import LLMCoreError
 
 __all__ = [
@@ -155,7 +158,7 @@ def audit_command(
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
     try:
-        report = audit_paths(paths, provider)
+        report = audit_paths(paths, provider, stdin=_read_stdin)
         _print(report, as_json, out)
     except LLMCoreError as exc:
         message = str(exc)
@@ -170,6 +173,13 @@ def audit_command(
         return EXIT_STABLE if report.stable else EXIT_BREAK
     print("llmcore: " + " ".join(message.split()), file=err)
     return EXIT_INPUT
+
+
+def _read_stdin() -> bytes:
+    try:
+        return sys.stdin.buffer.read()
+    except OSError as exc:
+        raise AuditInputError(f"cannot read: {exc.strerror}", location=STDIN_NAME) from None
 
 
 class _Console(Console):
@@ -227,14 +237,26 @@ def audit(
     paths: Annotated[
         list[Path],
         typer.Argument(
-            metavar="PATH", help="Cassettes (.yaml), JSONL, corpus cases (.json), or folders."
+            metavar="PATH",
+            help=(
+                "Cassettes (.yaml), JSONL, corpus cases (.json), or folders; - reads stdin as"
+                " JSONL (one body per line), or as a cassette if it starts with 'interactions:'"
+                " or '---'."
+            ),
         ),
     ],
     provider: Annotated[
         str | None,
-        typer.Option("--provider", "-p", help=f"One of: {', '.join(PROVIDERS)}; else by shape."),
+        typer.Option(
+            "--provider",
+            "-p",
+            metavar="PROVIDER",
+            help=f"One of: {', '.join(PROVIDERS)}; else by shape.",
+        ),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", metavar="", help="Print the report as JSON.")
+    ] = False,
 ) -> None:
     """Check the prefix invariant (P4) over recorded request bodies, in order."""
     raise typer.Exit(audit_command(paths, provider, as_json))

@@ -204,15 +204,28 @@ def _progress(console: Console) -> Progress:
 @one_line_errors
 def bench(
     live: Annotated[
-        bool, typer.Option("--live", help="Send to the real API of --provider (needs its key).")
+        bool,
+        typer.Option(
+            "--live", metavar="", help="Send to the real API of --provider (needs its key)."
+        ),
     ] = False,
     provider: Annotated[
         str | None,
-        typer.Option("--provider", "-p", help=f"With --live: one of {', '.join(PROVIDER_NAMES)}."),
+        typer.Option(
+            "--provider",
+            "-p",
+            metavar="PROVIDER",
+            help=f"With --live: one of {', '.join(PROVIDER_NAMES)}.",
+        ),
     ] = None,
-    model: Annotated[str | None, typer.Option(help="With --live: the model to use.")] = None,
+    model: Annotated[
+        str | None, typer.Option(metavar="MODEL", help="With --live: the model to use.")
+    ] = None,
     out: Annotated[
-        str, typer.Option(help="Folder for bench.json and bench.png (checked before running).")
+        str,
+        typer.Option(
+            metavar="DIR", help="Folder for bench.json and bench.png (checked before running)."
+        ),
     ] = "results",
 ) -> None:
     """Run the scripted agent session and report its prompt-cache hit rate."""

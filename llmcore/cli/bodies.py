@@ -2,7 +2,8 @@
 
 Errors are one line on stderr, exit 2: a build error's request-relative location
 (``messages[1]``, ``params.extra.model``) is reported under the file as ``<file>: $.messages[1]``,
-and a failed write to stdout (a full disk, a closed pipe) is reported, not raised.
+and a failed write to stdout (a full disk, a closed pipe) is reported, not raised. A file named
+``-`` is standard input, read whole and checked as a file, named ``<stdin>`` in errors.
 """
 
 from __future__ import annotations
@@ -18,34 +19,71 @@ from llmcore import jsonbytes
 from llmcore.cli._common import fail, one_line_errors
 from llmcore.errors import EncodingError, InvalidRequestError, RequestFileError
 from llmcore.providers import PROVIDER_NAMES, get_provider
-from llmcore.requestfile import dump_request, load_request_file, read_json_file
+from llmcore.requestfile import (
+    dump_request,
+    load_request_file,
+    parse_json_bytes,
+    parse_request_value,
+    read_json_file,
+)
 
 __all__ = ["register"]
 
 _IMPORTABLE = ("anthropic", "openai-chat", "openai-responses")
+_STDIN = "<stdin>"
+"""How standard input (``-``) is named in errors."""
 
 ProviderOption = Annotated[
-    str, typer.Option("--provider", "-p", help=f"One of: {', '.join(PROVIDER_NAMES)}.")
+    str,
+    typer.Option(
+        "--provider", "-p", metavar="PROVIDER", help=f"One of: {', '.join(PROVIDER_NAMES)}."
+    ),
 ]
 ImportProviderOption = Annotated[
-    str, typer.Option("--provider", "-p", help="One of: anthropic, openai-chat, openai-responses.")
+    str,
+    typer.Option(
+        "--provider",
+        "-p",
+        metavar="PROVIDER",
+        help="One of: anthropic, openai-chat, openai-responses.",
+    ),
 ]
 
 
 @one_line_errors
 def body(
-    request: Annotated[Path, typer.Argument(help="A request file (see README).")],
+    request: Annotated[
+        Path, typer.Argument(metavar="FILE", help="A request file (see README); - for stdin.")
+    ],
     provider: ProviderOption,
 ) -> None:
     """Write exactly the body bytes PROVIDER would be sent (no trailing newline)."""
     chosen = get_provider(provider)
-    loaded = load_request_file(request)
+    if _is_stdin(request):
+        name = _STDIN
+        loaded = parse_request_value(parse_json_bytes(_read_stdin(), name), name)
+    else:
+        name = str(request)
+        loaded = load_request_file(request)
     try:
         built = chosen.build_body(loaded)
     except (InvalidRequestError, EncodingError) as exc:
-        where = f"{request}: $.{exc.location}" if exc.location else f"{request}: $"
+        where = f"{name}: $.{exc.location}" if exc.location else f"{name}: $"
         raise type(exc)(exc.message, location=where) from None
     _write_stdout(built)
+
+
+def _is_stdin(path: Path) -> bool:
+    return str(path) == "-"
+
+
+def _read_stdin() -> bytes:
+    """All of standard input's bytes; a failed read is a one-line error."""
+    try:
+        return sys.stdin.buffer.read()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise RequestFileError(f"cannot read ({reason})", location=_STDIN) from None
 
 
 def _write_stdout(data: bytes) -> None:
@@ -62,12 +100,12 @@ def _write_stdout(data: bytes) -> None:
         raise fail(f"cannot write to stdout ({exc.strerror or type(exc).__name__})") from None
 
 
-def _recorded_body(path: Path) -> Any:
-    value = read_json_file(path)
+def _recorded_body(path: Path, name: str) -> Any:
+    value = parse_json_bytes(_read_stdin(), name) if _is_stdin(path) else read_json_file(path)
     if isinstance(value, dict) and "request" in value and "model" not in value:
         raw = value.get("request_raw")
         if isinstance(raw, str):
-            return _request_raw(raw, f"{path}: $.request_raw")
+            return _request_raw(raw, f"{name}: $.request_raw")
         return value["request"]
     return value
 
@@ -91,13 +129,18 @@ def _request_raw(raw: str, at: str) -> Any:
 
 @one_line_errors
 def import_(
-    recorded: Annotated[Path, typer.Argument(metavar="BODY", help="A body or corpus case file.")],
+    recorded: Annotated[
+        Path, typer.Argument(metavar="BODY", help="A body or corpus case file; - for stdin.")
+    ],
     provider: ImportProviderOption,
 ) -> None:
     """Turn a recorded PROVIDER body (or corpus case) into a request file on stdout."""
     if provider not in _IMPORTABLE:
         raise fail(f"import supports {', '.join(_IMPORTABLE)}, not {provider!r}")
-    result = get_provider(provider).import_body(_recorded_body(recorded), location=f"{recorded}: $")
+    name = _STDIN if _is_stdin(recorded) else str(recorded)
+    result = get_provider(provider).import_body(
+        _recorded_body(recorded, name), location=f"{name}: $"
+    )
     for note in result.notes:
         print(f"llmcore: note: {note}", file=sys.stderr)
     _write_stdout(dump_request(result.request))

@@ -202,23 +202,40 @@ def _run(
 
 def chat(
     workspace: Annotated[
-        Path, typer.Option("--workspace", "-w", help="The project folder (default: here).")
+        Path,
+        typer.Option(
+            "--workspace", "-w", metavar="DIR", help="The project folder (default: here)."
+        ),
     ] = Path(),
     config_dir: Annotated[
         Path | None,
-        typer.Option("--config-dir", help="Sessions under this folder instead of the user's."),
+        typer.Option(
+            "--config-dir", metavar="DIR", help="Sessions under this folder instead of the user's."
+        ),
     ] = None,
-    live: Annotated[bool, typer.Option("--live", help="Use the real API of --provider.")] = False,
+    live: Annotated[
+        bool, typer.Option("--live", metavar="", help="Use the real API of --provider.")
+    ] = False,
     provider: Annotated[
-        str, typer.Option("--provider", "-p", help=f"One of: {', '.join(PROVIDER_NAMES)}.")
+        str,
+        typer.Option(
+            "--provider", "-p", metavar="PROVIDER", help=f"One of: {', '.join(PROVIDER_NAMES)}."
+        ),
     ] = "anthropic",
-    model: Annotated[str | None, typer.Option("--model", "-m", help="The model.")] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", "-m", metavar="MODEL", help="The model.")
+    ] = None,
     base_url: Annotated[
-        str | None, typer.Option("--base-url", help="A compatible endpoint, e.g. the emulator's.")
+        str | None,
+        typer.Option(
+            "--base-url", metavar="URL", help="A compatible endpoint, e.g. the emulator's."
+        ),
     ] = None,
     resume: Annotated[
         bool | None,
-        typer.Option("--resume/--no-resume", help="Answer the resume question without asking."),
+        typer.Option(
+            "--resume/--no-resume", metavar="", help="Answer the resume question without asking."
+        ),
     ] = None,
 ) -> None:
     """A terminal agent over the workspace, with sessions (S1–S6); the emulator by default."""

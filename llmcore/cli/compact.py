@@ -122,16 +122,30 @@ def _transport(name: str, base_url: str | None) -> HTTPTransport:
 
 @one_line_errors
 def compact(
-    archive: Annotated[Path, typer.Argument(help="The archive folder holding conversation.json.")],
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the preview only.")] = False,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    archive: Annotated[
+        Path,
+        typer.Argument(metavar="ARCHIVE", help="The archive folder holding conversation.json."),
+    ],
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", metavar="", help="Show the preview only.")
+    ] = False,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", metavar="", help="Do not ask for confirmation.")
+    ] = False,
     provider: Annotated[
         str | None,
-        typer.Option("--provider", "-p", help=f"One of: {', '.join(PROVIDER_NAMES)}."),
+        typer.Option(
+            "--provider", "-p", metavar="PROVIDER", help=f"One of: {', '.join(PROVIDER_NAMES)}."
+        ),
     ] = None,
-    model: Annotated[str | None, typer.Option("--model", "-m", help="The model.")] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", "-m", metavar="MODEL", help="The model.")
+    ] = None,
     base_url: Annotated[
-        str | None, typer.Option("--base-url", help="A compatible endpoint, e.g. the emulator's.")
+        str | None,
+        typer.Option(
+            "--base-url", metavar="URL", help="A compatible endpoint, e.g. the emulator's."
+        ),
     ] = None,
 ) -> None:
     """Summarize every turn but the last two of ARCHIVE with one model call (C1–C3)."""

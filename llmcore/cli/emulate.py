@@ -86,12 +86,18 @@ def _announce(emulator: Emulator) -> None:
 
 
 def emulate(
-    port: Annotated[int, typer.Option(help="TCP port on 127.0.0.1; 0 picks a free one.")] = 0,
+    port: Annotated[
+        int, typer.Option(metavar="N", help="TCP port on 127.0.0.1; 0 picks a free one.")
+    ] = 0,
     script: Annotated[
-        Path | None, typer.Option(help="Reply script (JSON); default: the built-in agent.")
+        Path | None,
+        typer.Option(metavar="FILE", help="Reply script (JSON); default: the built-in agent."),
     ] = None,
     access_log: Annotated[
-        bool, typer.Option(help="Print one line per request on stderr (client, status, ms, id).")
+        bool,
+        typer.Option(
+            metavar="", help="Print one line per request on stderr (client, status, ms, id)."
+        ),
     ] = False,
 ) -> None:
     """Run the local provider emulator (Anthropic Messages, OpenAI Chat and Responses)."""

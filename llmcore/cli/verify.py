@@ -204,13 +204,19 @@ def verify_command(archive: Path, request: Path | None, provider: str | None) ->
 
 
 def verify(
-    archive: Annotated[Path, typer.Argument(help="The archive folder holding conversation.json.")],
+    archive: Annotated[
+        Path,
+        typer.Argument(metavar="ARCHIVE", help="The archive folder holding conversation.json."),
+    ],
     request: Annotated[
-        Path | None, typer.Option("--request", "-r", help="A request file (model, system, …).")
+        Path | None,
+        typer.Option("--request", "-r", metavar="FILE", help="A request file (model, system, …)."),
     ] = None,
     provider: Annotated[
         str | None,
-        typer.Option("--provider", "-p", help=f"One of: {', '.join(PROVIDER_NAMES)}."),
+        typer.Option(
+            "--provider", "-p", metavar="PROVIDER", help=f"One of: {', '.join(PROVIDER_NAMES)}."
+        ),
     ] = None,
 ) -> None:
     """Check that the next body is byte-identical after saving and reopening ARCHIVE (P5)."""

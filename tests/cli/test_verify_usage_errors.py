@@ -25,7 +25,7 @@ from llmcore.cli import app
             "llmcore: emulate: Invalid value for '--port': Input should be a valid integer, "
             "unable to parse string as an integer (see 'llmcore emulate --help')",
         ),
-        (["verify"], "llmcore: verify: Missing argument 'archive' (see 'llmcore verify --help')"),
+        (["verify"], "llmcore: verify: Missing argument 'ARCHIVE' (see 'llmcore verify --help')"),
         (
             ["bench", "--live", "--model"],
             "llmcore: Option '--model' requires an argument.",  # click gives no context here

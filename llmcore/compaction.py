@@ -273,8 +273,9 @@ def _apply(
 ) -> None:
     state = conversation.state
     shift = plan.keep_from - 1
-    kept = [start - shift for start in turn_starts(state) if start >= plan.keep_from]
-    turns = len(turn_starts(state))
+    starts = turn_starts(state)
+    kept = [start - shift for start in starts if start >= plan.keep_from]
+    turns = len(starts)
     notice = Item.make(
         id=f"compaction-{len(state.items)}",
         type="notice",

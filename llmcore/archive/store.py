@@ -667,11 +667,11 @@ class ArchiveStore:
         An image is dropped (written as ``imageOmitted``) only when its file is gone or its
         bytes are wrong; a file that still cannot be read is kept.
         """
+        unread = _unread_images(history)
+        if unread and self._images_dir_problem() is not None:
+            return unread  # refused by _check_images_dir: never dropped
         kept: dict[str, str] = {}
-        for name, sha in _unread_images(history).items():
-            if self._images_dir_problem() is not None:
-                kept[name] = sha  # refused by _check_images_dir: never dropped
-                continue
+        for name, sha in unread.items():
             info = self.fs.lstat(self.images_dir / name)
             if info is not None and self._good.get(name) == _signature(info):
                 kept[name] = sha

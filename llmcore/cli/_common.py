@@ -11,18 +11,30 @@
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from collections.abc import Callable, Sequence
 from functools import wraps
 from types import ModuleType
-from typing import Any, Final, NoReturn, ParamSpec, TypeVar
+from typing import Annotated, Any, Final, NoReturn, ParamSpec, TypeVar
 
 import typer
 from typer.core import TyperArgument, TyperGroup
 
 from llmcore.errors import LLMCoreError
+from llmcore.providers import get_provider
+from llmcore.transport import HTTPTransport
 
-__all__ = ["EXIT_USAGE", "OneLineErrorGroup", "fail", "one_line_errors", "usage_line"]
+__all__ = [
+    "EXIT_USAGE",
+    "BaseUrlOption",
+    "ModelOption",
+    "OneLineErrorGroup",
+    "base_url_transport",
+    "fail",
+    "one_line_errors",
+    "usage_line",
+]
 
 EXIT_USAGE = 2
 """Exit code for bad input: a missing file, invalid JSON, an unsupported feature."""
@@ -149,3 +161,24 @@ def _exit_one_line(error: Exception) -> NoReturn:
     if type(error).__name__ != "NoArgsIsHelpError":  # its help was printed when it was made
         print(f"llmcore: {usage_line(error)}", file=sys.stderr)
     sys.exit(getattr(error, "exit_code", EXIT_USAGE))
+
+
+ModelOption = Annotated[
+    str | None, typer.Option("--model", "-m", metavar="MODEL", help="The model.")
+]
+"""``--model`` as the commands that call a model declare it."""
+BaseUrlOption = Annotated[
+    str | None,
+    typer.Option("--base-url", metavar="URL", help="A compatible endpoint, e.g. the emulator's."),
+]
+"""``--base-url`` as the commands that call a model declare it."""
+
+
+def base_url_transport(name: str, base_url: str) -> HTTPTransport:
+    """Return a transport that sends provider ``name``'s requests to ``base_url``.
+
+    The key is the provider's environment variable when set, else ``"none"``: a compatible
+    endpoint (such as ``llmcore emulate``) may need none.
+    """
+    key = os.environ.get(get_provider(name).endpoint.api_key_env) or "none"
+    return HTTPTransport(base_urls={name: base_url}, api_keys={name: key})

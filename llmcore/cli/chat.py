@@ -35,7 +35,7 @@ from rich.markup import escape
 
 from llmcore.bench import LIVE_MODELS
 from llmcore.chat import Chat, Display, Echo, Tapped, WorkspaceTools
-from llmcore.cli._common import fail
+from llmcore.cli._common import BaseUrlOption, ModelOption, base_url_transport, fail
 from llmcore.errors import LLMCoreError
 from llmcore.providers import PROVIDER_NAMES, get_provider
 from llmcore.request import Params
@@ -54,8 +54,7 @@ HOLD_ENV: Final = "LLMCORE_CHAT_TEST_HOLD"
 def _endpoint(name: str, live: bool, base_url: str | None) -> Iterator[tuple[HTTPTransport, str]]:
     """Yield the transport and a description of where it sends."""
     if base_url:
-        key = os.environ.get(get_provider(name).endpoint.api_key_env) or "none"
-        with HTTPTransport(base_urls={name: base_url}, api_keys={name: key}) as transport:
+        with base_url_transport(name, base_url) as transport:
             yield transport, base_url
         return
     if live:
@@ -222,15 +221,8 @@ def chat(
             "--provider", "-p", metavar="PROVIDER", help=f"One of: {', '.join(PROVIDER_NAMES)}."
         ),
     ] = "anthropic",
-    model: Annotated[
-        str | None, typer.Option("--model", "-m", metavar="MODEL", help="The model.")
-    ] = None,
-    base_url: Annotated[
-        str | None,
-        typer.Option(
-            "--base-url", metavar="URL", help="A compatible endpoint, e.g. the emulator's."
-        ),
-    ] = None,
+    model: ModelOption = None,
+    base_url: BaseUrlOption = None,
     resume: Annotated[
         bool | None,
         typer.Option(

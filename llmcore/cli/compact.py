@@ -15,7 +15,6 @@ summary (the archive then gains only a failure item, and is saved), a save that 
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -23,7 +22,13 @@ from typing import Annotated
 import typer
 
 from llmcore.archive import ArchiveStore
-from llmcore.cli._common import fail, one_line_errors
+from llmcore.cli._common import (
+    BaseUrlOption,
+    ModelOption,
+    base_url_transport,
+    fail,
+    one_line_errors,
+)
 from llmcore.compaction import CompactionPlan, plan_compaction, run_compaction
 from llmcore.errors import LLMCoreError
 from llmcore.providers import PROVIDER_NAMES, get_provider
@@ -113,11 +118,8 @@ def _confirmed(answer: bool | None) -> bool:
 
 
 def _transport(name: str, base_url: str | None) -> HTTPTransport:
-    """The transport of the call; a ``--base-url`` endpoint may need no key (``"none"``)."""
-    if not base_url:
-        return HTTPTransport()
-    key = os.environ.get(get_provider(name).endpoint.api_key_env) or "none"
-    return HTTPTransport(base_urls={name: base_url}, api_keys={name: key})
+    """The transport of the call: the provider's own, or ``--base-url``'s."""
+    return base_url_transport(name, base_url) if base_url else HTTPTransport()
 
 
 @one_line_errors
@@ -138,15 +140,8 @@ def compact(
             "--provider", "-p", metavar="PROVIDER", help=f"One of: {', '.join(PROVIDER_NAMES)}."
         ),
     ] = None,
-    model: Annotated[
-        str | None, typer.Option("--model", "-m", metavar="MODEL", help="The model.")
-    ] = None,
-    base_url: Annotated[
-        str | None,
-        typer.Option(
-            "--base-url", metavar="URL", help="A compatible endpoint, e.g. the emulator's."
-        ),
-    ] = None,
+    model: ModelOption = None,
+    base_url: BaseUrlOption = None,
 ) -> None:
     """Summarize every turn but the last two of ARCHIVE with one model call (C1–C3)."""
     try:

@@ -40,7 +40,9 @@ BREAKING = [
     body(_turns("Plan a trip", "Where to?", "Lisbon")),
     body(_turns("Plan a trip", "Where to, exactly?", "Lisbon", "For how long?", "Three days")),
 ]
-BREAK_OFFSET = next(i for i, (a, b) in enumerate(zip(BREAKING[0], BREAKING[1])) if a != b)
+BREAK_OFFSET = next(
+    i for i, (a, b) in enumerate(zip(BREAKING[0], BREAKING[1], strict=False)) if a != b
+)
 """Offset of the first differing byte of ``BREAKING[1]`` (the bodies are ASCII: bytes = chars)."""
 
 

@@ -262,7 +262,7 @@ class _CassetteAudit:
             except FileNotFoundError:
                 continue  # never saved (nothing recorded), or not a file cassette
             except LLMCoreError as exc:  # not a readable cassette: named, never a traceback
-                failures.append(f"cannot audit cassette {shown}: {exc}")
+                failures.append(f"llmcore audit: cannot audit cassette {shown}: {exc}")
                 continue
             audited += 1
             kept = []
@@ -274,11 +274,13 @@ class _CassetteAudit:
                 else:
                     kept.append(f"  {_describe(record)}\n    {record.detail}")
             if kept:
-                failures.append(f"prompt-cache break in cassette {shown}\n" + "\n".join(kept))
+                failures.append(
+                    f"llmcore audit: prompt-cache break in cassette {shown}\n" + "\n".join(kept)
+                )
         if audited:
             item.user_properties.append((_AUDITED, audited))
         if failures:
-            pytest.fail("\n".join(["llmcore audit:", *failures, _HINT]), pytrace=False)
+            pytest.fail("\n".join([*failures, _HINT]), pytrace=False)
 
     def _shown(self, path: Path) -> str:
         root = self._config.rootpath

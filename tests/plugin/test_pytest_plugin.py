@@ -76,8 +76,7 @@ def _replay(pytester: pytest.Pytester, bodies: list[str], marker: str = "") -> N
 def _break_lines(cassette: str, request: int = 1) -> list[str]:
     """Patterns (for ``re_match_lines``) of the failure for the break of ``BREAKING``."""
     lines = [
-        "llmcore audit:",
-        f"prompt-cache break in cassette {cassette}",
+        f"llmcore audit: prompt-cache break in cassette {cassette}",
         f"  request {request} (compared with request 0): first differing byte at offset "
         f"{BREAK_OFFSET}, JSON path messages[1].content",
         "    messages[1] differs: was 'Where to?\"}', now 'Where to, exactly?\"}'",

@@ -16,6 +16,9 @@ When the audit runs:
 * after teardown, for cassettes a fixture saves then (pytest-recording in a recording run): a
   break is reported as an error at teardown, since the file does not exist before.
 
+Cassettes saved by another serializer than YAML (vcrpy's ``serializer="json"``) are not audited
+and are listed in the terminal summary.
+
 A test whose body failed, was skipped or xfailed is not audited. A break in a test marked
 ``@pytest.mark.llmcore_cache_boundary(reason="...")`` (optionally ``request=N``: only request
 ``N`` of a cassette, 0-based) is listed in the terminal summary instead of failing the test; a
@@ -53,6 +56,8 @@ MARKER: Final = "llmcore_cache_boundary"
 _INI: Final = "llmcore_audit"
 _AUDITED: Final = "llmcore_audit_cassettes"
 _EXEMPT: Final = "llmcore_cache_boundary"
+_NOT_AUDITED: Final = "llmcore_audit_skipped"
+_YAML: Final = (".yaml", ".yml")
 _HINT: Final = (
     f'if the boundary is intended, mark the test @pytest.mark.{MARKER}(reason="why"), '
     "optionally with request=N"
@@ -208,6 +213,7 @@ class _CassetteAudit:
             )
         self._audited = 0
         self._exempt: list[str] = []
+        self._skipped: list[str] = []
 
     @contextmanager
     def _watching(self, test: _Test) -> Iterator[None]:
@@ -257,6 +263,9 @@ class _CassetteAudit:
         audited = 0
         for path in paths:
             shown = self._shown(path)
+            if path.suffix.lower() not in _YAML and path.is_file():
+                item.user_properties.append((_NOT_AUDITED, f"{shown}: not a YAML cassette"))
+                continue
             try:
                 records = _breaks(path)
             except FileNotFoundError:
@@ -294,6 +303,8 @@ class _CassetteAudit:
                 self._audited += value
             elif key == _EXEMPT:
                 self._exempt.append(f"{report.nodeid}: {value}")
+            elif key == _NOT_AUDITED:
+                self._skipped.append(f"{report.nodeid}: {value}")
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         terminalreporter.section("llmcore cassette audit")
@@ -303,6 +314,10 @@ class _CassetteAudit:
         )
         for line in self._exempt:
             terminalreporter.write_line(f"  {line}")
+        if self._skipped:
+            terminalreporter.write_line(f"{len(self._skipped)} cassette file(s) not audited:")
+            for line in self._skipped:
+                terminalreporter.write_line(f"  {line}")
 
 
 def _breaks(path: Path) -> list[RequestRecord]:

@@ -8,10 +8,12 @@ nothing touches the network.
 from __future__ import annotations
 
 import ast
+import json
 import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 import llmcore.pytest_plugin as plugin
 
@@ -317,6 +319,33 @@ def test_an_unreadable_cassette_fails_with_its_name(pytester: pytest.Pytester) -
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*cannot audit cassette bad.yaml: *YAML aliases are not allowed*"])
     assert "Traceback" not in result.stdout.str()
+
+
+def test_a_json_cassette_is_listed_not_audited(pytester: pytest.Pytester) -> None:
+    (pytester.path / "c.json").write_text(
+        json.dumps(
+            {"interactions": yaml.safe_load(cassette_text(BREAKING))["interactions"], "version": 1}
+        ),
+        encoding="utf-8",
+    )
+    pytester.makepyfile(
+        test_json="""
+        import vcr
+
+        def test_json():
+            with vcr.use_cassette("c.json", serializer="json", record_mode="none") as cassette:
+                assert len(cassette.data) == 2
+        """
+    )
+    result = pytester.runpytest_inprocess("--llmcore-audit")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "0 cassette file(s) audited; 0 break(s) exempt *",
+            "1 cassette file(s) not audited:",
+            "  test_json.py::test_json: c.json: not a YAML cassette",
+        ]
+    )
 
 
 def test_the_module_imports_nothing_heavy() -> None:

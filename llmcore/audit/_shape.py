@@ -30,7 +30,14 @@ from typing import Any, Final
 from urllib.parse import unquote, urlsplit
 
 from llmcore import jsonbytes, tokens
-from llmcore.audit._scan import CACHE_KEYS, ItemInfo, ScannedBody, is_cache_point
+from llmcore.audit._scan import (
+    CACHE_KEYS,
+    ItemCache,
+    ItemInfo,
+    ScannedBody,
+    is_cache_point,
+    scan_body,
+)
 from llmcore.audit.report import AuditInputError
 from llmcore.errors import EncodingError, UnknownProviderError
 
@@ -41,6 +48,7 @@ __all__ = [
     "anthropic_rules",
     "body_shape",
     "cache_ttl",
+    "conflict_message",
     "detect_provider",
     "history_key",
     "item_tokens",
@@ -52,6 +60,8 @@ __all__ = [
     "shape_conflict",
     "shape_from_uri",
     "token_items",
+    "wire_conflict",
+    "wire_shape",
 ]
 
 PROVIDERS: Final = (
@@ -290,15 +300,24 @@ def _messages_vote(body: ScannedBody) -> int:
     return 0
 
 
-def _is_anthropic(body: ScannedBody) -> bool:
+def _anthropic_vote(body: ScannedBody) -> bool | None:
+    """Whether a ``messages`` body is Anthropic's, by a member or block only one shape has.
+
+    ``None`` when nothing in it tells.
+    """
     keys = body.spans.keys()
     if any(k in _ANTHROPIC_KEYS for k in keys):
         return True
     if any(k in _CHAT_KEYS for k in keys):
         return False
     vote = _tools_vote(body) or _messages_vote(body)
-    if vote:
-        return vote > 0
+    return vote > 0 if vote else None
+
+
+def _is_anthropic(body: ScannedBody) -> bool:
+    vote = _anthropic_vote(body)
+    if vote is not None:
+        return vote
     model = body.values.get("model")
     # Nothing provider-only in the body: Claude model ids are Anthropic's; anything else is
     # taken as Chat Completions, the shape OpenAI-compatible servers share.
@@ -343,13 +362,19 @@ def _is_converse(body: ScannedBody) -> bool:
     return _typeless_block(body.items.get("messages", []), "content")
 
 
-def body_shape(body: ScannedBody) -> str | None:
+def body_shape(body: ScannedBody, *, definite: bool = False) -> str | None:
     """Return the provider whose wire shape ``body`` has, or ``None`` when it has none.
 
     ``contents`` is Gemini's; a Converse member or a content block without ``type`` is
     Converse's (checked before Anthropic's, whose blocks always carry ``type``); then
     Anthropic's (``anthropic_version``, ``system``, …) or Chat Completions' ``messages``, or
     Responses' ``input`` / ``instructions``. OpenRouter bodies read as ``openai-chat``.
+
+    Args:
+        body: The scanned body.
+        definite: Return ``None`` for a ``messages`` body that nothing marks as Anthropic's or
+            Chat Completions' (plain text messages, no provider-only member) instead of
+            deciding by the model name.
     """
     keys = body.spans.keys()
     if "contents" in keys:
@@ -358,7 +383,36 @@ def body_shape(body: ScannedBody) -> str | None:
         return "bedrock-converse"
     if "messages" not in keys:
         return "openai-responses" if any(k in _RESPONSES_KEYS for k in keys) else None
-    return "anthropic" if _is_anthropic(body) else "openai-chat"
+    vote = _anthropic_vote(body) if definite else _is_anthropic(body)
+    if vote is None:
+        return None
+    return "anthropic" if vote else "openai-chat"
+
+
+def wire_shape(body: bytes, uri: str | None = None) -> str | None:
+    """Return the wire shape of a request body as the auditor reads it, when it is definite.
+
+    Args:
+        body: The body bytes (UTF-8 JSON object).
+        uri: The request URI, if known; its endpoint decides (:func:`shape_from_uri`).
+
+    Returns:
+        A name of :data:`PROVIDERS` (a Bedrock InvokeModel body with ``anthropic_version`` is
+        ``anthropic``), or ``None`` when the body is not a JSON object or nothing in it tells
+        the shape (plain text ``messages`` fit Anthropic's and Chat Completions' alike).
+    """
+    try:
+        scanned = scan_body(body, ItemCache(), {}, location="<body>")
+        return _definite_shape(scanned, uri)
+    except (AuditInputError, RecursionError):
+        return None
+
+
+def _definite_shape(body: ScannedBody, uri: str | None) -> str | None:
+    found = shape_from_uri(uri) if uri else None
+    if found == BEDROCK_INVOKE:
+        return "anthropic" if "anthropic_version" in body.spans else None
+    return found if found is not None else body_shape(body, definite=True)
 
 
 def shape_from_uri(uri: str) -> str | None:
@@ -469,9 +523,30 @@ def note_conflict(
         return
     found = shape_conflict(body, given, uri)
     if found is not None:
-        notes[file] = (
-            f"{file}: --provider {given} contradicts the body's shape ({found}); audited as {given}"
-        )
+        notes[file] = conflict_message(file, given, found, "audited")
+
+
+def conflict_message(name: str, given: str, found: str, done: str) -> str:
+    """Return the warning line for a ``--provider`` that is not the body's shape.
+
+    Args:
+        name: The file (``run.yaml``, ``<stdin>``).
+        given: The ``--provider``.
+        found: The body's shape.
+        done: What the command did anyway, as a past participle (``audited``, ``built``).
+    """
+    return f"{name}: --provider {given} contradicts the body's shape ({found}); {done} as {given}"
+
+
+def wire_conflict(body: bytes, given: str, *, name: str, done: str) -> str | None:
+    """Return the warning line when ``body``'s definite shape is not ``given``'s, else ``None``.
+
+    See :func:`wire_shape` and :func:`conflict_message` (``name``, ``done``).
+    """
+    found = wire_shape(body)
+    if found is None or _SAME_SHAPE.get(found, found) == _SAME_SHAPE.get(given, given):
+        return None
+    return conflict_message(name, given, found, done)
 
 
 _SAME_SHAPE: Final[Mapping[str, str]] = {"openrouter": "openai-chat"}
@@ -481,14 +556,10 @@ _SAME_SHAPE: Final[Mapping[str, str]] = {"openrouter": "openai-chat"}
 def shape_conflict(body: ScannedBody, given: str, uri: str | None = None) -> str | None:
     """Return the shape ``body`` (or its URI) has when it is not ``given``'s, else ``None``.
 
-    ``None`` too when the shape cannot be told; an ``openrouter`` body reads as
-    ``openai-chat``, and a Bedrock InvokeModel body with ``anthropic_version`` as ``anthropic``.
+    ``None`` too when the shape cannot be told (:func:`wire_shape`); an ``openrouter`` body
+    reads as ``openai-chat``.
     """
-    found = shape_from_uri(uri) if uri else None
-    if found == BEDROCK_INVOKE:
-        found = "anthropic" if "anthropic_version" in body.spans else None
-    elif found is None:
-        found = body_shape(body)
+    found = _definite_shape(body, uri)
     if found is None or _SAME_SHAPE.get(found, found) == _SAME_SHAPE.get(given, given):
         return None
     return found

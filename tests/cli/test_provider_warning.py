@@ -96,11 +96,16 @@ def test_audit_warns_once_per_file_and_audits_as_asked(tmp_path: Path):
     assert (code, err) == (0, "")
 
 
-@pytest.mark.parametrize("case", sorted((CORPUS / "anthropic").glob("*.json"))[:5])
-def test_corpus_bodies_never_contradict_their_own_provider(case: Path):
-    body = jsonbytes.dumps(json.loads(case.read_bytes())["request"])
-    assert wire_conflict(body, "anthropic", name="x", done="audited") is None
-    assert wire_shape(body) in (None, "anthropic")
+@pytest.mark.parametrize("provider", ["anthropic", "openai-chat", "openai-responses"])
+def test_corpus_bodies_never_contradict_their_own_provider(provider: str):
+    cases = sorted((CORPUS / provider).glob("*.json"))
+    assert len(cases) > 50
+    for case in cases:
+        value = json.loads(case.read_bytes())
+        raw = value.get("request_raw")
+        body = raw.encode() if isinstance(raw, str) else jsonbytes.dumps(value["request"])
+        assert wire_conflict(body, provider, name="x", done="audited") is None, case
+        assert wire_shape(body) in (None, provider), case
 
 
 def test_an_ambiguous_body_is_no_contradiction():

@@ -29,6 +29,7 @@ from llmcore.audit.report import AuditInputError
 
 __all__ = [
     "CACHE_KEYS",
+    "CONVERSE_TOOLS",
     "ItemInfo",
     "ItemCache",
     "ScannedBody",
@@ -64,6 +65,10 @@ ITEM_KEYS: Final = frozenset(
 )
 """Top-level keys whose values are split into wire items (arrays) or kept as one item
 (Anthropic, OpenAI, Gemini ``generateContent`` and Bedrock Converse sections)."""
+
+CONVERSE_TOOLS: Final = "toolConfig.tools"
+"""The item key of Bedrock Converse's tool list, ``toolConfig.tools``: its elements are items
+(each tool is cached as a prefix item; ``toolConfig.toolChoice`` is not one)."""
 
 _ws: Final[Callable[[str, int], re.Match[str] | None]] = re.compile(r"[ \t\n\r]*").match
 
@@ -284,6 +289,8 @@ def _scan_top(out: ScannedBody, cache: ItemCache, hints: dict[str, list[ItemInfo
             if key in ITEM_KEYS and value is not None:
                 out.items[key] = [cache.get(s[j:end], value)]
                 out.starts[key] = [j]
+            if key == "toolConfig" and isinstance(value, dict) and "tools" in value:
+                _scan_tool_list(out, s, j, cache, hints)
         out.spans[key] = (j, end)
         more, i = _after_value(s, end, "}")
     if _skip_ws(s, i) != len(s):
@@ -326,6 +333,29 @@ def _scan_items(
             starts.append(i)
         more, i = _after_value(s, end, "]")
     return items, starts, i, wire
+
+
+def _scan_tool_list(
+    out: ScannedBody, s: str, i: int, cache: ItemCache, hints: dict[str, list[ItemInfo]]
+) -> None:
+    """Split the ``tools`` array of the ``toolConfig`` object at ``i`` into items.
+
+    They are recorded under :data:`CONVERSE_TOOLS`, with the array's span.
+    """
+    i = _skip_ws(s, i + 1)
+    more = s[i : i + 1] != "}"
+    while more:
+        key, j = _key(s, i)
+        if key == "tools" and s[j : j + 1] == "[":
+            items, starts, end, wire = _scan_items(s, j, cache, hints.get(CONVERSE_TOOLS, ()))
+            out.items[CONVERSE_TOOLS], out.starts[CONVERSE_TOOLS] = items, starts
+            out.spans[CONVERSE_TOOLS] = (j, end)
+            if wire is not None:
+                out.wire[CONVERSE_TOOLS] = wire
+            hints[CONVERSE_TOOLS] = items
+        else:
+            end = _leaf(s, j)[1]
+        more, i = _after_value(s, end, "}")
 
 
 def _point_item(info: ItemInfo) -> bool:

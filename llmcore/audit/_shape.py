@@ -13,7 +13,8 @@ providers' API references, not from llmcore's provider modules.
   the body (:func:`body_shape`); a Converse body is never taken for an Anthropic one;
 * prefix sections in cache order: Anthropic ``tools`` → ``system`` → ``messages``
   (PROVIDER-RULES §1.2); OpenAI ``tools`` → ``instructions`` → ``messages`` / ``input``; Bedrock
-  Converse ``toolConfig`` → ``system`` → ``messages``; Gemini ``cachedContent`` →
+  Converse ``toolConfig.tools`` → ``system`` → ``messages`` (``toolConfig.toolChoice`` counts
+  like Anthropic's ``tool_choice``); Gemini ``cachedContent`` →
   ``systemInstruction`` → ``tools`` → ``toolConfig`` → ``contents``;
 * token items and counts exactly as :mod:`llmcore.tokens` documents them;
 * per-model minimum cacheable prefix (PROVIDER-RULES §1.3; Gemini and Bedrock from their docs,
@@ -32,6 +33,7 @@ from urllib.parse import unquote, urlsplit
 from llmcore import jsonbytes, tokens
 from llmcore.audit._scan import (
     CACHE_KEYS,
+    CONVERSE_TOOLS,
     ItemCache,
     ItemInfo,
     ScannedBody,
@@ -80,15 +82,17 @@ SECTIONS: Final[Mapping[str, tuple[str, ...]]] = {
     "openrouter": ("tools", "messages"),
     "openai-responses": ("tools", "instructions", "input"),
     "gemini": ("cachedContent", "systemInstruction", "tools", "toolConfig", "contents"),
-    "bedrock-converse": ("toolConfig", "system", "messages"),
+    "bedrock-converse": (CONVERSE_TOOLS, "system", "messages"),
 }
 """Prefix sections per provider, in cache order (the last one is the history).
 
-Bedrock Converse caches ``tools`` (inside ``toolConfig``), ``system`` and ``messages`` in that
-order, as Anthropic does (https://docs.aws.amazon.com/bedrock/latest/userguide/
-prompt-caching.html). Gemini's explicit cache (``cachedContent``) holds the start of the prompt;
-the order of the other sections is not documented, and any change in them misses the cache
-either way: the order only decides which change is named first.
+Bedrock Converse caches ``tools`` (each element of ``toolConfig.tools``), ``system`` and
+``messages`` in that order, as Anthropic does (https://docs.aws.amazon.com/bedrock/latest/
+userguide/prompt-caching.html); ``toolConfig.toolChoice`` is no prefix item but part of the
+messages-level key, like Anthropic's ``tool_choice`` (:func:`messages_level`). Gemini's
+explicit cache (``cachedContent``) holds the start of the prompt; the order of the other
+sections is not documented, and any change in them misses the cache either way: the order only
+decides which change is named first.
 """
 
 BEDROCK_INVOKE: Final = "bedrock-invoke"
@@ -693,7 +697,11 @@ def messages_level(body: ScannedBody, provider: str) -> tuple[Any, ...]:
     infos = body.items.get(SECTIONS[provider][-1], ())
     has_image = any(msg(info).has_image for info in infos)
     values = body.values
-    return (has_image, _compact(values.get("tool_choice")), _compact(values.get("thinking")))
+    choice = values.get("tool_choice")
+    config = values.get("toolConfig")
+    if choice is None and isinstance(config, dict):  # Converse: toolConfig.toolChoice
+        choice = config.get("toolChoice")
+    return (has_image, _compact(choice), _compact(values.get("thinking")))
 
 
 # --- token items (llmcore.tokens) ------------------------------------------------------------

@@ -401,18 +401,32 @@ def _other_cassette(interactions: list[Any]) -> str | None:
     """Why a cassette with no HTTP request at all is of another kind, or ``None``.
 
     A websocket cassette records ``{kind: message|close, direction, data}`` items (pydantic-ai's
-    ``tests/realtime`` format); a protobuf cassette ``{request_sample: {json, raw}, …}``
-    (pydantic-ai's xAI gRPC cassettes). A cassette whose items hold any ``request`` mapping is
-    an HTTP cassette, and its bad items stay errors.
+    ``tests/realtime`` format); a protobuf cassette holds binary payloads (``!!binary``) in
+    items such as ``{request_sample: {json, raw}}``, ``request_stream`` or
+    ``collections_method`` (pydantic-ai's xAI gRPC cassettes). A cassette whose items hold any
+    ``request`` mapping is an HTTP cassette, and its bad items stay errors.
     """
     items = [item for item in interactions if isinstance(item, dict)]
     if not items or any(isinstance(item.get("request"), dict) for item in items):
         return None
     if all("direction" in item or item.get("kind") in ("message", "close") for item in items):
         return "a websocket cassette (messages sent and received, no HTTP requests)"
-    if any("request_sample" in item for item in items):
-        return "a protobuf (gRPC) cassette (request_sample items, no HTTP requests)"
+    if any(_holds_bytes(item, 3) for item in items):
+        return "a protobuf (gRPC) cassette (binary payloads, no HTTP requests)"
     return None
+
+
+def _holds_bytes(value: Any, depth: int) -> bool:
+    """Whether ``value`` holds a ``bytes`` value (YAML ``!!binary``) within ``depth`` levels."""
+    if isinstance(value, bytes):
+        return True
+    if depth == 0:
+        return False
+    if isinstance(value, dict):
+        return any(_holds_bytes(v, depth - 1) for v in value.values())
+    if isinstance(value, list):
+        return any(_holds_bytes(v, depth - 1) for v in value)
+    return False
 
 
 def _protobuf_type(request: dict[str, Any]) -> str | None:

@@ -112,8 +112,8 @@ def test_protobuf_cassettes_and_grpc_interactions_are_skipped_with_the_reason(tm
     assert report.skipped == (
         f"{tmp_path / 'grpc.yaml'}: interactions[0]: a protobuf body (application/grpc), not a "
         "JSON request (POST https://api.x.ai/xai_api.Chat/GetCompletion)",
-        f"{tmp_path / 'samples.xai.yaml'}: a protobuf (gRPC) cassette (request_sample items, "
-        "no HTTP requests)",
+        f"{tmp_path / 'samples.xai.yaml'}: a protobuf (gRPC) cassette (binary payloads, no "
+        "HTTP requests)",
     )
 
 
@@ -244,9 +244,33 @@ def test_real_pydantic_ai_cassettes(tmp_path: Path):
     ] * 2
     assert len(report.requests) == 4
     assert sorted(s.split(": ", 1)[1] for s in report.skipped) == [
-        "a protobuf (gRPC) cassette (request_sample items, no HTTP requests)",
+        "a protobuf (gRPC) cassette (binary payloads, no HTTP requests)",
         "a websocket cassette (messages sent and received, no HTTP requests)",
         "not a cassette, JSONL or JSON file",
         "not a cassette, JSONL or JSON file",
     ]
     assert _run([DATA], strict=True)[0] == EXIT_INPUT
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        "- request_stream:\n    json: {model: grok-4}\n    raw: !!binary |\n      CgQKAkhp\n",
+        "- collections_method:\n    method: create\n    response_raw: !!binary |\n      CgQKAkhp\n",
+    ],
+)
+def test_every_protobuf_cassette_item_kind_is_skipped(tmp_path: Path, item: str):
+    path = tmp_path / "p.xai.yaml"
+    path.write_text("version: 1\ninteractions:\n" + item)
+    assert read_inputs([path]) == (
+        [],
+        [f"{path}: a protobuf (gRPC) cassette (binary payloads, no HTTP requests)"],
+    )
+
+
+def test_items_without_request_or_payloads_stay_an_error(tmp_path: Path):
+    path = tmp_path / "odd.yaml"
+    path.write_text("interactions:\n- response: {status: {code: 200}}\n")
+    code, out, err = _run([path])
+    assert (code, out) == (EXIT_INPUT, "")
+    assert err == f"llmcore: {path}:2: interactions[0]: an interaction needs a 'request' mapping\n"

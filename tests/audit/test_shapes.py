@@ -294,3 +294,25 @@ def test_the_url_shape_wins_over_the_body_guess(body_shape: str, uri: str, text:
     assert with_uri.provider == URIS[uri]
     [without] = _audit([body], None)
     assert without.provider == body_shape
+
+
+def test_a_converse_tool_choice_change_keeps_the_tools_prefix():
+    """As recorded by pydantic-ai (``test_bedrock_single_tool_choice_preserves_cache``): the
+    cache read stays 2,752 tokens when ``toolConfig.toolChoice`` changes from a named tool to
+    ``auto``; tools are prefix items, the choice is only part of the messages-level key."""
+    tools = [w.tool_spec("catalog_lookup", "Look up a product. " * 400), w.POINT]
+    msgs = [w.c_user("Find a lamp."), w.c_assistant("Looking."), w.c_user("Cheaper?")]
+
+    def body(n: int, choice: dict[str, Any]) -> bytes:
+        value = jsonbytes.loads(w.converse(msgs[:n], tools=tools))
+        value["toolConfig"]["toolChoice"] = choice
+        return jsonbytes.dumps(value)
+
+    first = body(1, {"tool": {"name": "catalog_lookup"}})
+    second = body(3, {"auto": {}})
+    r0, r1 = _audit([first, second], CONVERSE)
+    assert r1.verdict is Verdict.STABLE
+    # The tools and system are still cacheable; the messages level is not (the choice changed).
+    tools_and_system = _audit([w.converse([], tools=tools)], CONVERSE)[0].total_tokens
+    assert r1.max_cacheable_tokens == tools_and_system > 1024
+    assert r0.total_tokens > tools_and_system

@@ -57,33 +57,6 @@ def test_a_growing_gemini_conversation_is_stable_with_the_model_from_the_url():
     assert [r.compared_with for r in records] == [None, 0, 1]
 
 
-def test_a_changed_system_instruction_breaks_at_its_text():
-    first, second, _ = _gemini_turns()
-    changed = second.replace(b"Answer briefly.", b"Answer kindly.")
-    [_, rec] = _audit([first, changed], FLASH)
-    assert rec.verdict is Verdict.BREAK
-    assert rec.path == "systemInstruction.parts[0].text"
-    assert rec.first_break_offset == changed.index(b"kindly")
-
-
-def test_a_changed_function_declaration_breaks_in_tools():
-    first, second, _ = _gemini_turns()
-    changed = second.replace(b"Weather for a city.", b"Weather for a town.")
-    [_, rec] = _audit([first, changed], FLASH)
-    assert rec.verdict is Verdict.BREAK
-    assert rec.path == "tools[0].functionDeclarations[0].description"
-    assert rec.first_break_offset == changed.index(b"town")
-
-
-def test_an_edited_function_call_breaks_in_contents():
-    _, second, third = _gemini_turns()
-    changed = third.replace(b'"city":"Paris"', b'"city":"Lyon"')
-    [_, rec] = _audit([second, changed], FLASH)
-    assert rec.verdict is Verdict.BREAK
-    assert rec.path == "contents[1].parts[0].functionCall.args.city"
-    assert rec.first_break_offset == changed.index(b"Lyon")
-
-
 def test_a_changed_cached_content_name_is_a_break_before_the_contents():
     turns = [w.g_user("Summarize the file."), w.g_model("It is long."), w.g_user("Shorter?")]
     extra = {"cachedContent": "cachedContents/abc123"}
@@ -154,24 +127,6 @@ def test_a_converse_system_break_names_the_wire_index_past_a_cache_point():
     assert rec.first_break_offset == second.index(b"kindly")
 
 
-def test_a_converse_tool_change_breaks_inside_tool_config():
-    first, second, _ = _converse_turns()
-    changed = second.replace(b"Weather for a city.", b"Weather for a town.")
-    [_, rec] = _audit([first, changed], CONVERSE)
-    assert rec.verdict is Verdict.BREAK
-    assert rec.path == "toolConfig.tools[0].toolSpec.description"
-    assert rec.first_break_offset == changed.index(b"town")
-
-
-def test_a_converse_history_edit_breaks_at_the_message():
-    _, second, third = _converse_turns()
-    changed = third.replace(b"21 degrees.", b"22 degrees.")
-    [_, rec] = _audit([second, changed], CONVERSE)
-    assert rec.verdict is Verdict.BREAK
-    assert rec.path == "messages[1].content[0].text"
-    assert rec.first_break_offset == changed.index(b"22 degrees") + 1  # "2" is shared
-
-
 def test_a_converse_body_without_url_is_never_guessed_as_anthropic():
     """``system`` is an Anthropic member too, and the model says Claude: still Converse."""
     body = jsonbytes.dumps(
@@ -232,6 +187,57 @@ def test_a_bedrock_model_without_prompt_caching_caches_nothing():
     assert _audit(bodies, llama)[1].max_cacheable_tokens == 0
     r0, r1 = _audit(bodies, nova)
     assert r1.max_cacheable_tokens == r0.total_tokens > BEDROCK_NOVA_MIN
+
+
+PLANTED = [
+    (
+        "gemini",
+        0,
+        b"Answer briefly.",
+        b"Answer kindly.",
+        "systemInstruction.parts[0].text",
+        b"kindly",
+    ),
+    (
+        "gemini",
+        0,
+        b"Weather for a city.",
+        b"Weather for a town.",
+        "tools[0].functionDeclarations[0].description",
+        b"town",
+    ),
+    (
+        "gemini",
+        1,
+        b'"city":"Paris"',
+        b'"city":"Lyon"',
+        "contents[1].parts[0].functionCall.args.city",
+        b"Lyon",
+    ),
+    (
+        "converse",
+        0,
+        b"Weather for a city.",
+        b"Weather for a town.",
+        "toolConfig.tools[0].toolSpec.description",
+        b"town",
+    ),
+    ("converse", 1, b"21 degrees.", b"22 degrees.", "messages[1].content[0].text", b"2 degrees."),
+]
+"""(shape, which consecutive pair, old bytes, new bytes, JSON path, text at the first new byte)."""
+
+
+@pytest.mark.parametrize(("shape", "pair", "old", "new", "path", "at"), PLANTED)
+def test_a_planted_change_breaks_at_its_byte_and_path(
+    shape: str, pair: int, old: bytes, new: bytes, path: str, at: bytes
+):
+    bodies, uri = (_gemini_turns(), FLASH) if shape == "gemini" else (_converse_turns(), CONVERSE)
+    changed = bodies[pair + 1].replace(old, new)
+    assert changed != bodies[pair + 1]
+    [_, rec] = _audit([bodies[pair], changed], uri)
+    assert rec.verdict is Verdict.BREAK
+    assert rec.path == path
+    assert rec.first_break_offset == changed.index(at)
 
 
 # --- the shape from the URL ----------------------------------------------------------------

@@ -331,8 +331,8 @@ def audit_bodies(
 
     Args:
         bodies: Request bodies as sent (``bytes``) or :class:`AuditInput` with source and time.
-        provider: ``anthropic``, ``openai-chat``, ``openai-responses`` or ``openrouter`` for
-            every body, or ``None`` to read each body's shape.
+        provider: A name of :data:`~llmcore.audit.PROVIDERS` for every body, or ``None`` to
+            read each body's shape (the URI's first, when the input records one).
         skipped: Inputs the caller passed over, carried into the report.
 
     Returns:

@@ -85,7 +85,8 @@ class RequestRecord:
     source: str
     """Where the body came from."""
     provider: str
-    """``anthropic``, ``openai-chat``, ``openai-responses`` or ``openrouter``."""
+    """``anthropic``, ``openai-chat``, ``openai-responses``, ``openrouter``, ``gemini`` or
+    ``bedrock-converse``."""
     model: str
     """The body's ``model`` (empty when absent)."""
     conversation: int

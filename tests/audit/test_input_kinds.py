@@ -274,3 +274,18 @@ def test_items_without_request_or_payloads_stay_an_error(tmp_path: Path):
     code, out, err = _run([path])
     assert (code, out) == (EXIT_INPUT, "")
     assert err == f"llmcore: {path}:2: interactions[0]: an interaction needs a 'request' mapping\n"
+
+
+def test_the_strict_option_reaches_the_command_line(tmp_path: Path):
+    from typer.testing import CliRunner
+
+    from llmcore.cli import app
+
+    _good(tmp_path)
+    (tmp_path / "ws.yaml").write_text(WEBSOCKET)
+    runner = CliRunner()
+    assert runner.invoke(app, ["audit", str(tmp_path)]).exit_code == EXIT_STABLE
+    strict = runner.invoke(app, ["audit", str(tmp_path), "--strict"])
+    assert strict.exit_code == EXIT_INPUT
+    assert strict.stderr.startswith("llmcore: --strict: 1 input skipped")
+    assert "--strict" in runner.invoke(app, ["audit", "--help"]).stdout

@@ -322,3 +322,42 @@ def test_a_converse_tool_choice_change_keeps_the_tools_prefix():
     tools_and_system = _audit([w.converse([], tools=tools)], CONVERSE)[0].total_tokens
     assert r1.max_cacheable_tokens == tools_and_system > 1024
     assert r0.total_tokens > tools_and_system
+
+
+@settings(max_examples=100)
+@given(
+    texts=st.lists(st.text(min_size=1, max_size=30), min_size=3, max_size=7),
+    points=st.lists(st.booleans(), min_size=7, max_size=7),
+    system_point=st.integers(min_value=0, max_value=2),
+)
+def test_cache_points_anywhere_never_break_a_growing_converse_conversation(
+    texts: list[str], points: list[bool], system_point: int
+):
+    """P4 normalization for Converse: ``cachePoint`` blocks are breakpoints, not content."""
+    system: list[dict[str, Any]] = [{"text": "Rules."}, {"text": "Be brief."}]
+    system.insert(system_point, w.POINT)
+    msgs = [w.c_user(t) if i % 2 == 0 else w.c_assistant(t) for i, t in enumerate(texts)]
+    bodies = []
+    for n in range(1, len(msgs) + 1, 2):
+        prefix = [dict(m, content=list(m["content"])) for m in msgs[:n]]
+        for m, point in zip(prefix, points, strict=False):
+            if point:
+                m["content"].append(w.POINT)
+        bodies.append(w.converse(prefix, system=system))
+    records = _audit(bodies, None)
+    assert {r.provider for r in records} == {"bedrock-converse"}
+    assert [r.verdict for r in records] == [Verdict.NEW] + [Verdict.STABLE] * (len(bodies) - 1)
+    last = msgs[: 2 * (len(bodies) - 1) + 1]
+    plain = _audit([w.converse(last, system=[x for x in system if x != w.POINT])], None)[0]
+    assert records[-1].total_tokens == plain.total_tokens
+
+
+@settings(max_examples=100)
+@given(texts=st.lists(st.text(min_size=1, max_size=30), min_size=2, max_size=8))
+def test_a_growing_gemini_conversation_is_always_stable(texts: list[str]):
+    contents = [w.g_user(t) if i % 2 == 0 else w.g_model(t) for i, t in enumerate(texts)]
+    bodies = [w.gemini(contents[:n]) for n in range(1, len(contents) + 1)]
+    records = _audit(bodies, None)
+    assert {r.provider for r in records} == {"gemini"}
+    assert [r.verdict for r in records] == [Verdict.NEW] + [Verdict.STABLE] * (len(bodies) - 1)
+    assert [r.compared_with for r in records] == [None, *range(len(bodies) - 1)]

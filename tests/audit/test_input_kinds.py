@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 import yaml
+from typer.testing import CliRunner
 
 from llmcore.audit import Verdict, audit_paths, read_inputs
+from llmcore.cli import app
 from llmcore.cli.audit import EXIT_BREAK, EXIT_INPUT, EXIT_STABLE, audit_command
 
 from . import _bodies as b
@@ -277,10 +279,6 @@ def test_items_without_request_or_payloads_stay_an_error(tmp_path: Path):
 
 
 def test_the_strict_option_reaches_the_command_line(tmp_path: Path):
-    from typer.testing import CliRunner
-
-    from llmcore.cli import app
-
     _good(tmp_path)
     (tmp_path / "ws.yaml").write_text(WEBSOCKET)
     runner = CliRunner()

@@ -15,7 +15,7 @@ Inputs, by file name:
   ``/converse-stream`` and Anthropic ``/invoke`` bodies), carry a protobuf body
   (``application/grpc``, ``application/x-protobuf``) or have no body are skipped with the
   reason. Cassettes of another kind — websocket cassettes (``interactions`` of ``kind`` /
-  ``direction`` messages) and protobuf cassettes (``request_sample`` / ``response_sample``) —
+  ``direction`` messages) and protobuf cassettes (``!!binary`` payloads, no ``request``) —
   are skipped whole, as is, in a folder, a YAML file that is not a cassette (a config file).
   ``recorded_at`` (on the interaction or its request; ISO 8601 or a YAML timestamp)
   becomes the input's time; a number must be finite seconds within the years 1 to 9999. A value

@@ -77,6 +77,13 @@ def _run(paths: list[Path], *, strict: bool = False, as_json: bool = False) -> t
     return code, out.getvalue(), err.getvalue()
 
 
+def _refused(path: Path) -> str:
+    """Audit ``path`` alone, which must exit 2 printing nothing; return its stderr."""
+    code, out, err = _run([path])
+    assert (code, out) == (EXIT_INPUT, "")
+    return err
+
+
 def _cassette(bodies: list[bytes], uri: str = ANTHROPIC_URI) -> str:
     interactions = [{"request": {"body": x.decode(), "method": "POST", "uri": uri}} for x in bodies]
     return yaml.safe_dump({"interactions": interactions})
@@ -133,9 +140,7 @@ def test_yaml_that_is_not_a_cassette_is_skipped_in_a_folder_and_refused_by_name(
     report = audit_paths([tmp_path])
     assert len(report.requests) == 2
     assert report.skipped == (f"{config}: YAML but not a cassette (no 'interactions' list)",)
-    code, out, err = _run([config])
-    assert (code, out) == (EXIT_INPUT, "")
-    assert err == f"llmcore: {config}: a cassette needs an 'interactions' list\n"
+    assert _refused(config) == f"llmcore: {config}: a cassette needs an 'interactions' list\n"
 
 
 def test_strict_turns_any_skip_into_exit_2_after_the_report(tmp_path: Path):
@@ -273,9 +278,9 @@ def test_every_protobuf_cassette_item_kind_is_skipped(tmp_path: Path, item: str)
 def test_items_without_request_or_payloads_stay_an_error(tmp_path: Path):
     path = tmp_path / "odd.yaml"
     path.write_text("interactions:\n- response: {status: {code: 200}}\n")
-    code, out, err = _run([path])
-    assert (code, out) == (EXIT_INPUT, "")
-    assert err == f"llmcore: {path}:2: interactions[0]: an interaction needs a 'request' mapping\n"
+    assert _refused(path) == (
+        f"llmcore: {path}:2: interactions[0]: an interaction needs a 'request' mapping\n"
+    )
 
 
 def test_the_strict_option_reaches_the_command_line(tmp_path: Path):

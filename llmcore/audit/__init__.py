@@ -23,7 +23,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from llmcore.audit._auditor import Auditor, audit_bodies
-from llmcore.audit._shape import ANTHROPIC_MIN_TOKENS, PROVIDERS, minimum_tokens
+from llmcore.audit._shape import (
+    ANTHROPIC_MIN_TOKENS,
+    PROVIDERS,
+    minimum_tokens,
+    wire_conflict,
+    wire_shape,
+)
 from llmcore.audit.inputs import read_inputs
 from llmcore.audit.matcher import BodyDifference, body_matcher, first_difference, normalize_body
 from llmcore.audit.report import (
@@ -53,6 +59,8 @@ __all__ = [
     "minimum_tokens",
     "normalize_body",
     "read_inputs",
+    "wire_conflict",
+    "wire_shape",
 ]
 
 

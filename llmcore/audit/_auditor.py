@@ -19,6 +19,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Final
 
 from llmcore import tokens
@@ -101,6 +102,7 @@ class Auditor:
         self._by_head: dict[tuple[str, str], dict[int, _Conversation]] = {}
         self._tries: dict[tuple[str, str], _Node] = {}
         self._records: list[RequestRecord] = []
+        self._warnings: dict[str, str] = {}
 
     def add(self, item: bytes | AuditInput) -> RequestRecord:
         """Audit the next request body.
@@ -121,6 +123,8 @@ class Auditor:
             raise AuditInputError(TOO_DEEP, location=where) from None
         except EncodingError as exc:  # a value jsonbytes cannot write (nested too deeply)
             raise AuditInputError(exc.message, location=where) from None
+        if not inp.key_order_recorded:
+            record = replace(record, key_order_recorded=False)
         self._records.append(record)
         return record
 
@@ -131,9 +135,10 @@ class Auditor:
         and token items build :class:`Prepared` first.
         """
         body = scan_body(inp.body, self._cache, self._hints, location=where)
-        provider = _shape.detect_provider(body, self._provider, location=where)
-        model = body.values.get("model")
-        model = model if isinstance(model, str) else ""
+        provider = _shape.detect_provider(body, self._provider, location=where, uri=inp.uri)
+        if self._provider is not None:
+            _shape.note_conflict(self._warnings, body, self._provider, source, inp.uri)
+        model = _shape.model_of(body, inp.uri)
         prep = Prepared(
             index=index,
             source=source,
@@ -151,6 +156,7 @@ class Auditor:
             requests=tuple(self._records),
             conversations=len(self._conversations),
             skipped=tuple(skipped),
+            warnings=tuple(self._warnings.values()),
         )
 
     # --- grouping ----------------------------------------------------------------------------
@@ -325,8 +331,8 @@ def audit_bodies(
 
     Args:
         bodies: Request bodies as sent (``bytes``) or :class:`AuditInput` with source and time.
-        provider: ``anthropic``, ``openai-chat``, ``openai-responses`` or ``openrouter`` for
-            every body, or ``None`` to read each body's shape.
+        provider: A name of :data:`~llmcore.audit.PROVIDERS` for every body, or ``None`` to
+            read each body's shape (the URI's first, when the input records one).
         skipped: Inputs the caller passed over, carried into the report.
 
     Returns:

@@ -123,7 +123,7 @@ class Change:
 
 
 def _name(body: ScannedBody, section: str, j: int) -> str:
-    return section if section in body.values else f"{section}[{j}]"
+    return section if section in body.values else f"{section}[{body.wire_index(section, j)}]"
 
 
 def _snip(text: str, at: int) -> str:

@@ -4,10 +4,20 @@ Inputs, by file name:
 
 * ``*.yaml`` / ``*.yml`` — VCR cassettes as vcrpy / pytest-recording write them:
   ``interactions: [{request: {body, uri, method, …}, response: …, recorded_at?}]``. A body is
-  taken as the exact string (or ``{string: …}``, or ``!!binary`` bytes); pydantic-ai's
-  ``parsed_body`` is accepted re-serialized in its stored key order. Interactions that are not
-  POSTs to a ``/messages``, ``/chat/completions`` or ``/responses`` endpoint, or have no body,
-  are skipped. ``recorded_at`` (on the interaction or its request; ISO 8601 or a YAML timestamp)
+  taken as the exact string (or ``{string: …}``, or ``!!binary`` bytes). A body stored as a
+  YAML mapping (pydantic-ai's ``parsed_body``, or ``body`` itself under a custom serializer) is
+  written back as JSON in its stored key order and marked ``key_order_recorded=False``: the
+  order sent is lost (pydantic-ai sorts keys), so key-order changes cannot be seen and byte
+  offsets point into the rewritten JSON. The request URI is kept (it decides the wire shape,
+  :func:`llmcore.audit._shape.shape_from_uri`). Interactions that are not POSTs to a model
+  endpoint (Anthropic ``/messages``, ``/chat/completions``, ``/responses``, Gemini
+  ``:generateContent`` / ``:streamGenerateContent``, Bedrock ``/converse``,
+  ``/converse-stream`` and Anthropic ``/invoke`` bodies), carry a protobuf body
+  (``application/grpc``, ``application/x-protobuf``) or have no body are skipped with the
+  reason. Cassettes of another kind — websocket cassettes (``interactions`` of ``kind`` /
+  ``direction`` messages) and protobuf cassettes (``!!binary`` payloads, no ``request``) —
+  are skipped whole, as is, in a folder, a YAML file that is not a cassette (a config file).
+  ``recorded_at`` (on the interaction or its request; ISO 8601 or a YAML timestamp)
   becomes the input's time; a number must be finite seconds within the years 1 to 9999. A value
   YAML reads but Python cannot hold (an integer of over 4,300 digits, a 13th month) is refused
   naming the interaction's line and the value's path (``c.yaml:7: interactions[1].recorded_at``).
@@ -15,7 +25,8 @@ Inputs, by file name:
 * ``*.json`` — a corpus case (``request_raw`` preferred, else ``request`` written by
   :func:`llmcore.jsonbytes.dumps` in its stored key order) or one plain request body.
 * a folder — every such file below it, in name order (relative POSIX paths, sorted); files that
-  are not inputs (READMEs, ``manifest.json``) are skipped and listed.
+  are not inputs (READMEs, ``manifest.json``, YAML that is not a cassette) are skipped and
+  listed as ``path: reason``.
 * ``-`` (when the caller passes ``stdin``) — standard input, named ``<stdin>``: a cassette if it
   starts with ``interactions:`` or ``---`` (after blank and ``#`` lines), else JSONL.
 
@@ -33,6 +44,7 @@ from typing import Any, Final
 import yaml
 
 from llmcore import jsonbytes
+from llmcore.audit._shape import BEDROCK_INVOKE, shape_from_uri
 from llmcore.audit.report import AuditInput, AuditInputError
 from llmcore.errors import EncodingError
 
@@ -41,7 +53,7 @@ __all__ = ["STDIN_NAME", "read_inputs", "read_path", "read_stdin"]
 STDIN_NAME: Final = "<stdin>"
 """How standard input (``-``) is named in sources and errors."""
 
-_ENDPOINTS: Final = ("/messages", "/chat/completions", "/responses")
+_PROTOBUF_TYPES: Final = ("application/grpc", "application/x-protobuf", "application/protobuf")
 _SUFFIXES: Final = frozenset({".yaml", ".yml", ".jsonl", ".json"})
 
 try:
@@ -97,8 +109,9 @@ def read_path(path: Path, skipped: list[str], *, strict: bool = True) -> list[Au
     Args:
         path: The file.
         skipped: Receives what was passed over.
-        strict: Whether a ``.json`` file that is neither a case nor a body is an error (a file
-            named on the command line) or skipped (a file found in a folder).
+        strict: Whether a ``.json`` file that is neither a case nor a body, or a YAML file that
+            is not a cassette, is an error (a file named on the command line) or skipped (a
+            file found in a folder).
 
     Raises:
         AuditInputError: The file cannot be read or is malformed.
@@ -109,7 +122,7 @@ def read_path(path: Path, skipped: list[str], *, strict: bool = True) -> list[Au
         raise AuditInputError(f"cannot read: {exc.strerror}", location=str(path)) from exc
     suffix = path.suffix.lower()
     if suffix in (".yaml", ".yml"):
-        return _cassette(path, data, skipped)
+        return _cassette(path, data, skipped, strict)
     if suffix == ".jsonl":
         return _jsonl(path, data)
     if suffix == ".json":
@@ -326,11 +339,18 @@ def _load_cassette(path: Path, data: bytes) -> tuple[Any, list[int]]:
     return doc, _interaction_lines(root)
 
 
-def _cassette(path: Path, data: bytes, skipped: list[str]) -> list[AuditInput]:
+def _cassette(path: Path, data: bytes, skipped: list[str], strict: bool = True) -> list[AuditInput]:
     doc, lines = _load_cassette(path, data)
     interactions = doc.get("interactions") if isinstance(doc, dict) else None
     if not isinstance(interactions, list):
-        raise AuditInputError("a cassette needs an 'interactions' list", location=str(path))
+        if strict:
+            raise AuditInputError("a cassette needs an 'interactions' list", location=str(path))
+        skipped.append(f"{path}: YAML but not a cassette (no 'interactions' list)")
+        return []
+    other = _other_cassette(interactions)
+    if other is not None:
+        skipped.append(f"{path}: {other}")
+        return []
     out = []
     for index, interaction in enumerate(interactions):
         where = f"{path}: interactions[{index}]"
@@ -354,14 +374,85 @@ def _interaction(interaction: Any, where: str) -> AuditInput | str:
     if not isinstance(request, dict):
         raise AuditInputError("an interaction needs a 'request' mapping", location=where)
     method = _text(request, "method", "POST", where).upper()
-    uri = _text(request, "uri", "", where).split("?", 1)[0].rstrip("/")
-    if method != "POST" or (uri and not uri.endswith(_ENDPOINTS)):
+    recorded_uri = _text(request, "uri", "", where)
+    uri = recorded_uri.split("?", 1)[0].rstrip("/")
+    protobuf = _protobuf_type(request)
+    if protobuf is not None:
+        return f"a protobuf body ({protobuf}), not a JSON request ({method} {uri})"
+    shape = shape_from_uri(uri) if uri else None
+    if method != "POST" or (uri and shape is None):
         return f"not a request to a model endpoint ({method} {uri})"
-    body = _body(request, where)
+    body, key_order_recorded = _request_body(request, where)
     if body is None:
         return "no request body"
+    if shape == BEDROCK_INVOKE and b'"anthropic_version"' not in body:
+        return f"a Bedrock InvokeModel body of a model other than Anthropic's ({uri})"
     stamp = interaction.get("recorded_at", request.get("recorded_at"))
-    return AuditInput(body=body, source=where, timestamp=_timestamp(stamp, where))
+    return AuditInput(
+        body=body,
+        source=where,
+        timestamp=_timestamp(stamp, where),
+        uri=recorded_uri or None,
+        key_order_recorded=key_order_recorded,
+    )
+
+
+def _other_cassette(interactions: list[Any]) -> str | None:
+    """Why a cassette with no HTTP request at all is of another kind, or ``None``.
+
+    A websocket cassette records ``{kind: message|close, direction, data}`` items (pydantic-ai's
+    ``tests/realtime`` format); a protobuf cassette holds binary payloads (``!!binary``) in
+    items such as ``{request_sample: {json, raw}}``, ``request_stream`` or
+    ``collections_method`` (pydantic-ai's xAI gRPC cassettes). A cassette whose items hold any
+    ``request`` mapping is an HTTP cassette, and its bad items stay errors.
+    """
+    items = [item for item in interactions if isinstance(item, dict)]
+    if not items or any(isinstance(item.get("request"), dict) for item in items):
+        return None
+    if all("direction" in item or item.get("kind") in ("message", "close") for item in items):
+        return "a websocket cassette (messages sent and received, no HTTP requests)"
+    if any(_holds_bytes(item, 3) for item in items):
+        return "a protobuf (gRPC) cassette (binary payloads, no HTTP requests)"
+    return None
+
+
+def _holds_bytes(value: Any, depth: int) -> bool:
+    """Whether ``value`` holds a ``bytes`` value (YAML ``!!binary``) within ``depth`` levels."""
+    if isinstance(value, bytes):
+        return True
+    if depth == 0:
+        return False
+    if isinstance(value, dict):
+        return any(_holds_bytes(v, depth - 1) for v in value.values())
+    if isinstance(value, list):
+        return any(_holds_bytes(v, depth - 1) for v in value)
+    return False
+
+
+def _protobuf_type(request: dict[str, Any]) -> str | None:
+    """The request's ``Content-Type`` when it is a protobuf one (gRPC), else ``None``."""
+    headers = request.get("headers")
+    if not isinstance(headers, dict):
+        return None
+    for name, value in headers.items():
+        if not (isinstance(name, str) and name.lower() == "content-type"):
+            continue
+        for one in value if isinstance(value, list) else [value]:
+            text = one.decode("latin-1") if isinstance(one, bytes) else one
+            if isinstance(text, str) and text.lower().startswith(_PROTOBUF_TYPES):
+                return text.split(";", 1)[0].strip()
+    return None
+
+
+def _request_body(request: dict[str, Any], where: str) -> tuple[bytes | None, bool]:
+    """The body, and whether its key order is the recorded one (``False``: a YAML mapping)."""
+    body = request.get("body")
+    if isinstance(body, dict) and "string" in body:
+        body = body["string"]
+    if isinstance(body, dict):  # a custom serializer stored the body parsed
+        return _parsed_body(body, f"{where}.request.body"), False
+    parsed = body is None and isinstance(request.get("parsed_body"), dict)
+    return _body(request, where), not parsed
 
 
 def _kind(value: Any) -> str:

@@ -66,6 +66,14 @@ class AuditInput:
     location: str | None = None
     """Where errors about the body point, when more precise than ``source`` (a cassette
     interaction's line: ``run.yaml:12: interactions[3]``); ``None`` means ``source``."""
+    uri: str | None = None
+    """The request URI as recorded (cassettes), or ``None``; when set, its path decides the
+    wire shape (:func:`llmcore.audit._shape.shape_from_uri`) and, for Gemini and Bedrock, the
+    model when the body names none."""
+    key_order_recorded: bool = True
+    """``False`` when the body was stored as a parsed mapping (pydantic-ai's ``parsed_body``)
+    and written back as JSON here: its key order and bytes are not the ones sent, so a key-order
+    change cannot be seen and byte offsets point into the rewritten JSON."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -77,7 +85,8 @@ class RequestRecord:
     source: str
     """Where the body came from."""
     provider: str
-    """``anthropic``, ``openai-chat``, ``openai-responses`` or ``openrouter``."""
+    """``anthropic``, ``openai-chat``, ``openai-responses``, ``openrouter``, ``gemini`` or
+    ``bedrock-converse``."""
     model: str
     """The body's ``model`` (empty when absent)."""
     conversation: int
@@ -107,6 +116,10 @@ class RequestRecord:
     """Estimated tokens of this request's cacheable prefix (tools, system, messages)."""
     max_cacheable_tokens: int
     """Theoretical maximum cached tokens for this request (SPEC V1)."""
+    key_order_recorded: bool = True
+    """``False`` when the body was read from a parsed mapping (see
+    :attr:`AuditInput.key_order_recorded`): ``first_break_offset`` is then an offset into the
+    rewritten JSON, not into bytes that were sent."""
 
     def to_dict(self) -> dict[str, Any]:
         """Return the record as JSON-ready values (keys in field order)."""
@@ -127,6 +140,7 @@ class RequestRecord:
             "lost_tokens": self.lost_tokens,
             "total_tokens": self.total_tokens,
             "max_cacheable_tokens": self.max_cacheable_tokens,
+            "key_order_recorded": self.key_order_recorded,
         }
 
 
@@ -139,7 +153,11 @@ class AuditReport:
     conversations: int
     """How many conversations the requests were grouped into."""
     skipped: tuple[str, ...] = ()
-    """Inputs that were passed over (non-body files in a folder, non-API interactions)."""
+    """Inputs that were passed over, each ``path: reason`` (files that are not HTTP
+    request cassettes, JSONL or JSON bodies; interactions that are not model requests)."""
+    warnings: tuple[str, ...] = ()
+    """Things the run did as asked but the input contradicts (a ``--provider`` that is not the
+    body's shape), one line each."""
 
     @property
     def stable(self) -> bool:
@@ -198,6 +216,7 @@ class AuditReport:
             "max_cacheable_tokens": self.max_cacheable_tokens,
             "theoretical_hit_rate": self.theoretical_hit_rate,
             "skipped": list(self.skipped),
+            "warnings": list(self.warnings),
             "records": [r.to_dict() for r in self.requests],
         }
 

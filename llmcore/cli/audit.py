@@ -6,6 +6,11 @@ report as JSON with ``--json``. Exit 0 when P4 holds everywhere (allowed kinds i
 a break is found and for nothing else, 2 on bad input or any other error (one line on stderr: a
 file or folder that cannot be read, a report that cannot be written, and, should one slip
 through, an unexpected exception, named as an internal error), 130 when interrupted (Ctrl+C).
+A run that audited no request exits 2 with one line saying so, never "stable"; with
+``--strict``, any skipped input (a websocket or protobuf cassette, a non-model interaction, a
+YAML file that is not a cassette) exits 2 after the report, with one line naming the first.
+A ``--provider`` that contradicts a body's shape is a warning line on stderr per file; the
+bodies are audited as asked.
 A PATH of ``-`` is standard input: JSONL (one body per line), or a YAML cassette when it starts
 with ``interactions:`` or ``---``; errors name it ``<stdin>``.
 """
@@ -22,7 +27,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from llmcore.audit import PROVIDERS, AuditInputError, AuditReport, Verdict, audit_paths
+from llmcore.audit import (
+    PROVIDERS,
+    AuditInputError,
+    AuditReport,
+    RequestRecord,
+    Verdict,
+    audit_paths,
+)
 from llmcore.audit.inputs import STDIN_NAME
 from llmcore.errors import LLMCoreError
 
@@ -86,7 +98,7 @@ def _table(report: AuditReport, width: int) -> Table:
             ratio=1 if text else None,
         )
     for r in report.requests:
-        where = "" if r.first_break_offset is None else f"{r.first_break_offset} {r.path}"
+        where = _where(r)
         cells = {
             "#": str(r.index),
             "source": r.source,
@@ -100,6 +112,40 @@ def _table(report: AuditReport, width: int) -> Table:
         }
         table.add_row(*(cells[name] for name, _ in names))
     return table
+
+
+_SKIPS_SHOWN = 20
+"""At most this many skipped inputs are listed under the table (``--json`` has them all)."""
+
+
+def _where(r: RequestRecord) -> str:
+    """Return the "first break" cell: byte offset and JSON path.
+
+    The path alone when the body was rewritten from a parsed mapping (its offsets are not into
+    the bytes sent).
+    """
+    if r.first_break_offset is None:
+        return ""
+    if not r.key_order_recorded:
+        return f"{r.path} (key order not recorded: no byte offset)"
+    return f"{r.first_break_offset} {r.path}"
+
+
+def _input_notes(report: AuditReport) -> list[str]:
+    """Lines on what was not audited as recorded: rewritten bodies, skipped inputs."""
+    lines = []
+    rewritten = sum(1 for r in report.requests if not r.key_order_recorded)
+    if rewritten:
+        lines.append(
+            f"{_plural(rewritten, 'request')} read from a parsed body (key order not recorded:"
+            " key-order changes cannot be seen, offsets are into the rewritten JSON)"
+        )
+    if report.skipped:
+        lines.append(f"skipped {_plural(len(report.skipped), 'input')}:")
+        lines.extend(f"  {line}" for line in report.skipped[:_SKIPS_SHOWN])
+        if len(report.skipped) > _SKIPS_SHOWN:
+            lines.append(f"  … and {len(report.skipped) - _SKIPS_SHOWN} more (see --json)")
+    return lines
 
 
 def _summary(report: AuditReport) -> list[str]:
@@ -116,9 +162,7 @@ def _summary(report: AuditReport) -> list[str]:
     for r in report.requests:
         if r.verdict is Verdict.BREAK and r.detail:
             lines.append(f"request {r.index} ({r.source}): {r.detail}")
-    if report.skipped:
-        lines.append(f"skipped {len(report.skipped)} inputs (see --json)")
-    return lines
+    return lines + _input_notes(report)
 
 
 def _plural(count: int, noun: str) -> str:
@@ -139,6 +183,7 @@ def audit_command(
     provider: str | None,
     as_json: bool,
     *,
+    strict: bool = False,
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
@@ -148,18 +193,27 @@ def audit_command(
         paths: Cassettes, JSONL files, corpus cases, or folders of them, in order.
         provider: Provider for every body, or ``None`` to read each body's shape.
         as_json: Print :meth:`AuditReport.to_json` instead of the table.
+        strict: Any skipped input makes the run exit :data:`EXIT_INPUT` (after the report).
         out: Where the report goes (default stdout).
         err: Where a bad-input line goes (default stderr).
 
     Returns:
         :data:`EXIT_STABLE`, :data:`EXIT_BREAK` (only ever for a break), :data:`EXIT_INPUT` for
-        any error (one line on ``err``), or :data:`EXIT_INTERRUPTED`.
+        any error, for a run that audited no request (nothing printed on ``out``) and, with
+        ``strict``, for any skipped input (one line on ``err`` each time), or
+        :data:`EXIT_INTERRUPTED`.
     """
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
     try:
         report = audit_paths(paths, provider, stdin=_read_stdin)
-        _print(report, as_json, out)
+        for warning in report.warnings:
+            print(f"llmcore: warning: {warning}", file=err)
+        if not report.requests:
+            message = _nothing_audited(report)
+        else:
+            _print(report, as_json, out)
+            message = _strict_failure(report) if strict else ""
     except LLMCoreError as exc:
         message = str(exc)
     except OSError as exc:  # a folder that cannot be listed, a closed stdout
@@ -170,9 +224,25 @@ def audit_command(
     except Exception as exc:  # a bug: one line, and never the exit code of a break
         message = f"internal error (please report it): {type(exc).__name__}: {exc}"
     else:
-        return EXIT_STABLE if report.stable else EXIT_BREAK
+        if not message:
+            return EXIT_STABLE if report.stable else EXIT_BREAK
     print("llmcore: " + " ".join(message.split()), file=err)
     return EXIT_INPUT
+
+
+def _nothing_audited(report: AuditReport) -> str:
+    if not report.skipped:
+        return "no request audited: the inputs hold no request bodies"
+    return (
+        f"no request audited: {_plural(len(report.skipped), 'input')} skipped"
+        f" (first: {report.skipped[0]})"
+    )
+
+
+def _strict_failure(report: AuditReport) -> str:
+    if not report.skipped:
+        return ""
+    return f"--strict: {_plural(len(report.skipped), 'input')} skipped (first: {report.skipped[0]})"
 
 
 def _read_stdin() -> bytes:
@@ -257,9 +327,17 @@ def audit(
     as_json: Annotated[
         bool, typer.Option("--json", metavar="", help="Print the report as JSON.")
     ] = False,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            metavar="",
+            help="Exit 2 when any input was skipped (websocket or protobuf cassettes, other YAML).",
+        ),
+    ] = False,
 ) -> None:
     """Check the prefix invariant (P4) over recorded request bodies, in order."""
-    raise typer.Exit(audit_command(paths, provider, as_json))
+    raise typer.Exit(audit_command(paths, provider, as_json, strict=strict))
 
 
 def register(app: typer.Typer) -> None:

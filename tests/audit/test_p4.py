@@ -228,4 +228,4 @@ def test_audit_input_sources_and_plain_bytes_mix():
     body = b.anthropic([b.user("hi")])
     report = audit_bodies([AuditInput(body=body, source="x:1"), body])
     assert [r.source for r in report.requests] == ["x:1", "<input>[1]"]
-    assert report.requests[1].verdict is Verdict.STABLE
+    assert report.requests[1].verdict is Verdict.RETRY  # the same bytes twice: a retry

@@ -27,10 +27,13 @@ from llmcore.audit._shape import ANTHROPIC_MIN_TOKENS, PROVIDERS, minimum_tokens
 from llmcore.audit.inputs import read_inputs
 from llmcore.audit.matcher import BodyDifference, body_matcher, first_difference, normalize_body
 from llmcore.audit.report import (
+    DIVERGENCES,
     GROUPING_RULE,
+    GROUPINGS,
     AuditInput,
     AuditInputError,
     AuditReport,
+    RecordedUsage,
     RequestRecord,
     Verdict,
 )
@@ -43,6 +46,9 @@ __all__ = [
     "AuditInputError",
     "AuditReport",
     "Auditor",
+    "DIVERGENCES",
+    "GROUPINGS",
+    "RecordedUsage",
     "BodyDifference",
     "RequestRecord",
     "Verdict",
@@ -60,15 +66,18 @@ def audit_paths(
     paths: Sequence[Path],
     provider: str | None = None,
     stdin: Callable[[], bytes] | None = None,
+    *,
+    group: str | None = None,
 ) -> AuditReport:
     """Read cassettes, JSONL, corpus cases or folders of them and audit every body in order.
 
     ``stdin``, when given, supplies the bytes a path ``-`` stands for (JSONL, or a cassette if
     it starts with ``interactions:`` or ``---``; see :func:`~llmcore.audit.inputs.read_stdin`).
+    ``group`` overrides the grouping (:data:`GROUPINGS`).
 
     Raises:
         AuditInputError: An input is missing or malformed (names the file and line or index).
         UnknownProviderError: ``provider`` is not a known name.
     """
     inputs, skipped = read_inputs(paths, stdin)
-    return audit_bodies(inputs, provider, skipped=skipped)
+    return audit_bodies(inputs, provider, skipped=skipped, group=group)

@@ -149,7 +149,7 @@ class Auditor:
         self._cache = ItemCache()
         self._hints: dict[str, list[ItemInfo]] = {}
         self._conversations: list[_Conversation] = []
-        self._by_head: dict[tuple[str, str], dict[int, _Conversation]] = {}
+        self._by_head: dict[tuple[Scope, str, str], dict[int, _Conversation]] = {}
         self._tries: dict[tuple[str, str], _Node] = {}
         self._records: list[RequestRecord] = []
 
@@ -251,9 +251,7 @@ class Auditor:
             )
         return None, "new conversation: no earlier conversation shares its first history message"
 
-    def _group_compacted(
-        self, prep: Prepared, scope: Scope
-    ) -> tuple[_Conversation | None, str]:
+    def _group_compacted(self, prep: Prepared, scope: Scope) -> tuple[_Conversation | None, str]:
         tail = prep.hist[prep.lead + 1 :]
         best, best_run = None, 0
         if tail:
@@ -294,11 +292,11 @@ class Auditor:
     def _judge(self, prep: Prepared, inp: AuditInput) -> RequestRecord:
         chained = self._chained(prep)
         change: Change | None
+        previous: Prepared | None
+        old: Prepared | None
         if chained is not None:
             conv, previous = chained
-            how = (
-                f"joined: previous_response_id names the response to request {previous.index}"
-            )
+            how = f"joined: previous_response_id names the response to request {previous.index}"
             change = continuation(previous, prep)
             old = conv.last
         else:

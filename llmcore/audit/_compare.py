@@ -121,7 +121,7 @@ class Change:
     lost_bytes: int
     """Normalized bytes of the previous request's items from the first changed one on."""
     divergence: str | None = None
-    """For a break: ``tools``, ``system`` or ``messages`` (:data:`~llmcore.audit.report.DIVERGENCES`)."""
+    """For a break: ``tools``, ``system`` or ``messages`` (``report.DIVERGENCES``)."""
 
 
 def _name(body: ScannedBody, section: str, j: int) -> str:
@@ -494,7 +494,8 @@ def continuation(p: Prepared, c: Prepared) -> Change:
         ),
         lost_bytes=0,
     )
-    return _merge(allowed, own) or own
+    merged = _merge(allowed, own)
+    return merged if merged is not None else own
 
 
 def _merge(first: Change | None, then: Change | None) -> Change | None:

@@ -170,7 +170,9 @@ def _jsonl_line(line: bytes, file: str, number: int) -> AuditInput:
     where = f"{file}:{number}"
     body, key = value["body"], value.get("conversation")
     if key is not None and not isinstance(key, str):
-        raise AuditInputError(f"envelope 'conversation' is {_kind(key)}, not a string", location=where)
+        raise AuditInputError(
+            f"envelope 'conversation' is {_kind(key)}, not a string", location=where
+        )
     if isinstance(body, str):
         data = _utf8(body, f"{where}: body")
     elif isinstance(body, dict):
@@ -179,7 +181,9 @@ def _jsonl_line(line: bytes, file: str, number: int) -> AuditInput:
         except EncodingError as exc:
             raise AuditInputError(f"cannot write 'body': {exc.message}", location=where) from None
     else:
-        raise AuditInputError(f"envelope 'body' is {_kind(body)}, not a string or object", location=where)
+        raise AuditInputError(
+            f"envelope 'body' is {_kind(body)}, not a string or object", location=where
+        )
     return replace(plain, body=data, conversation_key=key)
 
 
@@ -396,9 +400,7 @@ def _recorded(inp: AuditInput, interaction: dict[str, Any], file: str, index: in
     """
     response = interaction.get("response")
     got = read_response(response.get("body") if isinstance(response, dict) else None)
-    return replace(
-        inp, file=file, position=index, scope=file, response_id=got.id, usage=got.usage
-    )
+    return replace(inp, file=file, position=index, scope=file, response_id=got.id, usage=got.usage)
 
 
 def _interaction(interaction: Any, where: str) -> AuditInput | str:

@@ -203,6 +203,17 @@ def _updated(usage: RecordedUsage, delta: Any) -> RecordedUsage:
     return usage_of(delta) or usage
 
 
+def _text(body: Any) -> str | None:
+    """The body as text once base64 and gzip are undone (``None``: not readable)."""
+    data = _decoded(body) if isinstance(body, bytes) else None
+    if data is None:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
 def read_response(body: Any) -> RecordedResponse:
     """Read the id and usage of one recorded response body.
 
@@ -222,14 +233,8 @@ def read_response(body: Any) -> RecordedResponse:
             body = body.encode("utf-8")
         except UnicodeEncodeError:
             return RecordedResponse()
-    if not isinstance(body, bytes):
-        return RecordedResponse()
-    data = _decoded(body)
-    if data is None:
-        return RecordedResponse()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
+    text = _text(body)
+    if text is None:
         return RecordedResponse()
     if text.lstrip()[:1] in ("{", "["):
         try:

@@ -7,7 +7,11 @@ a break is found and for nothing else, 2 on bad input or any other error (one li
 file or folder that cannot be read, a report that cannot be written, and, should one slip
 through, an unexpected exception, named as an internal error), 130 when interrupted (Ctrl+C).
 A PATH of ``-`` is standard input: JSONL (one body per line), or a YAML cassette when it starts
-with ``interactions:`` or ``---``; errors name it ``<stdin>``.
+with ``interactions:`` or ``---``; errors name it ``<stdin>``. ``--group file|prefix|key``
+overrides how requests are grouped; ``--exemptions FILE`` marks intended breaks (with their
+reasons) that then do not fail the run. Token figures from the bodies are estimates and are
+labelled so; where a cassette recorded the responses, their reported usage (input, cache read,
+cache write) and the recorded hit rate are shown beside the theoretical maximum.
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from llmcore.audit import PROVIDERS, AuditInputError, AuditReport, Verdict, audit_paths
+from llmcore.audit import GROUPINGS, PROVIDERS, AuditInputError, AuditReport, Verdict, audit_paths
+from llmcore.audit.exemptions import apply_exemptions, load_exemptions
 from llmcore.audit.inputs import STDIN_NAME
 from llmcore.errors import LLMCoreError
 
@@ -52,6 +57,10 @@ _STYLE = {
     Verdict.THINKING_DROPPED: "yellow",
     Verdict.REASONING_DROPPED: "yellow",
     Verdict.COMPACTION: "cyan",
+    Verdict.DEFERRED_TOOLS: "cyan",
+    Verdict.RETRY: "green",
+    Verdict.SHORTER_RERUN: "green",
+    Verdict.CONTINUATION: "green",
 }
 
 
@@ -65,9 +74,11 @@ _COLUMNS = (
     ("lost B", "right"),
     ("lost tok", "right"),
     ("max cache", "right"),
-    ("tokens", "right"),
+    ("est. tok", "right"),
+    ("recorded in/read/write", "right"),
+    ("rec. hit", "right"),
 )
-_NARROW_LEFT_OUT = frozenset({"conv", "lost B", "max cache"})
+_NARROW_LEFT_OUT = frozenset({"conv", "lost B", "max cache", "recorded in/read/write"})
 """Columns left out below :data:`_NARROW` terminal columns (``--json`` has everything)."""
 _NARROW = 110
 
@@ -87,16 +98,28 @@ def _table(report: AuditReport, width: int) -> Table:
         )
     for r in report.requests:
         where = "" if r.first_break_offset is None else f"{r.first_break_offset} {r.path}"
+        u = r.usage
+        verdict = f"[{_STYLE[r.verdict]}]{r.verdict}[/]"
+        if r.divergence is not None:
+            verdict += f" ({r.divergence})"
+        if r.exemption is not None:
+            verdict = f"[yellow]{r.verdict} (exempted)[/]"
         cells = {
             "#": str(r.index),
             "source": r.source,
             "conv": str(r.conversation),
-            "verdict": f"[{_STYLE[r.verdict]}]{r.verdict}[/]",
+            "verdict": verdict,
             "first break": where,
             "lost B": f"{r.lost_bytes:,}",
             "lost tok": f"{r.lost_tokens:,}",
             "max cache": f"{r.max_cacheable_tokens:,}",
-            "tokens": f"{r.total_tokens:,}",
+            "est. tok": f"{r.total_tokens:,}",
+            "recorded in/read/write": (
+                ""
+                if u is None
+                else f"{u.input_tokens:,}/{u.cache_read_tokens:,}/{u.cache_write_tokens:,}"
+            ),
+            "rec. hit": "" if u is None else f"{u.hit_rate:.0%}",
         }
         table.add_row(*(cells[name] for name, _ in names))
     return table
@@ -107,18 +130,40 @@ def _summary(report: AuditReport) -> list[str]:
     lines = [
         f"{_plural(len(report.requests), 'request')} in "
         f"{_plural(report.conversations, 'conversation')}: {counts or '-'}",
-        f"lost to breaks: {report.lost_bytes:,} bytes, {report.lost_tokens:,} tokens",
+        f"lost to breaks: {report.lost_bytes:,} bytes, {report.lost_tokens:,} tokens (estimated)",
         (
             f"theoretical maximum hit rate: {report.theoretical_hit_rate:.1%} "
-            f"({report.max_cacheable_tokens:,} of {report.total_tokens:,} tokens)"
+            f"({report.max_cacheable_tokens:,} of {report.total_tokens:,} tokens, estimated)"
         ),
+        _recorded_line(report),
     ]
     for r in report.requests:
         if r.verdict is Verdict.BREAK and r.detail:
-            lines.append(f"request {r.index} ({r.source}): {r.detail}")
+            where = f" in {r.divergence}" if r.divergence else ""
+            lines.append(f"request {r.index} ({r.source}): break{where}: {r.detail}")
+            if r.exemption is not None:
+                lines.append(f"  exempted: {r.exemption}")
+    if report.exempted:
+        lines.append(
+            f"{_plural(report.exempted, 'break')} exempted; "
+            f"{_plural(report.breaks - report.exempted, 'break')} not"
+        )
     if report.skipped:
         lines.append(f"skipped {len(report.skipped)} inputs (see --json)")
     return lines
+
+
+def _recorded_line(report: AuditReport) -> str:
+    """The recorded hit rate, from the responses' reported usage, or why there is none."""
+    usage = report.recorded_usage
+    if usage is None:
+        return "recorded hit rate: - (no recorded response reported usage)"
+    return (
+        f"recorded hit rate: {usage.hit_rate:.1%} ({usage.cache_read_tokens:,} of "
+        f"{usage.input_tokens:,} input tokens read from cache, "
+        f"{usage.cache_write_tokens:,} written; {len(report.recorded)} of "
+        f"{_plural(len(report.requests), 'request')} recorded usage)"
+    )
 
 
 def _plural(count: int, noun: str) -> str:
@@ -139,6 +184,8 @@ def audit_command(
     provider: str | None,
     as_json: bool,
     *,
+    group: str | None = None,
+    exemptions: Path | None = None,
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
@@ -148,6 +195,8 @@ def audit_command(
         paths: Cassettes, JSONL files, corpus cases, or folders of them, in order.
         provider: Provider for every body, or ``None`` to read each body's shape.
         as_json: Print :meth:`AuditReport.to_json` instead of the table.
+        group: ``file``, ``prefix`` or ``key`` to override the grouping, or ``None``.
+        exemptions: An exemptions file (:mod:`llmcore.audit.exemptions`), or ``None``.
         out: Where the report goes (default stdout).
         err: Where a bad-input line goes (default stderr).
 
@@ -158,7 +207,8 @@ def audit_command(
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
     try:
-        report = audit_paths(paths, provider, stdin=_read_stdin)
+        exempt = load_exemptions(exemptions) if exemptions is not None else ()
+        report = apply_exemptions(audit_paths(paths, provider, _read_stdin, group=group), exempt)
         _print(report, as_json, out)
     except LLMCoreError as exc:
         message = str(exc)
@@ -257,9 +307,32 @@ def audit(
     as_json: Annotated[
         bool, typer.Option("--json", metavar="", help="Print the report as JSON.")
     ] = False,
+    group: Annotated[
+        str | None,
+        typer.Option(
+            "--group",
+            metavar="RULE",
+            help=(
+                f"Override the grouping: {', '.join(GROUPINGS)} (default: a conversation key"
+                " when the traffic carries one, else within each cassette file, else by the"
+                " longest shared run)."
+            ),
+        ),
+    ] = None,
+    exemptions: Annotated[
+        Path | None,
+        typer.Option(
+            "--exemptions",
+            metavar="FILE",
+            help=(
+                "YAML or JSON list of {file, request?, reason}: breaks it covers are reported"
+                " as exempted and do not fail the run."
+            ),
+        ),
+    ] = None,
 ) -> None:
     """Check the prefix invariant (P4) over recorded request bodies, in order."""
-    raise typer.Exit(audit_command(paths, provider, as_json))
+    raise typer.Exit(audit_command(paths, provider, as_json, group=group, exemptions=exemptions))
 
 
 def register(app: typer.Typer) -> None:

@@ -456,14 +456,19 @@ def compare(p: Prepared, c: Prepared) -> Change | None:
         comes before any history change; an allowed change of the tools (deferred tools) is
         listed before what the history shows.
     """
-    sections = _shape.SECTIONS[c.provider]
+    broken, allowed = _frame_change(p, c)
+    return broken if broken is not None else _merge(allowed, _history(p, c))
+
+
+def _frame_change(p: Prepared, c: Prepared) -> tuple[Change | None, Change | None]:
+    """Compare the fixed sections: (a break, with any allowed kind before it; the allowed kind)."""
     allowed: Change | None = None
-    for section in sections[:-1]:
+    for section in _shape.SECTIONS[c.provider][:-1]:
         change = _fixed(p, c, section)
         if change is not None and change.verdict is Verdict.BREAK:
-            return _merge(allowed, change)
+            return _merge(allowed, change), allowed
         allowed = allowed or change
-    return _merge(allowed, _history(p, c))
+    return None, allowed
 
 
 def continuation(p: Prepared, c: Prepared) -> Change:
@@ -473,13 +478,9 @@ def continuation(p: Prepared, c: Prepared) -> Change:
     only its tools and instructions are compared with ``p``'s. Returns a break there, else
     :attr:`Verdict.CONTINUATION`.
     """
-    sections = _shape.SECTIONS[c.provider]
-    allowed: Change | None = None
-    for section in sections[:-1]:
-        change = _fixed(p, c, section)
-        if change is not None and change.verdict is Verdict.BREAK:
-            return _merge(allowed, change)
-        allowed = allowed or change
+    broken, allowed = _frame_change(p, c)
+    if broken is not None:
+        return broken
     key = _shape.history_key(c.provider)
     starts = c.body.starts.get(key)
     appended = len(c.hist)

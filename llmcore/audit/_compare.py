@@ -361,12 +361,12 @@ def _history(p: Prepared, c: Prepared) -> Change | None:
                 w.reasoning_turn = False
             w.pi, w.ci = w.pi + 1, w.ci + 1
             continue
+        if b is None and w.first is None:
+            return _rerun(p, c, section, w.pi)
         if w.first is None:
             w.first = (w.pi, w.ci)
             if b is not None and w.ci == c.lead and _shape.msg(b).summary:
                 return _at(p, c, section, w.first, [Verdict.COMPACTION], "history compacted")
-        if b is None and w.first is None:
-            return _rerun(p, c, section, w.pi)
         if not w.allowed(a, b):
             return _break_at(p, c, section, (w.pi, w.ci), w.kinds, _edited_base(a, c, w.ci))
     if w.first is None:

@@ -32,13 +32,13 @@ def test_whole_corpus_audits_without_error():
     assert counts == {
         "new": 197,
         "stable": 101,
-        "break": 76,
+        "break": 70,
         "thinking_dropped": 1,
         "reasoning_dropped": 0,
         "compaction": 0,
         "deferred_tools": 0,
         "retry": 1,  # two cases hold byte-identical bodies
-        "shorter_rerun": 0,
+        "shorter_rerun": 6,  # a shorter request after a longer one with the same start
         "continuation": 0,
     }
     assert report.conversations == 197

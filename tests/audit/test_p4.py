@@ -119,8 +119,12 @@ def test_removed_message_and_added_tool_are_breaks():
     shorter = b.anthropic(msgs[:3])
     report = audit_bodies([first, shorter])
     rec = report.requests[1]
-    assert rec.verdict is Verdict.BREAK and rec.path == "messages[3]"
+    # issue 11: a history cut short is a shorter rerun, not a break; the place is unchanged
+    assert rec.verdict is Verdict.SHORTER_RERUN and rec.path == "messages[3]"
     assert rec.first_break_offset == len(shorter) - 2  # the messages array's closing bracket
+    gap = b.anthropic([*msgs[:2], *msgs[3:5]])  # a message removed from the middle
+    rec_gap = audit_bodies([first, gap]).requests[1]
+    assert rec_gap.verdict is Verdict.BREAK and rec_gap.path == "messages[2].role"
     with_tool = b.anthropic(msgs[:5], tools=b.TOOLS)
     rec2 = audit_bodies([first, with_tool]).requests[1]
     assert (

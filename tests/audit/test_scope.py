@@ -112,7 +112,8 @@ def test_prompt_cache_key_groups_across_files_and_separates_within_one(tmp_path:
         }
     )
     one = cas.write(
-        tmp_path / "1.yaml", [cas.interaction(a1, "openai-chat"), cas.interaction(b1, "openai-chat")]
+        tmp_path / "1.yaml",
+        [cas.interaction(a1, "openai-chat"), cas.interaction(b1, "openai-chat")],
     )
     two = cas.write(tmp_path / "2.yaml", [cas.interaction(a2, "openai-chat")])
     report = audit_paths([one, two])

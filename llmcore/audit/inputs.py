@@ -395,11 +395,14 @@ def _cassette(path: Path, data: bytes, skipped: list[str]) -> list[AuditInput]:
 def _recorded(inp: AuditInput, interaction: dict[str, Any], file: str, index: int) -> AuditInput:
     """Add the cassette's scope and the recorded response's id and usage (never raises).
 
-    The response is ``interaction["response"]["body"]`` as vcrpy writes it (see
-    :func:`llmcore.audit.usage.read_response`); a missing or unreadable one adds nothing.
+    The response is ``interaction["response"]["body"]`` as vcrpy writes it, or the mapping
+    pydantic-ai stores as ``parsed_body`` (see :func:`llmcore.audit.usage.read_response`); a
+    missing or unreadable one adds nothing.
     """
     response = interaction.get("response")
-    got = read_response(response.get("body") if isinstance(response, dict) else None)
+    response = response if isinstance(response, dict) else {}
+    body = response.get("body")
+    got = read_response(response.get("parsed_body") if body is None else body)
     return replace(inp, file=file, position=index, scope=file, response_id=got.id, usage=got.usage)
 
 

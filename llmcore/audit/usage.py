@@ -14,6 +14,10 @@ A cassette that holds the responses holds what the provider counted. Read from a
   ``usage.input_tokens`` (all input) and ``usage.input_tokens_details.cached_tokens``, the
   response's ``id``; streamed, the ``response.completed`` event's ``response`` (the id also from
   ``response.created``).
+* Gemini ``generateContent`` (https://ai.google.dev/api/generate-content#UsageMetadata):
+  ``usageMetadata.promptTokenCount`` (all input) and ``cachedContentTokenCount``;
+* Bedrock Converse (https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_TokenUsage.html):
+  ``usage.inputTokens`` (not cached), ``cacheReadInputTokens``, ``cacheWriteInputTokens``.
 
 A recorded body may be text, bytes, base64 text, or gzip-compressed (vcrpy writes
 ``body: {string: !!binary …}`` beside ``content-encoding: gzip``). A body that cannot be read is
@@ -101,30 +105,48 @@ def _field(obj: Any, *keys: str) -> int:
     return _count(obj) or 0
 
 
+_TOTAL_SHAPES: Final = (
+    ("prompt_tokens", "prompt_tokens_details", "cached_tokens"),  # OpenAI Chat Completions
+    ("promptTokenCount", None, "cachedContentTokenCount"),  # Gemini usageMetadata
+)
+"""Shapes whose input count includes the cached tokens: (total, details object, cached)."""
+
+_PARTS_SHAPES: Final = (
+    ("inputTokens", "cacheReadInputTokens", "cacheWriteInputTokens"),  # Bedrock Converse
+    ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"),  # Anthropic
+)
+"""Shapes whose input count leaves out the cache reads and writes: (input, read, write)."""
+
+
 def usage_of(obj: Any) -> RecordedUsage | None:
-    """Read a ``usage`` object of any of the three shapes (``None`` when it is none of them)."""
+    """Read a ``usage`` object of any of the shapes above (``None`` when it is none of them)."""
     if not isinstance(obj, dict):
         return None
-    if "prompt_tokens" in obj:  # OpenAI Chat Completions
-        total = _count(obj["prompt_tokens"])
-        if total is None:
-            return None
-        cached = _field(obj, "prompt_tokens_details", "cached_tokens")
-        return RecordedUsage(input_tokens=total, cache_read_tokens=cached, cache_write_tokens=0)
-    if "input_tokens_details" in obj:  # OpenAI Responses
-        total = _count(obj.get("input_tokens"))
-        if total is None:
-            return None
-        cached = _field(obj, "input_tokens_details", "cached_tokens")
-        return RecordedUsage(input_tokens=total, cache_read_tokens=cached, cache_write_tokens=0)
-    fresh = _count(obj.get("input_tokens"))
-    if fresh is None:
+    if "input_tokens_details" in obj:  # OpenAI Responses: input_tokens includes the cached
+        return _total(obj, "input_tokens", "input_tokens_details", "cached_tokens")
+    for total, details, cached in _TOTAL_SHAPES:
+        if total in obj:
+            return _total(obj, total, details, cached)
+    for fresh_key, read_key, write_key in _PARTS_SHAPES:
+        if fresh_key in obj:
+            fresh = _count(obj[fresh_key])
+            if fresh is None:
+                return None
+            read, write = _field(obj, read_key), _field(obj, write_key)
+            return RecordedUsage(
+                input_tokens=fresh + read + write, cache_read_tokens=read, cache_write_tokens=write
+            )
+    return None
+
+
+def _total(
+    obj: dict[str, Any], total: str, details: str | None, cached: str
+) -> RecordedUsage | None:
+    count = _count(obj.get(total))
+    if count is None:
         return None
-    read = _field(obj, "cache_read_input_tokens")
-    write = _field(obj, "cache_creation_input_tokens")
-    return RecordedUsage(
-        input_tokens=fresh + read + write, cache_read_tokens=read, cache_write_tokens=write
-    )
+    read = _field(obj, details, cached) if details else _field(obj, cached)
+    return RecordedUsage(input_tokens=count, cache_read_tokens=read, cache_write_tokens=0)
 
 
 def _text_id(obj: Any) -> str | None:
@@ -203,6 +225,15 @@ def _updated(usage: RecordedUsage, delta: Any) -> RecordedUsage:
     return usage_of(delta) or usage
 
 
+def _from_object(value: dict[str, Any]) -> RecordedResponse:
+    """A whole (not streamed) response object; Gemini's id is ``responseId``."""
+    found = value.get("usage", value.get("usageMetadata"))
+    rid = _text_id(value)
+    if rid is None and isinstance(value.get("responseId"), str):
+        rid = value["responseId"]
+    return RecordedResponse(id=rid, usage=usage_of(found))
+
+
 def _text(body: Any) -> str | None:
     """The body as text once base64 and gzip are undone (``None``: not readable)."""
     data = _decoded(body) if isinstance(body, bytes) else None
@@ -227,7 +258,7 @@ def read_response(body: Any) -> RecordedResponse:
     if isinstance(body, dict) and "string" in body:
         body = body["string"]
     if isinstance(body, dict):
-        return RecordedResponse(id=_text_id(body), usage=usage_of(body.get("usage")))
+        return _from_object(body)
     if isinstance(body, str):
         try:
             body = body.encode("utf-8")
@@ -241,7 +272,5 @@ def read_response(body: Any) -> RecordedResponse:
             value = json.loads(text)
         except (ValueError, RecursionError):
             return RecordedResponse()
-        if isinstance(value, dict):
-            return RecordedResponse(id=_text_id(value), usage=usage_of(value.get("usage")))
-        return RecordedResponse()
+        return _from_object(value) if isinstance(value, dict) else RecordedResponse()
     return _from_events(_events(text))

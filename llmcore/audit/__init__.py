@@ -79,5 +79,6 @@ def audit_paths(
         AuditInputError: An input is missing or malformed (names the file and line or index).
         UnknownProviderError: ``provider`` is not a known name.
     """
+    Auditor(provider, group)  # an unknown grouping is refused before any file is read
     inputs, skipped = read_inputs(paths, stdin)
     return audit_bodies(inputs, provider, skipped=skipped, group=group)

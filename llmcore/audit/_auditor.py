@@ -335,7 +335,7 @@ class Auditor:
             path=change.path if change is not None else None,
             detail=change.detail if change is not None else detail,
             lost_bytes=change.lost_bytes if change is not None else 0,
-            lost_tokens=_lost_tokens(previous, prep) if change is not None else 0,
+            lost_tokens=_lost_tokens(previous, prep) if change and change.lost_bytes else 0,
             total_tokens=prep.total_tokens,
             max_cacheable_tokens=max_cacheable,
             divergence=change.divergence if change is not None else None,

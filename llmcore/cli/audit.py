@@ -24,6 +24,7 @@ from typing import Annotated, TextIO
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from llmcore.audit import GROUPINGS, PROVIDERS, AuditInputError, AuditReport, Verdict, audit_paths
@@ -106,7 +107,7 @@ def _table(report: AuditReport, width: int) -> Table:
             verdict = f"[yellow]{r.verdict} (exempted)[/]"
         cells = {
             "#": str(r.index),
-            "source": r.source,
+            "source": escape(r.source),  # pytest ids hold brackets: test_x[anthropic].yaml
             "conv": str(r.conversation),
             "verdict": verdict,
             "first break": where,

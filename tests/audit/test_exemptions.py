@@ -157,7 +157,18 @@ def test_cli_options_through_typer(broken: Path, tmp_path: Path):
     runner = CliRunner()
     result = runner.invoke(app, ["audit", str(broken), "--exemptions", str(ex)])
     assert result.exit_code == EXIT_STABLE, result.output
-    result = runner.invoke(app, ["audit", str(broken), "--group", "nonsense"])
+    result = runner.invoke(app, ["audit", "missing.yaml", "--group", "nonsense"])
     assert result.exit_code == EXIT_INPUT
+    assert "--group: unknown grouping 'nonsense' (expected one of: file, prefix, key)" in (
+        result.output
+    )
     result = runner.invoke(app, ["audit", str(broken), "--group", "prefix"])
     assert result.exit_code == EXIT_BREAK
+
+
+def test_cli_table_keeps_brackets_of_parametrized_cassette_names(tmp_path: Path):
+    path = cas.write(
+        tmp_path / "test_x[anthropic].yaml", [cas.interaction(b.anthropic([b.user("q")]))]
+    )
+    code, out, _ = _run([path])
+    assert code == EXIT_STABLE and "test_x[anthropic].yaml" in out

@@ -95,28 +95,13 @@ class Prepared:
         while lead < len(self.hist) and _shape.msg(self.hist[lead]).is_system:
             lead += 1
         self.lead = lead
-        self.toks = _without_deferred(body, provider, _shape.token_items(body, provider, anthropic))
+        self.toks = _shape.token_items(body, provider, anthropic)
         self.total_tokens = sum(t[2] for t in self.toks)
         self.last_turn_start = -1
         for i in range(len(self.hist) - 1, -1, -1):
             if _shape.msg(self.hist[i]).turn_start:
                 self.last_turn_start = i
                 break
-
-
-def _without_deferred(
-    body: ScannedBody, provider: str, toks: list[_shape.TokenItem]
-) -> list[_shape.TokenItem]:
-    """Leave Anthropic ``defer_loading`` tools out of the prefix items (one item per tool).
-
-    "Deferred tools are not included in the system-prompt prefix" (Anthropic, tool use with
-    prompt caching; see :attr:`Verdict.DEFERRED_TOOLS`).
-    """
-    tools = body.items.get("tools", [])
-    if provider != "anthropic" or not any(deferred(info) for info in tools):
-        return toks
-    head = [tok for tok, info in zip(toks, tools, strict=False) if not deferred(info)]
-    return head + toks[len(tools) :]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -210,8 +210,9 @@ class Auditor:
         """The boundary the request is grouped within (see :data:`GROUPINGS`)."""
         if self._group_by in (None, "key"):
             key = conversation_key(inp, prep.body.values)
-            if key is not None:
-                return ("key", key)
+            if key is not None:  # by default a cassette's keys still stay within the file
+                inside = inp.scope if self._group_by is None else None
+                return ("key", key) if inside is None else ("key", key, inside)
         if self._group_by == "file":
             return ("file", inp.file or inp.scope or "")
         if self._group_by is None and inp.scope is not None:
@@ -300,9 +301,11 @@ class Auditor:
             change = continuation(previous, prep)
             old = conv.last
         else:
-            found, how = self._group(prep, self._scope(inp, prep))
+            scope = self._scope(inp, prep)
+            found, how = self._group(prep, scope)
+            how += _scope_words(scope)
             if found is None:
-                conv = _Conversation(len(self._conversations), prep, self._scope(inp, prep))
+                conv = _Conversation(len(self._conversations), prep, scope)
                 self._conversations.append(conv)
                 previous = old = None
             else:
@@ -377,6 +380,16 @@ class Auditor:
                 node.children[key] = child
             child.expiry = max(child.expiry, expiry)
             node = child
+
+
+def _scope_words(scope: Scope) -> str:
+    """How the grouping text names a scope (nothing for the whole input)."""
+    if scope[0] == "file":
+        return f" (within file {scope[1]})" if scope[1] else " (within the bodies given)"
+    if scope[0] == "key":
+        inside = f" in file {scope[2]}" if len(scope) > 2 else ""
+        return f" (key {scope[1]}{inside})"
+    return ""
 
 
 def _own(verdict: Verdict) -> tuple[Verdict, ...]:

@@ -27,9 +27,9 @@ __all__ = [
 ]
 
 GROUPING_RULE: Final = (
-    "within its scope (by default: requests carrying a conversation key share it; other "
-    "cassette requests are grouped within their file; JSONL lines and plain bodies across the "
-    "whole input; --group file|prefix|key overrides), "
+    "within its scope (by default: a cassette's requests within their file, JSONL lines and "
+    "plain bodies across the whole input, and a conversation key, where a request carries one, "
+    "only with the same key; --group file|prefix|key overrides), "
     "a request joins the earlier conversation (same provider) whose latest request shares the "
     "longest leading run of history messages with it (leading system/developer messages not "
     "counted; ties: the most recently active); a request whose history starts with a "
@@ -89,8 +89,9 @@ GROUPINGS: Final = ("file", "prefix", "key")
 """Grouping overrides (``--group``): ``file`` groups cassette and JSONL requests only within
 their file, ignoring conversation keys; ``prefix`` groups everything by the longest shared run,
 ignoring files and keys; ``key`` groups by conversation key only (requests without one by the
-longest shared run across the input). ``None`` (the default) uses the key a request carries, else
-its cassette file, else the longest shared run."""
+longest shared run across the input). ``None`` (the default) groups a cassette's requests within
+their file and everything else across the input, and a request that carries a key only with
+requests carrying the same key (within its cassette file, for a cassette)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

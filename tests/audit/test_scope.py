@@ -65,6 +65,7 @@ def test_a_changed_first_message_in_one_file_is_a_break_not_a_new_conversation(t
     assert rec.first_break_offset == edited.index(b"b.txt")
     assert rec.grouping == (
         "joined: same tools and system as request 0 of its file scope, first message differs"
+        f" (within file {path})"
     )
     # Without a file scope (plain bodies) it stays a new conversation, as before.
     plain = audit_bodies([first, edited])
@@ -97,7 +98,9 @@ def _chat_with(key: str, value: object, text: str) -> bytes:
     return jsonbytes.dumps(body)
 
 
-def test_prompt_cache_key_groups_across_files_and_separates_within_one(tmp_path: Path):
+def test_prompt_cache_key_separates_within_a_file_and_joins_across_files_with_group_key(
+    tmp_path: Path,
+):
     a1 = _chat_with("prompt_cache_key", "conv-a", "hello")
     b1 = _chat_with("prompt_cache_key", "conv-b", "hello there")
     a2 = jsonbytes.dumps(
@@ -111,17 +114,31 @@ def test_prompt_cache_key_groups_across_files_and_separates_within_one(tmp_path:
             ],
         }
     )
-    one = cas.write(
-        tmp_path / "1.yaml",
-        [cas.interaction(a1, "openai-chat"), cas.interaction(b1, "openai-chat")],
+    chat = "openai-chat"
+    one = cas.write(tmp_path / "1.yaml", [cas.interaction(a1, chat), cas.interaction(b1, chat)])
+    two = cas.write(tmp_path / "2.yaml", [cas.interaction(a2, chat)])
+    report = audit_paths([one, two])  # keys split file 1; file 2 stays apart
+    assert [r.conversation for r in report.requests] == [0, 1, 2]
+    assert [r.verdict for r in report.requests] == [Verdict.NEW] * 3
+    assert report.requests[1].grouping.endswith(f"(key prompt_cache_key=conv-b in file {one})")
+    by_key = audit_paths([one, two], group="key")
+    assert [r.conversation for r in by_key.requests] == [0, 1, 0]
+    assert [r.verdict for r in by_key.requests] == [Verdict.NEW, Verdict.NEW, Verdict.STABLE]
+    assert by_key.requests[2].grouping == (
+        "joined: shares 1 leading history message with request 0 (key prompt_cache_key=conv-a)"
     )
-    two = cas.write(tmp_path / "2.yaml", [cas.interaction(a2, "openai-chat")])
-    report = audit_paths([one, two])
-    assert [r.conversation for r in report.requests] == [0, 1, 0]
-    assert [r.verdict for r in report.requests] == [Verdict.NEW, Verdict.NEW, Verdict.STABLE]
     # --group file ignores the keys: b1 breaks a1's first message inside file 1.
     by_file = audit_paths([one, two], group="file")
     assert [r.verdict for r in by_file.requests] == [Verdict.NEW, Verdict.BREAK, Verdict.NEW]
+
+
+def test_a_key_shared_by_unrelated_cassettes_does_not_join_them(tmp_path: Path):
+    def body(text: str) -> bytes:
+        return b.anthropic([b.user(text)], extra={"metadata": {"user_id": "ci"}})
+
+    one = cas.write(tmp_path / "1.yaml", [cas.interaction(body("first test"))])
+    two = cas.write(tmp_path / "2.yaml", [cas.interaction(body("second test"))])
+    assert [r.verdict for r in audit_paths([one, two]).requests] == [Verdict.NEW, Verdict.NEW]
 
 
 def test_anthropic_metadata_user_id_is_a_key():

@@ -245,9 +245,14 @@ class Auditor:
         if _shape.msg(head).summary:
             return self._group_compacted(prep, scope)
         latest = self._latest.get((scope, prep.provider))
-        if scope is not _PREFIX and latest is not None and frame(latest.last) == frame(prep):
+        if (
+            scope is not _PREFIX
+            and latest is not None
+            and latest.last.model == prep.model  # the cache is per model
+            and frame(latest.last) == frame(prep)
+        ):
             return latest, (
-                f"joined: same tools and system as request {latest.last.index} of its "
+                f"joined: same model, tools and system as request {latest.last.index} of its "
                 f"{scope[0]} scope, first message differs"
             )
         return None, "new conversation: no earlier conversation shares its first history message"

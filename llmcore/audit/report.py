@@ -36,7 +36,8 @@ GROUPING_RULE: Final = (
     "'# Conversation so far' summary joins the conversation holding the longest run of the "
     "messages after the summary; a Responses request whose previous_response_id names a recorded "
     "response joins that response's conversation; inside a file or key scope, a request that "
-    "shares no leading message but keeps the tools and system of the scope's latest request "
+    "shares no leading message but keeps the model, tools and system of the scope's latest "
+    "request "
     "joins it (a break at its first message); otherwise it starts a new conversation"
 )
 """How requests are grouped into conversations (SPEC V1), as the report states it."""

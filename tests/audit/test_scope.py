@@ -64,7 +64,7 @@ def test_a_changed_first_message_in_one_file_is_a_break_not_a_new_conversation(t
     assert rec.path == "messages[0].content[0].text"
     assert rec.first_break_offset == edited.index(b"b.txt")
     assert rec.grouping == (
-        "joined: same tools and system as request 0 of its file scope, first message differs"
+        "joined: same model, tools and system as request 0 of its file scope, first message differs"
         f" (within file {path})"
     )
     # Without a file scope (plain bodies) it stays a new conversation, as before.
@@ -79,6 +79,13 @@ def test_a_changed_first_message_with_another_system_prompt_is_a_new_conversatio
     report = audit_paths([path])
     assert [r.verdict for r in report.requests] == [Verdict.NEW, Verdict.NEW]
     assert report.conversations == 2
+
+
+def test_another_model_with_another_first_message_is_a_new_conversation(tmp_path: Path):
+    first = b.anthropic([b.user("q1")], model="claude-sonnet-4-5")
+    other = b.anthropic([b.user("q2")], model="claude-haiku-4-5")
+    path = cas.write(tmp_path / "t.yaml", [cas.interaction(first), cas.interaction(other)])
+    assert [r.verdict for r in audit_paths([path]).requests] == [Verdict.NEW, Verdict.NEW]
 
 
 def test_chat_system_messages_count_as_system_for_the_first_message_rule(tmp_path: Path):

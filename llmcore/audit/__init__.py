@@ -11,6 +11,14 @@ against::
     report.requests[5].verdict              # Verdict.BREAK
     report.theoretical_hit_rate             # Σ max_cacheable_tokens ÷ Σ total_tokens
 
+Requests are grouped within a scope (a cassette file, a conversation key such as
+``prompt_cache_key`` or a JSONL envelope's ``conversation``, a ``previous_response_id`` chain;
+``group=`` overrides); besides ``stable``/``break``/``new`` the verdicts name allowed kinds
+(deferred tools, retries, shorter reruns, server-side continuations, thinking/reasoning drops,
+compaction) and a break names its divergence (``tools``, ``system`` or ``messages``). Recorded
+responses' usage (:mod:`llmcore.audit.usage`) sits beside the estimated figures; intended breaks
+are exempted with a reason (:mod:`llmcore.audit.exemptions`).
+
 It reads wire bodies on its own and shares no code with llmcore's provider modules (V4): only
 the generic helpers :mod:`llmcore.jsonbytes`, :mod:`llmcore.tokens` and :mod:`llmcore.errors`.
 

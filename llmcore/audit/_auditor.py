@@ -202,6 +202,7 @@ class Auditor:
             requests=tuple(self._records),
             conversations=len(self._conversations),
             skipped=tuple(skipped),
+            group=self._group_by,
         )
 
     # --- grouping ----------------------------------------------------------------------------

@@ -11,7 +11,11 @@ Inputs, by file name:
   becomes the input's time; a number must be finite seconds within the years 1 to 9999. A value
   YAML reads but Python cannot hold (an integer of over 4,300 digits, a 13th month) is refused
   naming the interaction's line and the value's path (``c.yaml:7: interactions[1].recorded_at``).
-* ``*.jsonl`` — one request body per non-blank line, bytes exactly as written.
+* ``*.jsonl`` — one request body per non-blank line, bytes exactly as written, or an envelope
+  ``{"conversation": KEY, "body": …}`` (:data:`ENVELOPE_KEYS`).
+
+A cassette's inputs carry their file as their grouping scope, and the recorded response's ``id``
+and reported usage (:func:`llmcore.audit.usage.read_response`).
 * ``*.json`` — a corpus case (``request_raw`` preferred, else ``request`` written by
   :func:`llmcore.jsonbytes.dumps` in its stored key order) or one plain request body.
 * a folder — every such file below it, in name order (relative POSIX paths, sorted); files that

@@ -229,6 +229,8 @@ class AuditReport:
     """How many conversations the requests were grouped into."""
     skipped: tuple[str, ...] = ()
     """Inputs that were passed over (non-body files in a folder, non-API interactions)."""
+    group: str | None = None
+    """The grouping override the audit ran with (:data:`GROUPINGS`), ``None`` for the default."""
 
     @property
     def stable(self) -> bool:
@@ -296,6 +298,7 @@ class AuditReport:
             "requests": len(self.requests),
             "conversations": self.conversations,
             "grouping_rule": GROUPING_RULE,
+            "group": self.group,
             "counts": self.counts(),
             "lost_bytes": self.lost_bytes,
             "lost_tokens": self.lost_tokens,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 
 from llmcore import jsonbytes
 from llmcore.audit import AuditInput, AuditInputError, Verdict, audit_bodies, audit_paths
+from llmcore.cli.audit import EXIT_BREAK, EXIT_STABLE, audit_command
 
 from . import _bodies as b
 from . import _cassettes as cas
@@ -67,6 +69,12 @@ def test_a_changed_first_message_in_one_file_is_a_break_not_a_new_conversation(t
         "joined: same model, tools and system as request 0 of its file scope, first message differs"
         f" (within file {path})"
     )
+    out, err = io.StringIO(), io.StringIO()
+    assert audit_command([path], None, False, out=out, err=err) == EXIT_BREAK
+    assert "break (messages)" in out.getvalue()
+    assert "interactions[1]): break in messages: messages[0] differs" in out.getvalue()
+    assert audit_command([path], None, True, group="prefix", out=out, err=err) == EXIT_STABLE
+    assert '"group":"prefix"' in out.getvalue()
     # Without a file scope (plain bodies) it stays a new conversation, as before.
     plain = audit_bodies([first, edited])
     assert plain.requests[1].verdict is Verdict.NEW

@@ -166,3 +166,27 @@ def test_without_recorded_responses_the_cli_says_so(tmp_path: Path):
     out = io.StringIO()
     audit_command([path], None, False, out=out, err=io.StringIO())
     assert "recorded hit rate: - (no recorded response reported usage)" in out.getvalue()
+
+
+CASSETTES = Path(__file__).resolve().parents[2] / "cassettes"
+
+
+@pytest.mark.parametrize("name", ["anthropic-tool-turn.yaml", "openai-chat-tool-turn.yaml"])
+def test_recorded_cassettes_usage_matches_their_responses(name: str):
+    import yaml
+
+    path = CASSETTES / name
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    expected = []
+    for inter in doc["interactions"]:
+        usage = json.loads(inter["response"]["body"]["string"])["usage"]
+        if "prompt_tokens" in usage:
+            cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+            expected.append(_usage(usage["prompt_tokens"], cached, 0))
+        else:
+            read = usage.get("cache_read_input_tokens") or 0
+            write = usage.get("cache_creation_input_tokens") or 0
+            expected.append(_usage(usage["input_tokens"] + read + write, read, write))
+    report = audit_paths([path])
+    assert [r.usage for r in report.requests] == expected
+    assert len(expected) == 2 and all(u.input_tokens > 0 for u in expected)

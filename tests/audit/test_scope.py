@@ -261,7 +261,11 @@ _WORDS = st.sampled_from(["alpha", "beta", "gamma", "same"])
 @settings(max_examples=60, deadline=None)
 @given(
     plan=st.lists(
-        st.tuples(st.integers(0, 2), st.lists(_WORDS, min_size=1, max_size=3)),
+        st.tuples(
+            st.integers(0, 2),
+            st.lists(_WORDS, min_size=1, max_size=3),
+            st.sampled_from([None, "u1", "u2"]),
+        ),
         min_size=1,
         max_size=12,
     ),
@@ -269,14 +273,14 @@ _WORDS = st.sampled_from(["alpha", "beta", "gamma", "same"])
 )
 def test_group_file_never_joins_requests_of_different_files(plan, group):
     inputs = []
-    for k, (file_no, words) in enumerate(plan):
+    for k, (file_no, words, user) in enumerate(plan):
         msgs = []
         for i, w in enumerate(words):
             msgs += ([b.assistant(f"a{i}")] if i else []) + [b.user(w)]
+        extra = {"metadata": {"user_id": user}} if user else None
         name = f"f{file_no}.yaml"
-        inputs.append(
-            AuditInput(body=b.anthropic(msgs), source=f"{name}#{k}", file=name, scope=name)
-        )
+        body = b.anthropic(msgs, extra=extra)
+        inputs.append(AuditInput(body=body, source=f"{name}#{k}", file=name, scope=name))
     report = audit_bodies(inputs, group=group)
     files_of: dict[int, set[str | None]] = {}
     for rec in report.requests:

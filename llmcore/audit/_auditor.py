@@ -1,7 +1,10 @@
 """The stability auditor (SPEC V1): grouping, P4 verdicts, lost prefix, theoretical maximum.
 
 Requests are taken in input order. Each is scanned (:mod:`llmcore.audit._scan`), given a
-provider (``--provider`` or its shape), grouped into a conversation, compared with the previous
+provider (``--provider`` or its shape), given a scope (its cassette file, its conversation key, or
+the whole input; :data:`~llmcore.audit.report.GROUPINGS`), grouped into a conversation within
+that scope (or joined to the conversation of the recorded response its ``previous_response_id``
+names), compared with the previous
 request of that conversation (:mod:`llmcore.audit._compare`), and given its theoretical maximum
 cacheable prefix: the longest prefix of :mod:`llmcore.tokens` prefix items it shares with any
 earlier request to the same provider and model whose cache entry is still alive (for Anthropic,
@@ -220,12 +223,18 @@ class Auditor:
             return ("file", inp.scope)
         return _PREFIX
 
-    def _chained(self, prep: Prepared) -> tuple[_Conversation, Prepared] | None:
-        """The conversation and request of a recorded response this request continues."""
-        if self._group_by in ("file", "prefix") or prep.provider != "openai-responses":
+    def _chained(self, prep: Prepared, scope: Scope) -> tuple[_Conversation, Prepared] | None:
+        """The conversation and request of a recorded response this request continues.
+
+        Not under ``--group prefix``; under ``--group file`` only within the same file.
+        """
+        if self._group_by == "prefix" or prep.provider != "openai-responses":
             return None
         previous = prep.body.values.get("previous_response_id")
-        return self._responses.get(previous) if isinstance(previous, str) else None
+        found = self._responses.get(previous) if isinstance(previous, str) else None
+        if found is not None and self._group_by == "file" and found[0].scope != scope:
+            return None
+        return found
 
     def _group(self, prep: Prepared, scope: Scope) -> tuple[_Conversation | None, str]:
         head = _head(prep)
@@ -297,7 +306,8 @@ class Auditor:
     # --- judging -----------------------------------------------------------------------------
 
     def _judge(self, prep: Prepared, inp: AuditInput) -> RequestRecord:
-        chained = self._chained(prep)
+        scope = self._scope(inp, prep)
+        chained = self._chained(prep, scope)
         change: Change | None
         previous: Prepared | None
         old: Prepared | None
@@ -307,7 +317,6 @@ class Auditor:
             change = continuation(previous, prep)
             old = conv.last
         else:
-            scope = self._scope(inp, prep)
             found, how = self._group(prep, scope)
             how += _scope_words(scope)
             if found is None:

@@ -239,6 +239,10 @@ def test_previous_response_id_continues_the_recorded_response(tmp_path: Path):
     assert r[2].divergence == "system" and r[2].path == "instructions"
     assert r[3].conversation == 1
     assert report.stable is False
+    by_file = audit_paths([path], group="file")  # the chain stays inside its file
+    assert by_file.requests[1].verdict is Verdict.CONTINUATION
+    by_prefix = audit_paths([path], group="prefix")  # no chains: the lone item is new
+    assert by_prefix.requests[1].verdict is Verdict.NEW
 
 
 def test_unknown_grouping_is_refused():

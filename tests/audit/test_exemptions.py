@@ -172,3 +172,16 @@ def test_cli_table_keeps_brackets_of_parametrized_cassette_names(tmp_path: Path)
     )
     code, out, _ = _run([path])
     assert code == EXIT_STABLE and "test_x[anthropic].yaml" in out
+
+
+def test_jsonl_requests_are_exempted_by_line_number(tmp_path: Path):
+    msgs = b.session()
+    log = tmp_path / "run.jsonl"
+    log.write_bytes(
+        b.anthropic(msgs[:3]) + b"\n\n" + b.anthropic(msgs[:5], system="Other.") + b"\n"
+    )
+    report = audit_paths([log])
+    assert [r.position for r in report.requests] == [1, 3]
+    on_line_3 = [Exemption(file="run.jsonl", request=3, reason="a new system prompt")]
+    assert apply_exemptions(report, on_line_3).stable
+    assert not apply_exemptions(report, [Exemption(file="run.jsonl", request=2, reason="x")]).stable

@@ -21,7 +21,11 @@ Inputs, by file name:
   becomes the input's time; a number must be finite seconds within the years 1 to 9999. A value
   YAML reads but Python cannot hold (an integer of over 4,300 digits, a 13th month) is refused
   naming the interaction's line and the value's path (``c.yaml:7: interactions[1].recorded_at``).
-* ``*.jsonl`` — one request body per non-blank line, bytes exactly as written.
+* ``*.jsonl`` — one request body per non-blank line, bytes exactly as written, or an envelope
+  ``{"conversation": KEY, "body": …}`` (:data:`ENVELOPE_KEYS`).
+
+A cassette's inputs carry their file as their grouping scope, and the recorded response's ``id``
+and reported usage (:func:`llmcore.audit.usage.read_response`).
 * ``*.json`` — a corpus case (``request_raw`` preferred, else ``request`` written by
   :func:`llmcore.jsonbytes.dumps` in its stored key order) or one plain request body.
 * a folder — every such file below it, in name order (relative POSIX paths, sorted); files that
@@ -46,9 +50,10 @@ import yaml
 from llmcore import jsonbytes
 from llmcore.audit._shape import BEDROCK_INVOKE, shape_from_uri
 from llmcore.audit.report import AuditInput, AuditInputError
+from llmcore.audit.usage import read_response
 from llmcore.errors import EncodingError
 
-__all__ = ["STDIN_NAME", "read_inputs", "read_path", "read_stdin"]
+__all__ = ["ENVELOPE_KEYS", "STDIN_NAME", "read_inputs", "read_path", "read_stdin"]
 
 STDIN_NAME: Final = "<stdin>"
 """How standard input (``-``) is named in sources and errors."""
@@ -153,8 +158,50 @@ def _jsonl(path: Path, data: bytes) -> list[AuditInput]:
     for number, line in enumerate(data.split(b"\n"), start=1):
         line = line.removesuffix(b"\r")
         if line.strip():
-            out.append(AuditInput(body=line, source=f"{path}:{number}"))
+            out.append(_jsonl_line(line, str(path), number))
     return out
+
+
+ENVELOPE_KEYS: Final = frozenset({"body", "conversation"})
+"""A JSONL line that is an object with a ``"body"`` and only these keys is an envelope:
+``{"conversation": "c-17", "body": {...}}``. ``body`` is the request body as a JSON string
+(its exact bytes) or object (written back compactly, in its key order); ``conversation``, a
+string, is the line's conversation key (:attr:`AuditInput.conversation_key`)."""
+
+
+def _jsonl_line(line: bytes, file: str, number: int) -> AuditInput:
+    """One JSONL line: a request body as written, or an envelope (:data:`ENVELOPE_KEYS`).
+
+    Raises:
+        AuditInputError: An envelope whose ``body`` or ``conversation`` has the wrong type.
+    """
+    plain = AuditInput(body=line, source=f"{file}:{number}", file=file, position=number)
+    if not line.lstrip().startswith((b'{"body"', b'{"conversation"')):
+        return plain
+    try:
+        value = jsonbytes.loads(line)
+    except (ValueError, RecursionError):
+        return plain  # the auditor names the bad JSON
+    if not isinstance(value, dict) or "body" not in value or not set(value) <= ENVELOPE_KEYS:
+        return plain
+    where = f"{file}:{number}"
+    body, key = value["body"], value.get("conversation")
+    if key is not None and not isinstance(key, str):
+        raise AuditInputError(
+            f"envelope 'conversation' is {_kind(key)}, not a string", location=where
+        )
+    if isinstance(body, str):
+        data = _utf8(body, f"{where}: body")
+    elif isinstance(body, dict):
+        try:
+            data = jsonbytes.dumps(body)
+        except EncodingError as exc:
+            raise AuditInputError(f"cannot write 'body': {exc.message}", location=where) from None
+    else:
+        raise AuditInputError(
+            f"envelope 'body' is {_kind(body)}, not a string or object", location=where
+        )
+    return replace(plain, body=data, conversation_key=key)
 
 
 def _json(path: Path, data: bytes, skipped: list[str], strict: bool) -> list[AuditInput]:
@@ -167,9 +214,9 @@ def _json(path: Path, data: bytes, skipped: list[str], strict: bool) -> list[Aud
             "the JSON is nested too deeply to read (Python's recursion limit)", location=str(path)
         ) from None
     if isinstance(value, dict) and "request" in value:
-        return [_case(path, value)]
+        return [replace(_case(path, value), file=str(path))]
     if isinstance(value, dict) and ("messages" in value or "input" in value):
-        return [AuditInput(body=data, source=str(path))]
+        return [AuditInput(body=data, source=str(path), file=str(path))]
     if strict:
         raise AuditInputError(
             "neither a corpus case (no 'request') nor a request body (no 'messages' or 'input')",
@@ -364,8 +411,23 @@ def _cassette(path: Path, data: bytes, skipped: list[str], strict: bool = True) 
         if isinstance(got, str):
             skipped.append(f"{where}: {got}")
         else:  # errors found while auditing the body name the line too
+            got = _recorded(got, interaction, str(path), index)
             out.append(replace(got, location=where.replace(str(path), at, 1)))
     return out
+
+
+def _recorded(inp: AuditInput, interaction: dict[str, Any], file: str, index: int) -> AuditInput:
+    """Add the cassette's scope and the recorded response's id and usage (never raises).
+
+    The response is ``interaction["response"]["body"]`` as vcrpy writes it, or the mapping
+    pydantic-ai stores as ``parsed_body`` (see :func:`llmcore.audit.usage.read_response`); a
+    missing or unreadable one adds nothing.
+    """
+    response = interaction.get("response")
+    response = response if isinstance(response, dict) else {}
+    body = response.get("body")
+    got = read_response(response.get("parsed_body") if body is None else body)
+    return replace(inp, file=file, position=index, scope=file, response_id=got.id, usage=got.usage)
 
 
 def _interaction(interaction: Any, where: str) -> AuditInput | str:

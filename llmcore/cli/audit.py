@@ -12,7 +12,11 @@ YAML file that is not a cassette) exits 2 after the report, with one line naming
 A ``--provider`` that contradicts a body's shape is a warning line on stderr per file; the
 bodies are audited as asked.
 A PATH of ``-`` is standard input: JSONL (one body per line), or a YAML cassette when it starts
-with ``interactions:`` or ``---``; errors name it ``<stdin>``.
+with ``interactions:`` or ``---``; errors name it ``<stdin>``. ``--group file|prefix|key``
+overrides how requests are grouped; ``--exemptions FILE`` marks intended breaks (with their
+reasons) that then do not fail the run. Token figures from the bodies are estimates and are
+labelled so; where a cassette recorded the responses, their reported usage (input, cache read,
+cache write) and the recorded hit rate are shown beside the theoretical maximum.
 """
 
 from __future__ import annotations
@@ -25,9 +29,11 @@ from typing import Annotated, TextIO
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from llmcore.audit import (
+    GROUPINGS,
     PROVIDERS,
     AuditInputError,
     AuditReport,
@@ -35,6 +41,7 @@ from llmcore.audit import (
     Verdict,
     audit_paths,
 )
+from llmcore.audit.exemptions import apply_exemptions, load_exemptions
 from llmcore.audit.inputs import STDIN_NAME
 from llmcore.errors import LLMCoreError
 
@@ -64,6 +71,10 @@ _STYLE = {
     Verdict.THINKING_DROPPED: "yellow",
     Verdict.REASONING_DROPPED: "yellow",
     Verdict.COMPACTION: "cyan",
+    Verdict.DEFERRED_TOOLS: "cyan",
+    Verdict.RETRY: "green",
+    Verdict.SHORTER_RERUN: "green",
+    Verdict.CONTINUATION: "green",
 }
 
 
@@ -77,9 +88,11 @@ _COLUMNS = (
     ("lost B", "right"),
     ("lost tok", "right"),
     ("max cache", "right"),
-    ("tokens", "right"),
+    ("est. tok", "right"),
+    ("recorded in/read/write", "right"),
+    ("rec. hit", "right"),
 )
-_NARROW_LEFT_OUT = frozenset({"conv", "lost B", "max cache"})
+_NARROW_LEFT_OUT = frozenset({"conv", "lost B", "max cache", "recorded in/read/write"})
 """Columns left out below :data:`_NARROW` terminal columns (``--json`` has everything)."""
 _NARROW = 110
 
@@ -99,16 +112,28 @@ def _table(report: AuditReport, width: int) -> Table:
         )
     for r in report.requests:
         where = _where(r)
+        u = r.usage
+        verdict = f"[{_STYLE[r.verdict]}]{r.verdict}[/]"
+        if r.divergence is not None:
+            verdict += f" ({r.divergence})"
+        if r.exemption is not None:
+            verdict = f"[yellow]{r.verdict} (exempted)[/]"
         cells = {
             "#": str(r.index),
-            "source": r.source,
+            "source": escape(r.source),  # pytest ids hold brackets: test_x[anthropic].yaml
             "conv": str(r.conversation),
-            "verdict": f"[{_STYLE[r.verdict]}]{r.verdict}[/]",
+            "verdict": verdict,
             "first break": where,
             "lost B": f"{r.lost_bytes:,}",
             "lost tok": f"{r.lost_tokens:,}",
             "max cache": f"{r.max_cacheable_tokens:,}",
-            "tokens": f"{r.total_tokens:,}",
+            "est. tok": f"{r.total_tokens:,}",
+            "recorded in/read/write": (
+                ""
+                if u is None
+                else f"{u.input_tokens:,}/{u.cache_read_tokens:,}/{u.cache_write_tokens:,}"
+            ),
+            "rec. hit": "" if u is None else f"{u.hit_rate:.0%}",
         }
         table.add_row(*(cells[name] for name, _ in names))
     return table
@@ -153,16 +178,38 @@ def _summary(report: AuditReport) -> list[str]:
     lines = [
         f"{_plural(len(report.requests), 'request')} in "
         f"{_plural(report.conversations, 'conversation')}: {counts or '-'}",
-        f"lost to breaks: {report.lost_bytes:,} bytes, {report.lost_tokens:,} tokens",
+        f"lost to breaks: {report.lost_bytes:,} bytes, {report.lost_tokens:,} tokens (estimated)",
         (
             f"theoretical maximum hit rate: {report.theoretical_hit_rate:.1%} "
-            f"({report.max_cacheable_tokens:,} of {report.total_tokens:,} tokens)"
+            f"({report.max_cacheable_tokens:,} of {report.total_tokens:,} tokens, estimated)"
         ),
+        _recorded_line(report),
     ]
     for r in report.requests:
         if r.verdict is Verdict.BREAK and r.detail:
-            lines.append(f"request {r.index} ({r.source}): {r.detail}")
+            where = f" in {r.divergence}" if r.divergence else ""
+            lines.append(f"request {r.index} ({r.source}): break{where}: {r.detail}")
+            if r.exemption is not None:
+                lines.append(f"  exempted: {r.exemption}")
+    if report.exempted:
+        lines.append(
+            f"{_plural(report.exempted, 'break')} exempted; "
+            f"{_plural(report.breaks - report.exempted, 'break')} not"
+        )
     return lines + _input_notes(report)
+
+
+def _recorded_line(report: AuditReport) -> str:
+    """The recorded hit rate, from the responses' reported usage, or why there is none."""
+    usage = report.recorded_usage
+    if usage is None:
+        return "recorded hit rate: - (no recorded response reported usage)"
+    return (
+        f"recorded hit rate: {usage.hit_rate:.1%} ({usage.cache_read_tokens:,} of "
+        f"{usage.input_tokens:,} input tokens read from cache, "
+        f"{usage.cache_write_tokens:,} written; {len(report.recorded)} of "
+        f"{_plural(len(report.requests), 'request')} recorded usage)"
+    )
 
 
 def _plural(count: int, noun: str) -> str:
@@ -174,8 +221,9 @@ def _width(report: AuditReport, out: TextIO) -> int | None:
     if out.isatty():
         return None
     source = max((len(r.source) for r in report.requests), default=10)
-    where = max((len(r.path or "") + 12 for r in report.requests), default=10)
-    return max(120, source + where + 110)
+    where = max((len(_where(r)) for r in report.requests), default=10)
+    verdict = max((len(r.verdict) + 12 for r in report.requests), default=10)
+    return max(120, source + where + verdict + 120)
 
 
 def audit_command(
@@ -184,6 +232,8 @@ def audit_command(
     as_json: bool,
     *,
     strict: bool = False,
+    group: str | None = None,
+    exemptions: Path | None = None,
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
@@ -194,6 +244,8 @@ def audit_command(
         provider: Provider for every body, or ``None`` to read each body's shape.
         as_json: Print :meth:`AuditReport.to_json` instead of the table.
         strict: Any skipped input makes the run exit :data:`EXIT_INPUT` (after the report).
+        group: ``file``, ``prefix`` or ``key`` to override the grouping, or ``None``.
+        exemptions: An exemptions file (:mod:`llmcore.audit.exemptions`), or ``None``.
         out: Where the report goes (default stdout).
         err: Where a bad-input line goes (default stderr).
 
@@ -206,7 +258,8 @@ def audit_command(
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
     try:
-        report = audit_paths(paths, provider, stdin=_read_stdin)
+        exempt = load_exemptions(exemptions) if exemptions is not None else ()
+        report = apply_exemptions(audit_paths(paths, provider, _read_stdin, group=group), exempt)
         for warning in report.warnings:
             print(f"llmcore: warning: {warning}", file=err)
         if not report.requests:
@@ -335,9 +388,34 @@ def audit(
             help="Exit 2 when any input was skipped (websocket or protobuf cassettes, other YAML).",
         ),
     ] = False,
+    group: Annotated[
+        str | None,
+        typer.Option(
+            "--group",
+            metavar="RULE",
+            help=(
+                f"Override the grouping: {', '.join(GROUPINGS)} (default: a conversation key"
+                " when the traffic carries one, else within each cassette file, else by the"
+                " longest shared run)."
+            ),
+        ),
+    ] = None,
+    exemptions: Annotated[
+        Path | None,
+        typer.Option(
+            "--exemptions",
+            metavar="FILE",
+            help=(
+                "YAML or JSON list of {file, request?, reason}: breaks it covers are reported"
+                " as exempted and do not fail the run."
+            ),
+        ),
+    ] = None,
 ) -> None:
     """Check the prefix invariant (P4) over recorded request bodies, in order."""
-    raise typer.Exit(audit_command(paths, provider, as_json, strict=strict))
+    raise typer.Exit(
+        audit_command(paths, provider, as_json, group=group, exemptions=exemptions, strict=strict)
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -62,11 +62,7 @@ def noted(history: tuple[Message, ...], *, arguments_as_text: bool) -> bool:
                 return True
             if isinstance(part, ToolResult) and not _valid_utf8(part.content):
                 return True
-            if (
-                isinstance(part, ToolCall)
-                and arguments_as_text
-                and not _valid_utf8(part.arguments)
-            ):
+            if isinstance(part, ToolCall) and arguments_as_text and not _valid_utf8(part.arguments):
                 return True
     return False
 

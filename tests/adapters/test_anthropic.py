@@ -36,7 +36,9 @@ def test_parallel_tool_calls_error_results_and_images():
         ),
         Message.tool(
             ToolResult(call_id="toolu_1", tool_name="get_weather", content=b"sunny"),
-            ToolResult(call_id="toolu_2", tool_name="get_weather", content=b"no city", is_error=True),
+            ToolResult(
+                call_id="toolu_2", tool_name="get_weather", content=b"no city", is_error=True
+            ),
         ),
     )
     converted = from_history(history, system=("Be brief.",))
@@ -46,14 +48,26 @@ def test_parallel_tool_calls_error_results_and_images():
             "role": "user",
             "content": [
                 {"type": "text", "text": "see"},
-                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgoAAAAA"}},
+                {
+                    "type": "image",
+                    "source": {
+                        "type": "base64",
+                        "media_type": "image/png",
+                        "data": "iVBORw0KGgoAAAAA",
+                    },
+                },
             ],
         },
         {
             "role": "assistant",
             "content": [
                 {"type": "text", "text": "Checking."},
-                {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}},
+                {
+                    "type": "tool_use",
+                    "id": "toolu_1",
+                    "name": "get_weather",
+                    "input": {"city": "Paris"},
+                },
                 {"type": "tool_use", "id": "toolu_2", "name": "get_weather", "input": {}},
             ],
         },
@@ -61,7 +75,12 @@ def test_parallel_tool_calls_error_results_and_images():
             "role": "user",
             "content": [
                 {"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"},
-                {"type": "tool_result", "tool_use_id": "toolu_2", "content": "no city", "is_error": True},
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_2",
+                    "content": "no city",
+                    "is_error": True,
+                },
             ],
         },
     ]
@@ -119,18 +138,29 @@ def test_sdk_response_blocks_are_read():
         TextBlock(type="text", text="ok", citations=None),
         ToolUseBlock(type="tool_use", id="toolu_9", name="f", input={"q": "x"}),
     ]
-    result = to_history([{"role": "user", "content": "go"}, {"role": "assistant", "content": blocks}])
-    assert result.messages[1] == Message.assistant("ok", ToolCall(id="toolu_9", name="f", arguments=b'{"q":"x"}'))
+    result = to_history(
+        [{"role": "user", "content": "go"}, {"role": "assistant", "content": blocks}]
+    )
+    assert result.messages[1] == Message.assistant(
+        "ok", ToolCall(id="toolu_9", name="f", arguments=b'{"q":"x"}')
+    )
 
 
 def test_a_tool_result_after_user_text_in_one_message_is_split():
     messages = [
         {"role": "user", "content": "go"},
-        {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}]},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}],
+        },
         {
             "role": "user",
             "content": [
-                {"type": "tool_result", "tool_use_id": "t", "content": [{"type": "text", "text": "r"}]},
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "t",
+                    "content": [{"type": "text", "text": "r"}],
+                },
                 {"type": "text", "text": "and then?"},
             ],
         },
@@ -145,12 +175,41 @@ def test_a_tool_result_after_user_text_in_one_message_is_split():
 @pytest.mark.parametrize(
     ("messages", "error", "location"),
     [
-        ([{"role": "user", "content": [{"type": "document", "source": {}}]}], UnsupportedContentError, "$.messages[0].content[0]"),
-        ([{"role": "user", "content": "a"}, {"role": "robot", "content": [{"type": "text", "text": "b"}]}], RequestFileError, "$.messages[1].role"),
+        (
+            [{"role": "user", "content": [{"type": "document", "source": {}}]}],
+            UnsupportedContentError,
+            "$.messages[0].content[0]",
+        ),
+        (
+            [
+                {"role": "user", "content": "a"},
+                {"role": "robot", "content": [{"type": "text", "text": "b"}]},
+            ],
+            RequestFileError,
+            "$.messages[1].role",
+        ),
         ([{"role": "system", "content": "x"}], UnsupportedContentError, "$.messages[0].role"),
-        ([{"role": "user", "content": [{"type": "image", "source": {"type": "url", "url": "https://x"}}]}], UnsupportedContentError, "$.messages[0].content[0].source"),
+        (
+            [
+                {
+                    "role": "user",
+                    "content": [{"type": "image", "source": {"type": "url", "url": "https://x"}}],
+                }
+            ],
+            UnsupportedContentError,
+            "$.messages[0].content[0].source",
+        ),
         ([{"role": "user"}], RequestFileError, "$.messages[0].content"),
-        ([{"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": [1]}]}], RequestFileError, "$.messages[0].content[0].input"),
+        (
+            [
+                {
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": "t", "name": "f", "input": [1]}],
+                }
+            ],
+            RequestFileError,
+            "$.messages[0].content[0].input",
+        ),
     ],
 )
 def test_bad_input_raises_a_typed_error_naming_the_index_and_key(messages, error, location):

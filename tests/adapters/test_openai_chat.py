@@ -98,7 +98,9 @@ def test_sdk_message_objects_are_read():
         }
     )
     result = to_history([{"role": "user", "content": "go"}, message])
-    assert result.messages[1] == Message.assistant(ToolCall(id="c1", name="f", arguments=b'{"a":1}'))
+    assert result.messages[1] == Message.assistant(
+        ToolCall(id="c1", name="f", arguments=b'{"a":1}')
+    )
 
 
 def test_what_the_chat_form_cannot_hold_is_noted():
@@ -131,12 +133,33 @@ def test_consecutive_tool_messages_come_back_as_one():
 @pytest.mark.parametrize(
     ("messages", "error", "location"),
     [
-        ([{"role": "user", "content": "a"}, {"role": "robot", "content": "b"}], RequestFileError, "$.messages[1].role"),
-        ([{"role": "user", "content": [{"type": "input_audio", "input_audio": {}}]}], UnsupportedContentError, "$.messages[0].content[0]"),
-        ([{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://x/y.png"}}]}], UnsupportedContentError, "$.messages[0].content[0].image_url.url"),
+        (
+            [{"role": "user", "content": "a"}, {"role": "robot", "content": "b"}],
+            RequestFileError,
+            "$.messages[1].role",
+        ),
+        (
+            [{"role": "user", "content": [{"type": "input_audio", "input_audio": {}}]}],
+            UnsupportedContentError,
+            "$.messages[0].content[0]",
+        ),
+        (
+            [
+                {
+                    "role": "user",
+                    "content": [{"type": "image_url", "image_url": {"url": "https://x/y.png"}}],
+                }
+            ],
+            UnsupportedContentError,
+            "$.messages[0].content[0].image_url.url",
+        ),
         ([{"role": "user", "content": 3}], RequestFileError, "$.messages[0].content"),
         (["not a message"], RequestFileError, "$.messages[0]"),
-        ([{"role": "user", "content": "a"}, {"role": "system", "content": "late"}], UnsupportedContentError, "$.messages[1]"),
+        (
+            [{"role": "user", "content": "a"}, {"role": "system", "content": "late"}],
+            UnsupportedContentError,
+            "$.messages[1]",
+        ),
     ],
 )
 def test_bad_input_raises_a_typed_error_naming_the_index_and_key(messages, error, location):

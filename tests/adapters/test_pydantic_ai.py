@@ -58,14 +58,21 @@ def _agent_run() -> list:
                 ThinkingPart(content="plan", signature="c2ln", provider_name="anthropic"),
                 TextPart(content="Checking."),
                 ToolCallPart(tool_name="get_weather", args='{ "city" :"Paris"}', tool_call_id="t1"),
-                ToolCallPart(tool_name="get_weather", args={"city": "Oslo", "n": 1.5}, tool_call_id="t2"),
+                ToolCallPart(
+                    tool_name="get_weather", args={"city": "Oslo", "n": 1.5}, tool_call_id="t2"
+                ),
                 ToolCallPart(tool_name="now", args=None, tool_call_id="t3"),
             ]
         ),
         ModelRequest(
             parts=[
                 ToolReturnPart(tool_name="get_weather", content="sunny", tool_call_id="t1"),
-                ToolReturnPart(tool_name="get_weather", content="no station", tool_call_id="t2", outcome="retried"),
+                ToolReturnPart(
+                    tool_name="get_weather",
+                    content="no station",
+                    tool_call_id="t2",
+                    outcome="retried",
+                ),
                 ToolReturnPart(tool_name="now", content={"h": 12}, tool_call_id="t3"),
                 UserPromptPart(content="thanks"),
             ]
@@ -91,7 +98,9 @@ def test_an_agent_run_reads_into_history_with_thinking_dropped():
         ),
         Message.user("thanks"),
     )
-    assert result.notes == ("messages[1].parts[0]: dropped a thinking part (provider-only data, M4)",)
+    assert result.notes == (
+        "messages[1].parts[0]: dropped a thinking part (provider-only data, M4)",
+    )
 
 
 def test_history_writes_one_request_per_run_of_user_and_tool_messages():
@@ -114,39 +123,101 @@ def test_denied_results_are_ordinary_and_retry_feedback_becomes_user_text():
     messages = [
         ModelRequest(parts=[UserPromptPart(content="go")]),
         ModelResponse(parts=[ToolCallPart(tool_name="rm", args="{}", tool_call_id="c")]),
-        ModelRequest(parts=[ToolReturnPart(tool_name="rm", content="denied by user", tool_call_id="c", outcome="denied")]),
+        ModelRequest(
+            parts=[
+                ToolReturnPart(
+                    tool_name="rm", content="denied by user", tool_call_id="c", outcome="denied"
+                )
+            ]
+        ),
         ModelResponse(parts=[TextPart(content="ok")]),
-        ModelRequest(parts=[RetryFeedbackPart(content="answer in French", retry=RetryInfo(cause="model_retry"))]),
+        ModelRequest(
+            parts=[
+                RetryFeedbackPart(content="answer in French", retry=RetryInfo(cause="model_retry"))
+            ]
+        ),
     ]
     result = to_history(messages)
-    assert result.messages[2] == Message.tool(ToolResult(call_id="c", tool_name="rm", content=b"denied by user"))
+    assert result.messages[2] == Message.tool(
+        ToolResult(call_id="c", tool_name="rm", content=b"denied by user")
+    )
     feedback = result.messages[4].content[0]
     assert isinstance(feedback, Text) and "answer in French" in feedback.text
     assert result.notes == ("messages[4].parts[0]: retry feedback sent as user text",)
 
 
 def test_data_url_images_and_cache_points():
-    prompt = UserPromptPart(content=["a", ImageUrl(url="data:image/png;base64,iVBORw0KGgoAAAAA"), CachePoint()])
+    prompt = UserPromptPart(
+        content=["a", ImageUrl(url="data:image/png;base64,iVBORw0KGgoAAAAA"), CachePoint()]
+    )
     result = to_history([ModelRequest(parts=[prompt])])
     assert result.messages == (Message.user("a", Image(data=PNG, mime_type="image/png")),)
-    assert result.notes == ("messages[0].parts[0].content[2]: dropped a CachePoint (llmcore places its own breakpoints)",)
+    assert result.notes == (
+        "messages[0].parts[0].content[2]: dropped a CachePoint (llmcore places its own breakpoints)",
+    )
 
 
 def test_native_tool_parts_are_dropped_with_a_note():
-    response = ModelResponse(parts=[NativeToolCallPart(tool_name="web_search", args={}, tool_call_id="s"), TextPart(content="found")])
+    response = ModelResponse(
+        parts=[
+            NativeToolCallPart(tool_name="web_search", args={}, tool_call_id="s"),
+            TextPart(content="found"),
+        ]
+    )
     result = to_history([ModelRequest(parts=[UserPromptPart(content="q")]), response])
     assert result.messages[1] == Message.assistant("found")
-    assert result.notes == ("messages[1].parts[0]: dropped a builtin-tool-call part (provider-only data, M4)",)
+    assert result.notes == (
+        "messages[1].parts[0]: dropped a builtin-tool-call part (provider-only data, M4)",
+    )
 
 
 @pytest.mark.parametrize(
     ("messages", "error", "location"),
     [
-        ([ModelRequest(parts=[UserPromptPart(content=[ImageUrl(url="https://example.com/a.png")])])], UnsupportedContentError, "messages[0].parts[0].content[0]"),
-        ([ModelRequest(parts=[UserPromptPart(content=[BinaryContent(data=b"%PDF", media_type="application/pdf")])])], UnsupportedContentError, "messages[0].parts[0].content[0]"),
-        ([ModelRequest(parts=[UserPromptPart(content="q")]), ModelResponse(parts=[TextPart(content="a"), CompactionPart(content="summary")])], UnsupportedContentError, "messages[1].parts[1]"),
-        ([ModelRequest(parts=[UserPromptPart(content="q")]), {"role": "user"}], RequestFileError, "messages[1]"),
-        ([ModelRequest(parts=[UserPromptPart(content=[ImageUrl(url="data:image/png;base64,@@")])])], RequestFileError, "messages[0].parts[0].content[0].url"),
+        (
+            [
+                ModelRequest(
+                    parts=[UserPromptPart(content=[ImageUrl(url="https://example.com/a.png")])]
+                )
+            ],
+            UnsupportedContentError,
+            "messages[0].parts[0].content[0]",
+        ),
+        (
+            [
+                ModelRequest(
+                    parts=[
+                        UserPromptPart(
+                            content=[BinaryContent(data=b"%PDF", media_type="application/pdf")]
+                        )
+                    ]
+                )
+            ],
+            UnsupportedContentError,
+            "messages[0].parts[0].content[0]",
+        ),
+        (
+            [
+                ModelRequest(parts=[UserPromptPart(content="q")]),
+                ModelResponse(parts=[TextPart(content="a"), CompactionPart(content="summary")]),
+            ],
+            UnsupportedContentError,
+            "messages[1].parts[1]",
+        ),
+        (
+            [ModelRequest(parts=[UserPromptPart(content="q")]), {"role": "user"}],
+            RequestFileError,
+            "messages[1]",
+        ),
+        (
+            [
+                ModelRequest(
+                    parts=[UserPromptPart(content=[ImageUrl(url="data:image/png;base64,@@")])]
+                )
+            ],
+            RequestFileError,
+            "messages[0].parts[0].content[0].url",
+        ),
     ],
 )
 def test_bad_input_raises_a_typed_error_naming_the_index_and_part(messages, error, location):
@@ -174,8 +245,13 @@ except llmcore.adapters.MissingDependencyError as exc:
 
 
 def test_without_pydantic_ai_importing_the_adapter_raises_a_typed_error():
-    done = subprocess.run([sys.executable, "-c", _HIDDEN], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "the pydantic-ai adapter needs pydantic-ai: pip install 'llmcore[pydantic-ai]'"
+    done = subprocess.run(
+        [sys.executable, "-c", _HIDDEN], capture_output=True, text=True, check=True
+    )
+    assert (
+        done.stdout.strip()
+        == "the pydantic-ai adapter needs pydantic-ai: pip install 'llmcore[pydantic-ai]'"
+    )
 
 
 def test_importing_llmcore_does_not_import_pydantic_ai():

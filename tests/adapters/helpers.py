@@ -7,6 +7,10 @@ consecutive tool messages come back as one. Everything else must come back equal
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+import pytest
 from hypothesis import strategies as st
 
 from llmcore.messages import Message, MessageContent, Text, ToolCall, ToolResult, clean_text
@@ -75,3 +79,36 @@ def histories() -> st.SearchStrategy[tuple[tuple[str, ...], tuple[Message, ...]]
     return conversations("anthropic").map(
         lambda c: (tuple(clean_text(s) for s in c.system), c.history())
     )
+
+
+def check_round_trip(
+    drawn: tuple[tuple[str, ...], tuple[Message, ...]],
+    from_history: Callable[..., Any],
+    to_history: Callable[[Any], Any],
+    *,
+    arguments_as_text: bool,
+    merge_tool_messages: bool,
+) -> None:
+    """History → framework form → history gives back what the form holds, said in the notes.
+
+    ``to_history`` takes the :class:`~llmcore.adapters.Converted` value ``from_history`` made.
+    """
+    system, history = drawn
+    converted = from_history(history, system=system)
+    back = to_history(converted)
+    expected = held(
+        history, arguments_as_text=arguments_as_text, merge_tool_messages=merge_tool_messages
+    )
+    assert back.messages == expected
+    assert back.system == system
+    assert bool(converted.notes) == noted(history, arguments_as_text=arguments_as_text)
+    assert back.notes == ()
+
+
+def check_refused(
+    to_history: Callable[[Any], Any], messages: Any, error: type[Exception], location: str
+) -> None:
+    """Reading ``messages`` raises ``error`` whose location names the index and key."""
+    with pytest.raises(error) as caught:
+        to_history(messages)
+    assert getattr(caught.value, "location", None) == location

@@ -7,8 +7,10 @@ pydantic ``model_dump``, e.g. ``response.choices[0].message``) are read too.
 :func:`to_history` reads the list with the Chat importer of
 :mod:`llmcore.providers.openai_chat` (the one that ``llmcore import`` uses), so the same
 messages are accepted, refused (:class:`~llmcore.errors.UnsupportedContentError`) and noted
-(reasoning fields dropped, SPEC M4), with two differences for held lists: empty text parts are
-kept (so a history holding them comes back equal) and no request fields are needed. Errors name
+(reasoning fields dropped, SPEC M4), with three differences for held lists: empty text parts
+are kept (so a history holding them comes back equal), a tool message's ``name`` (which LiteLLM
+writes) is read as the tool name when no earlier call names it, and no request fields are
+needed. Errors name
 the JSON path of the list: ``$.messages[3].content[0]``.
 
 :func:`from_history` writes (the inverse, lossless for the four content cases, SPEC M2):
@@ -35,11 +37,13 @@ placeholder text and bytes that are not UTF-8 become U+FFFD (both noted). A tool
 from __future__ import annotations
 
 import base64
+import dataclasses
 from collections.abc import Iterable, Sequence
 from typing import Any, Final, assert_never
 
 from llmcore.adapters._common import Converted, History, Note, omitted_image_text, utf8_text
 from llmcore.messages import Image, Message, MessageContent, Text, ToolCall, ToolResult
+from llmcore.providers import _import_common as imp
 from llmcore.providers import openai_chat as chat
 
 __all__ = ["from_history", "to_history"]
@@ -48,12 +52,23 @@ _ROOT: Final = "$"
 
 
 class _Reader(chat._Importer):
-    """The Chat importer, keeping empty text parts (a held list is not a body to normalize)."""
+    """The Chat importer for held lists: empty text parts kept, a tool message's ``name`` read."""
 
     def content(self, content: Any, at: str) -> list[MessageContent]:
         if isinstance(content, list):
             return [self.part(part, f"{at}[{index}]") for index, part in enumerate(content)]
         return super().content(content, at)
+
+    def tool_result(self, obj: dict[str, Any], at: str) -> ToolResult:
+        if "name" not in obj:
+            return super().tool_result(obj, at)
+        name = obj["name"]
+        if not isinstance(name, str):
+            raise imp.bad("expected a string", f"{at}.name")
+        result = super().tool_result({k: v for k, v in obj.items() if k != "name"}, at)
+        if result.tool_name:
+            return result
+        return dataclasses.replace(result, tool_name=name)
 
 
 def _plain(item: Any) -> Any:

@@ -151,3 +151,24 @@ def test_consecutive_tool_messages_come_back_as_one():
 )
 def test_bad_input_raises_a_typed_error_naming_the_index_and_key(messages, error, location):
     check_refused(to_history, messages, error, location)
+
+
+def test_litellm_tool_messages_with_a_name_are_read():
+    messages = [
+        {"role": "user", "content": "go"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "name": "f", "content": "done"},
+        {"role": "tool", "tool_call_id": "elsewhere", "name": "g", "content": "x"},
+    ]
+    results = to_history(messages).messages[2].content
+    assert results == (
+        ToolResult(call_id="c1", tool_name="f", content=b"done"),
+        ToolResult(call_id="elsewhere", tool_name="g", content=b"x"),
+    )
+    check_refused(to_history, [{**messages[2], "name": 3}], RequestFileError, "$.messages[0].name")

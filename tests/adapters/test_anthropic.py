@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 from anthropic.types import TextBlock, ToolUseBlock
 
@@ -201,3 +203,9 @@ def test_a_tool_result_after_user_text_in_one_message_is_split():
 )
 def test_bad_input_raises_a_typed_error_naming_the_index_and_key(messages, error, location):
     check_refused(to_history, messages, error, location)
+
+
+def test_a_copied_tool_input_keeps_its_bytes():
+    copied = copy.deepcopy(ToolInput(b'{ "a" : [1, 2.50] }'))
+    assert isinstance(copied, ToolInput) and copied.raw == b'{ "a" : [1, 2.50] }'
+    assert copied.unchanged()

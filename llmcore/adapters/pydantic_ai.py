@@ -17,7 +17,8 @@ message, each user prompt one ``user`` message):
   ``denied`` and ``interrupted`` ordinary ones, as pydantic-ai sends them; files in a return are
   refused (a result is bytes; an image goes in the next user message, SPEC M2);
 * ``RetryFeedbackPart`` (a retry answering no tool call) → a user text of what the model is
-  shown, with a note;
+  shown, with a note; a hand-built deprecated ``RetryPromptPart`` → an error result (its
+  ``content``; validation errors as JSON) when it names a tool, else user text, with a note;
 * ``TextPart`` → text; ``ToolCallPart`` → a tool call whose arguments are ``args`` exactly when
   it is a ``str`` (the bytes the model produced, SPEC M2); a ``dict`` becomes compact JSON in its
   own key order (llmcore's byte writer: ``,`` and ``:`` separators, non-ASCII as is); ``None``
@@ -26,9 +27,9 @@ message, each user prompt one ``user`` message):
   with a note (SPEC M4), as are ``ModelRequest.instructions`` (pydantic-ai renders them again on
   every run) and message metadata (timestamps, usage, provider ids and details).
 
-Any other part (speech, compaction, instruction and capability state, deprecated
-``RetryPromptPart``) raises :class:`~llmcore.errors.UnsupportedContentError` naming
-``messages[i].parts[j]`` and its ``part_kind``; a value that is not a message raises
+Any other part (speech, compaction, instruction and capability state) raises
+:class:`~llmcore.errors.UnsupportedContentError` naming ``messages[i].parts[j]`` and its
+``part_kind``; a value that is not a message raises
 :class:`~llmcore.errors.RequestFileError`.
 
 :func:`from_history` writes the inverse: the system prompt as ``SystemPromptPart`` s opening the
@@ -112,6 +113,9 @@ class _Reader(imp.Importer):
             if isinstance(part, pm.ToolReturnPart):
                 results.append(self.tool_result(part, where))
                 continue
+            if isinstance(part, pm.RetryPromptPart) and part.tool_name is not None:
+                results.append(self.legacy_retry(part, where))
+                continue
             if results:
                 self.out.append(imp.make_message("tool", tuple(results), where))
                 results = []
@@ -126,7 +130,7 @@ class _Reader(imp.Importer):
             self.system_blocks.append(part.content)
         elif isinstance(part, pm.UserPromptPart):
             self.out.append(imp.make_message("user", self.user_content(part, at), at))
-        elif isinstance(part, pm.RetryFeedbackPart):
+        elif isinstance(part, pm.RetryFeedbackPart | pm.RetryPromptPart):
             self.note(f"{at}: retry feedback sent as user text")
             self.out.append(imp.make_message("user", (Text(text=part.model_response()),), at))
         else:
@@ -175,6 +179,17 @@ class _Reader(imp.Importer):
             tool_name=part.tool_name,
             content=imp.text_bytes(text),
             is_error=part.outcome in pm.ERROR_OUTCOMES,
+        )
+
+    def legacy_retry(self, part: pm.RetryPromptPart, at: str) -> ToolResult:
+        content = part.content
+        text = content if isinstance(content, str) else imp.json_text(content, f"{at}.content")
+        self.note(f"{at}: a deprecated RetryPromptPart read as an error result")
+        return ToolResult(
+            call_id=part.tool_call_id,
+            tool_name=str(part.tool_name),
+            content=imp.text_bytes(text),
+            is_error=True,
         )
 
     def response(self, message: pm.ModelResponse, at: str) -> None:

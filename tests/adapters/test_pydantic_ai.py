@@ -243,3 +243,23 @@ def test_importing_llmcore_does_not_import_pydantic_ai():
     code = "import sys, llmcore, llmcore.adapters; print('pydantic_ai' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+@pytest.mark.filterwarnings("ignore:`RetryPromptPart` is deprecated")
+def test_a_hand_built_legacy_retry_prompt_is_an_error_result():
+    from pydantic_ai.messages import RetryPromptPart
+
+    messages = [
+        ModelRequest(parts=[UserPromptPart(content="go")]),
+        ModelResponse(parts=[ToolCallPart(tool_name="f", args='{"n": "x"}', tool_call_id="c")]),
+        ModelRequest(
+            parts=[RetryPromptPart(content="n must be a number", tool_name="f", tool_call_id="c")]
+        ),
+    ]
+    result = to_history(messages)
+    assert result.messages[2] == Message.tool(
+        ToolResult(call_id="c", tool_name="f", content=b"n must be a number", is_error=True)
+    )
+    assert result.notes == (
+        "messages[2].parts[0]: a deprecated RetryPromptPart read as an error result",
+    )

@@ -75,7 +75,7 @@ def utf8_text(data: bytes, where: str, note: Note) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
-        note(f"{where}: bytes that are not UTF-8 were sent as U+FFFD (a str cannot hold them)")
+        note(f"{where}: bytes that are not UTF-8 were written as U+FFFD (a str cannot hold them)")
         return data.decode("utf-8", "replace")
 
 

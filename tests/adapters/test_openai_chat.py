@@ -101,7 +101,7 @@ def test_what_the_chat_form_cannot_hold_is_noted():
     assert converted.messages[1]["tool_calls"][0]["function"]["arguments"] == "\ufffd{}"
     assert converted.notes == (
         "messages[0].content[0]: an omitted image (image/png) became its text",
-        "messages[1].content[0].arguments: bytes that are not UTF-8 were sent as U+FFFD (a str cannot hold them)",
+        "messages[1].content[0].arguments: bytes that are not UTF-8 were written as U+FFFD (a str cannot hold them)",
         "messages[1].content[1]: text after a tool call moved before the calls",
     )
 

@@ -22,6 +22,7 @@ __all__ = [
     "MissingDependencyError",
     "Note",
     "omitted_image_text",
+    "plain",
     "utf8_text",
 ]
 
@@ -68,6 +69,24 @@ class Converted(Generic[M]):
 
 class MissingDependencyError(UserError):
     """An adapter's optional dependency is not installed (install the named extra)."""
+
+
+def plain(item: Any, nested: tuple[str, ...]) -> Any:
+    """Return ``item`` as plain JSON values where it is an SDK object (a pydantic ``model_dump``).
+
+    A dict is kept, with the SDK objects in its ``nested`` list keys (e.g. ``content`` blocks,
+    ``tool_calls``) dumped; ``None`` fields of a dumped object are left out.
+    """
+    dump = getattr(item, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json", exclude_none=True)
+    if isinstance(item, dict) and any(isinstance(item.get(key), list) for key in nested):
+        out = dict(item)
+        for key in nested:
+            if isinstance(out.get(key), list):
+                out[key] = [plain(value, ()) for value in out[key]]
+        return out
+    return item
 
 
 def utf8_text(data: bytes, where: str, note: Note) -> str:

@@ -36,7 +36,14 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any, Final, assert_never
 
-from llmcore.adapters._common import Converted, History, Note, omitted_image_text, utf8_text
+from llmcore.adapters._common import (
+    Converted,
+    History,
+    Note,
+    omitted_image_text,
+    plain,
+    utf8_text,
+)
 from llmcore.messages import Image, Message, MessageContent, Text, ToolCall, ToolResult
 from llmcore.providers import anthropic as messages_api
 from llmcore.providers.base import arguments_json
@@ -44,6 +51,7 @@ from llmcore.providers.base import arguments_json
 __all__ = ["ToolInput", "from_history", "to_history"]
 
 _ROOT: Final = "$"
+_NESTED: Final = ("content",)
 
 
 class ToolInput(dict[str, Any]):
@@ -77,15 +85,6 @@ class _Reader(messages_api._Importer):
         return part
 
 
-def _plain(item: Any) -> Any:
-    dump = getattr(item, "model_dump", None)
-    if callable(dump):
-        return dump(mode="json", exclude_none=True)
-    if isinstance(item, dict) and isinstance(item.get("content"), list):
-        return {**item, "content": [_plain(block) for block in item["content"]]}
-    return item
-
-
 def to_history(messages: Iterable[Any], *, system: str | Iterable[Any] | None = None) -> History:
     """Read an Anthropic ``MessageParam`` list and ``system`` parameter into llmcore's history.
 
@@ -101,9 +100,11 @@ def to_history(messages: Iterable[Any], *, system: str | Iterable[Any] | None = 
         UnsupportedContentError: Content outside the four cases (documents, server tools, URL
             images, a ``system`` role inside the conversation, …).
     """
-    body: dict[str, Any] = {"messages": [_plain(item) for item in messages]}
+    body: dict[str, Any] = {"messages": [plain(item, _NESTED) for item in messages]}
     if system is not None:
-        body["system"] = system if isinstance(system, str) else [_plain(b) for b in system]
+        body["system"] = (
+            system if isinstance(system, str) else [plain(block, ()) for block in system]
+        )
     reader = _Reader()
     blocks = reader.system(body, _ROOT)
     history = tuple(reader.messages(body, _ROOT))

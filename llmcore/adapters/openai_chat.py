@@ -41,7 +41,14 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from typing import Any, Final, assert_never
 
-from llmcore.adapters._common import Converted, History, Note, omitted_image_text, utf8_text
+from llmcore.adapters._common import (
+    Converted,
+    History,
+    Note,
+    omitted_image_text,
+    plain,
+    utf8_text,
+)
 from llmcore.messages import Image, Message, MessageContent, Text, ToolCall, ToolResult
 from llmcore.providers import _import_common as imp
 from llmcore.providers import openai_chat as chat
@@ -49,6 +56,7 @@ from llmcore.providers import openai_chat as chat
 __all__ = ["from_history", "to_history"]
 
 _ROOT: Final = "$"
+_NESTED: Final = ("content", "tool_calls")
 
 
 class _Reader(chat._Importer):
@@ -71,11 +79,6 @@ class _Reader(chat._Importer):
         return dataclasses.replace(result, tool_name=name)
 
 
-def _plain(item: Any) -> Any:
-    dump = getattr(item, "model_dump", None)
-    return dump(mode="json", exclude_none=True) if callable(dump) else item
-
-
 def to_history(messages: Iterable[Any]) -> History:
     """Read an OpenAI Chat message list into llmcore's history.
 
@@ -91,7 +94,7 @@ def to_history(messages: Iterable[Any]) -> History:
         UnsupportedContentError: Content outside the four cases (audio, files, URL images,
             legacy function calls, a system message after the conversation started, …).
     """
-    body = {"messages": [_plain(item) for item in messages]}
+    body = {"messages": [plain(item, _NESTED) for item in messages]}
     reader = _Reader()
     system = reader.system(body, _ROOT)
     history = tuple(reader.messages(body, _ROOT))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from openai.types.chat import ChatCompletionMessage
+from openai.types.chat import ChatCompletionMessage, ChatCompletionMessageFunctionToolCall
 
 from llmcore.adapters.openai_chat import from_history, to_history
 from llmcore.errors import RequestFileError, UnsupportedContentError
@@ -88,6 +88,12 @@ def test_sdk_message_objects_are_read():
     assert result.messages[1] == Message.assistant(
         ToolCall(id="c1", name="f", arguments=b'{"a":1}')
     )
+    call = ChatCompletionMessageFunctionToolCall.model_validate(
+        {"id": "c2", "type": "function", "function": {"name": "g", "arguments": "{ }"}}
+    )
+    mixed = {"role": "assistant", "content": "x", "tool_calls": [call]}
+    read = to_history([{"role": "user", "content": "go"}, mixed]).messages[1]
+    assert read == Message.assistant("x", ToolCall(id="c2", name="g", arguments=b"{ }"))
 
 
 def test_what_the_chat_form_cannot_hold_is_noted():

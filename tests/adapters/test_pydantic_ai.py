@@ -263,3 +263,12 @@ def test_a_hand_built_legacy_retry_prompt_is_an_error_result():
     assert result.notes == (
         "messages[2].parts[0]: a deprecated RetryPromptPart read as an error result",
     )
+
+
+def test_written_messages_survive_pydantic_ais_own_serialization():
+    from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+    history = to_history(_agent_run()).messages
+    written = from_history(history, system=("Be brief.",)).messages
+    reloaded = ModelMessagesTypeAdapter.validate_json(ModelMessagesTypeAdapter.dump_json(written))
+    assert to_history(reloaded).messages == history

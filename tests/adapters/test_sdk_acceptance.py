@@ -84,7 +84,7 @@ def test_openai_chat_messages_are_sent_by_the_sdk_and_accepted(emulator):
             api_key="test", base_url=emulator.openai_base_url, http_client=http, max_retries=0
         )
         reply = client.chat.completions.create(
-            model="gpt-4o",
+            model="gpt-5.4-mini",
             messages=converted.messages,
             tools=[{"type": "function", "function": {"name": "get_weather", "parameters": SCHEMA}}],
         )

@@ -476,10 +476,17 @@ def audit_bodies(
         ``llmcore bench`` is :attr:`AuditReport.theoretical_hit_rate`.
 
     Raises:
-        AuditInputError: A body is not UTF-8 JSON of a known request shape (names its source).
+        AuditInputError: A body is not UTF-8 JSON of a known request shape (names its source);
+            a :attr:`~AuditInput.skippable` one is listed in the report's ``skipped`` instead.
         UnknownProviderError: ``provider`` is not a known name.
     """
     auditor = Auditor(provider, group)
+    passed_over = list(skipped)
     for body in bodies:
-        auditor.add(body)
-    return auditor.report(skipped)
+        try:
+            auditor.add(body)
+        except AuditInputError as exc:
+            if not (isinstance(body, AuditInput) and body.skippable):
+                raise
+            passed_over.append(f"{exc.location}: {exc.message}")
+    return auditor.report(passed_over)

@@ -412,7 +412,7 @@ def _cassette(path: Path, data: bytes, skipped: list[str], strict: bool = True) 
             skipped.append(f"{where}: {got}")
         else:  # errors found while auditing the body name the line too
             got = _recorded(got, interaction, str(path), index)
-            out.append(replace(got, location=where.replace(str(path), at, 1)))
+            out.append(replace(got, location=where.replace(str(path), at, 1), skippable=not strict))
     return out
 
 

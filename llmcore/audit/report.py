@@ -112,6 +112,10 @@ class AuditInput:
     """The request URI as recorded (cassettes), or ``None``; when set, its path decides the
     wire shape (:func:`llmcore.audit._shape.shape_from_uri`) and, for Gemini and Bedrock, the
     model when the body names none."""
+    skippable: bool = False
+    """``True`` for a cassette's body found by walking a folder: a body the auditor cannot
+    read (recorders truncate some) is then listed in :attr:`AuditReport.skipped` with the
+    reason instead of failing the run (``--strict`` still exits 2)."""
     key_order_recorded: bool = True
     """``False`` when the body was stored as a parsed mapping (pydantic-ai's ``parsed_body``)
     and written back as JSON here: its key order and bytes are not the ones sent, so a key-order

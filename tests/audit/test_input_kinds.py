@@ -292,3 +292,21 @@ def test_the_strict_option_reaches_the_command_line(tmp_path: Path):
     assert strict.exit_code == EXIT_INPUT
     assert strict.stderr.startswith("llmcore: --strict: 1 input skipped")
     assert "--strict" in runner.invoke(app, ["audit", "--help"]).stdout
+
+
+def test_a_truncated_body_in_a_folder_is_listed_and_refused_by_name(tmp_path: Path):
+    good = _good(tmp_path, "b_good.yaml")
+    cut = tmp_path / "a_cut.yaml"
+    cut.write_text(_cassette([b'{"model": "claude-sonnet-4-6", "messages": [{"role": "us']))
+    report = audit_paths([tmp_path])
+    assert [r.source for r in report.requests] == [
+        f"{good}: interactions[0]",
+        f"{good}: interactions[1]",
+    ]
+    assert len(report.skipped) == 1
+    assert report.skipped[0].startswith(f"{cut}:2: interactions[0]: ")
+    code, out, err = _run([tmp_path], strict=True)
+    assert code == EXIT_INPUT and "2 requests in 1 conversation" in out
+    assert err.startswith(f"llmcore: --strict: 1 input skipped (first: {cut}:2: interactions[0]")
+    code, out, err = _run([cut])
+    assert (code, out) == (EXIT_INPUT, "") and err.startswith(f"llmcore: {cut}:2: interactions[0]")

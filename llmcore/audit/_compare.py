@@ -475,7 +475,9 @@ def continuation(p: Prepared, c: Prepared) -> Change:
     """Check a Responses request that continues ``p``'s response (``previous_response_id``).
 
     The server holds ``p``'s input and output; ``c`` carries only the appended input items, so
-    only its tools and instructions are compared with ``p``'s. Returns a break there, else
+    only its tools and instructions are compared with ``p``'s, and its appended items are
+    checked for a re-send of ``p``'s input (no break, since the server's prefix is unchanged,
+    but the detail names the items counted twice). Returns a break there, else
     :attr:`Verdict.CONTINUATION`.
     """
     broken, allowed = _frame_change(p, c)
@@ -484,6 +486,17 @@ def continuation(p: Prepared, c: Prepared) -> Change:
     key = _shape.history_key(c.provider)
     starts = c.body.starts.get(key)
     appended = len(c.hist)
+    resent = 0
+    for x, y in zip(p.hist, c.hist, strict=False):
+        if not (x is y or x.norm == y.norm):
+            break
+        resent += 1
+    again = (
+        f"; it re-sends {resent} of request {p.index}'s input items, which the server already"
+        " holds (they are counted twice)"
+        if resent
+        else ""
+    )
     own = Change(
         verdict=Verdict.CONTINUATION,
         changes=(Verdict.CONTINUATION,),
@@ -491,7 +504,7 @@ def continuation(p: Prepared, c: Prepared) -> Change:
         path=f"{key}[0]" if starts else key,
         detail=(
             f"server-side continuation of request {p.index}'s response: "
-            f"{appended} appended input item{'s' if appended != 1 else ''}"
+            f"{appended} appended input item{'s' if appended != 1 else ''}{again}"
         ),
         lost_bytes=0,
     )

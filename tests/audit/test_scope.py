@@ -292,3 +292,23 @@ def test_group_file_never_joins_requests_of_different_files(plan, group):
         if rec.compared_with is not None:
             assert report.requests[rec.compared_with].file == rec.file
     assert all(len(files) == 1 for files in files_of.values())
+
+
+def test_a_continuation_that_re_sends_the_held_input_says_so(tmp_path: Path):
+    user = {"role": "user", "content": "Weather in Paris?"}
+    follow = {"role": "user", "content": "And tomorrow?"}
+    path = cas.write(
+        tmp_path / "r.yaml",
+        [
+            cas.interaction(_responses_body([user]), "openai-responses", _response("resp_1")),
+            cas.interaction(
+                _responses_body([user, follow], previous_response_id="resp_1"), "openai-responses"
+            ),
+        ],
+    )
+    r = audit_paths([path]).requests[1]
+    assert r.verdict is Verdict.CONTINUATION
+    assert r.detail == (
+        "server-side continuation of request 0's response: 2 appended input items; it re-sends"
+        " 1 of request 0's input items, which the server already holds (they are counted twice)"
+    )

@@ -86,6 +86,16 @@ def need_list(obj: dict[str, Any], key: str, at: str) -> list[Any]:
     return value
 
 
+def tool_list(body: dict[str, Any], at: str) -> list[Any]:
+    """Return the body's ``tools`` array (empty when absent), else raise naming ``at.tools``."""
+    raw = body.get("tools")
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise bad("expected an array", f"{at}.tools")
+    return raw
+
+
 def need_str(obj: dict[str, Any], key: str, at: str) -> str:
     """Return ``obj[key]`` if it is a string, else raise naming ``at.key`` (and a missing key)."""
     _missing(obj, key, at)

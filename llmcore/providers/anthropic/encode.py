@@ -42,7 +42,6 @@ API reference.
 
 from __future__ import annotations
 
-import base64
 import re
 from collections.abc import Hashable
 from typing import Any, Final, assert_never
@@ -56,10 +55,12 @@ from llmcore.providers.base import (
     Carry,
     EncodeCache,
     arguments_json,
-    breakpoint_messages,
+    base64_text,
+    breakpoint_options,
     check_request,
-    encode_messages,
+    encode_history,
     rewrite_id,
+    wire_array,
 )
 from llmcore.request import CacheTtl, Request, ToolChoiceName
 
@@ -102,7 +103,7 @@ def _block(part: MessageContent) -> dict[str, Any] | None:
         case Text(text=text):
             return {"type": "text", "text": text} if text else None
         case Image(data=data, mime_type=mime):
-            source = {"type": "base64", "media_type": mime, "data": _b64(data)}
+            source = {"type": "base64", "media_type": mime, "data": base64_text(data)}
             return {"type": "image", "source": source}
         case ToolCall(id=call_id, name=name, arguments=arguments):
             return {
@@ -114,16 +115,12 @@ def _block(part: MessageContent) -> dict[str, Any] | None:
         case ToolResult(call_id=call_id, content=content, is_error=is_error):
             block: dict[str, Any] = {"type": "tool_result", "tool_use_id": wire_id(call_id)}
             if content:
-                block["content"] = content.decode("utf-8", "replace")
+                block["content"] = jsonbytes.Utf8(content)
             if is_error:
                 block["is_error"] = True
             return block
         case _:
             assert_never(part)
-
-
-def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
 
 
 def _encode_message(index: int, message: Message, option: Hashable) -> bytes:
@@ -133,7 +130,7 @@ def _encode_message(index: int, message: Message, option: Hashable) -> bytes:
         blocks[-1]["cache_control"] = breakpoint_dict(ttl)
     role = "user" if message.role == "tool" else message.role
     head = [jsonbytes.Raw(text) for text in carried]
-    return jsonbytes.dumps({"role": role, "content": head + blocks})
+    return jsonbytes.dumps_items([{"role": role, "content": head + blocks}])
 
 
 def breakpoint_dict(ttl: Hashable) -> dict[str, str]:
@@ -141,16 +138,11 @@ def breakpoint_dict(ttl: Hashable) -> dict[str, str]:
     return cache_control("1h" if ttl == "1h" else "5m")
 
 
-def _message_options(request: Request, carry: Carry | None) -> list[Hashable]:
-    options: list[Hashable] = [None] * len(request.messages)
-    if request.params.cache_mode == "breakpoints":
-        newest, previous = breakpoint_messages(request.messages)
-        for index in (newest, previous):
-            if index is not None:
-                options[index] = request.params.cache_ttl
+def _message_options(request: Request, carry: Carry | None) -> dict[int, Hashable]:
+    options = breakpoint_options(request) if request.params.cache_mode == "breakpoints" else {}
     for index, texts in (carry or {}).items():
-        if 0 <= index < len(options) and texts:
-            options[index] = (options[index], tuple(texts))
+        if 0 <= index < len(request.messages) and texts:
+            options[index] = (options.get(index), tuple(texts))
     return options
 
 
@@ -219,10 +211,10 @@ def build_body(
     request: Request, *, cache: EncodeCache | None = None, carry: Carry | None = None
 ) -> bytes:
     """Return the body bytes for ``request`` (the provider class documents it)."""
-    check_request(request)
+    check_request(request, cache)
     body = _head(request)
     options = _message_options(request, carry)
-    texts = encode_messages(request.messages, options, _encode_message, cache)
-    body["messages"] = jsonbytes.RawArray(texts)
+    pieces = encode_history(request.messages, options, _encode_message, cache)
+    body["messages"] = wire_array(pieces)
     _tail(request, body)
     return jsonbytes.dumps(body)

@@ -61,7 +61,6 @@ https://platform.openai.com/docs/guides/prompt-caching.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Hashable
 from typing import Any, Final, assert_never
 
@@ -74,8 +73,10 @@ from llmcore.providers.base import (
     EncodeCache,
     arguments_json,
     check_request,
-    encode_messages,
+    data_url,
+    encode_history,
     rewrite_id,
+    wire_array,
 )
 from llmcore.request import Request, ToolChoiceName
 
@@ -110,15 +111,14 @@ def tool_arguments(arguments: bytes) -> str:
     return arguments_json(arguments)
 
 
-def _text_part(text: str) -> dict[str, Any]:
+def _text_part(text: str | jsonbytes.Utf8) -> dict[str, Any]:
     return {"type": "text", "text": text}
 
 
 def _content_part(part: Text | Image) -> dict[str, Any] | None:
     if isinstance(part, Text):
         return _text_part(part.text) if part.text else None
-    url = f"data:{part.mime_type};base64,{base64.b64encode(part.data).decode('ascii')}"
-    return {"type": "image_url", "image_url": {"url": url}}
+    return {"type": "image_url", "image_url": {"url": data_url(part)}}
 
 
 def _tool_call(call: ToolCall) -> dict[str, Any]:
@@ -127,10 +127,9 @@ def _tool_call(call: ToolCall) -> dict[str, Any]:
 
 
 def _tool_message(result: ToolResult) -> dict[str, Any]:
-    text = result.content.decode("utf-8", "replace")
     parts = [_text_part(TOOL_ERROR_TEXT)] if result.is_error else []
-    if text:
-        parts.append(_text_part(text))
+    if result.content:
+        parts.append(_text_part(jsonbytes.Utf8(result.content)))
     content: list[dict[str, Any]] | str = parts if parts else ""
     return {"role": "tool", "tool_call_id": wire_id(result.call_id), "content": content}
 
@@ -171,8 +170,12 @@ def wire_messages(message: Message) -> list[dict[str, Any]]:
 
 
 def join_wire(wire: list[dict[str, Any]]) -> bytes:
-    """Return wire messages as the comma-joined JSON bytes that go inside ``messages``."""
-    return b",".join(jsonbytes.dumps(item) for item in wire)
+    """Return wire messages as the piece that goes inside ``messages``.
+
+    Each one's JSON bytes, preceded by a comma (:func:`~llmcore.providers.history.wire_array`
+    cuts the first).
+    """
+    return jsonbytes.dumps_items(wire)
 
 
 def _encode_message(index: int, message: Message, option: Hashable) -> bytes:
@@ -216,14 +219,14 @@ def body_fields(
     Args:
         request: The neutral request.
         system: The leading system message (see :func:`system_message`), or ``None``.
-        texts: Each history message's wire bytes (see :func:`join_wire`), in order.
+        texts: Each history message's piece (see :func:`join_wire`), in order.
     """
     params = request.params
     body: dict[str, Any] = {"model": request.model}
     if params.max_tokens is not None:
         body["max_completion_tokens"] = params.max_tokens
-    head = [jsonbytes.dumps(system)] if system is not None else []
-    body["messages"] = jsonbytes.RawArray(head + texts)
+    head = [jsonbytes.dumps_items([system])] if system is not None else []
+    body["messages"] = wire_array(head + texts)
     tools = _tools(request)
     if tools:
         body["tools"] = tools
@@ -240,9 +243,8 @@ def build_body(
     request: Request, *, cache: EncodeCache | None = None, carry: Carry | None = None
 ) -> bytes:
     """Return the body bytes for ``request`` (the provider class documents it)."""
-    check_request(request)
-    options: list[Hashable] = [None] * len(request.messages)
-    texts = encode_messages(request.messages, options, _encode_message, cache)
+    check_request(request, cache)
+    texts = encode_history(request.messages, {}, _encode_message, cache)
     body = body_fields(request, system_message(request), texts)
     imp.put_extra(body, request.params)
     return jsonbytes.dumps(body)

@@ -75,7 +75,6 @@ package's ``types/responses`` TypedDicts.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Hashable
 from typing import Any, Final, assert_never
 
@@ -88,8 +87,10 @@ from llmcore.providers.base import (
     EncodeCache,
     arguments_json,
     check_request,
-    encode_messages,
+    data_url,
+    encode_history,
     rewrite_id,
+    wire_array,
 )
 from llmcore.request import Params, Request, ToolChoiceName
 
@@ -132,17 +133,12 @@ def arguments_text(arguments: bytes) -> str:
     return arguments_json(arguments, replace_invalid_utf8=True)
 
 
-def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
-
-
 def _user_part(part: MessageContent) -> dict[str, Any] | None:
     match part:
         case Text(text=text):
             return {"type": "input_text", "text": text} if text else None
-        case Image(data=data, mime_type=mime):
-            url = f"data:{mime};base64,{_b64(data)}"
-            return {"type": "input_image", "image_url": url, "detail": "auto"}
+        case Image():
+            return {"type": "input_image", "image_url": data_url(part), "detail": "auto"}
         case ToolCall() | ToolResult():
             raise InvalidRequestError(f"a user message cannot hold a {part.type} case")
         case _:
@@ -172,7 +168,7 @@ def _result_item(part: MessageContent) -> dict[str, Any]:
     return {
         "type": "function_call_output",
         "call_id": wire_id(part.call_id),
-        "output": part.content.decode("utf-8", "replace"),
+        "output": jsonbytes.Utf8(part.content),
     }
 
 
@@ -188,14 +184,15 @@ def _items(message: Message) -> list[dict[str, Any]]:
 
 def _encode_message(index: int, message: Message, option: Hashable) -> bytes:
     if isinstance(option, tuple) and option:
-        return ",".join(str(text) for text in option).encode("utf-8")
-    return b",".join(jsonbytes.dumps(item) for item in _items(message))
+        carried = ",".join(str(text) for text in option).encode("utf-8")
+        return b"," + carried if carried else b""
+    return jsonbytes.dumps_items(_items(message))
 
 
-def _message_options(request: Request, carry: Carry | None) -> list[Hashable]:
-    options: list[Hashable] = [None] * len(request.messages)
+def _message_options(request: Request, carry: Carry | None) -> dict[int, Hashable]:
+    options: dict[int, Hashable] = {}
     for index, texts in (carry or {}).items():
-        if 0 <= index < len(options) and texts:
+        if 0 <= index < len(request.messages) and texts:
             options[index] = tuple(texts)
     return options
 
@@ -258,11 +255,11 @@ def build_body(
     request: Request, *, cache: EncodeCache | None = None, carry: Carry | None = None
 ) -> bytes:
     """Return the body bytes for ``request`` (the provider class documents it)."""
-    check_request(request)
+    check_request(request, cache)
     _check_params(request.params)
     body = _head(request)
     options = _message_options(request, carry)
-    texts = encode_messages(request.messages, options, _encode_message, cache)
-    body["input"] = jsonbytes.RawArray(texts)
+    pieces = encode_history(request.messages, options, _encode_message, cache)
+    body["input"] = wire_array(pieces)
     _tail(request, body)
     return jsonbytes.dumps(body)

@@ -131,39 +131,55 @@ class Utf8:
 
     Args:
         data: The text's bytes (tool results, base64 image data).
+        plain: The caller vouches that ``data`` is ASCII with nothing to escape (base64 text),
+            so it is not scanned.
     """
 
-    __slots__ = ("data",)
+    __slots__ = ("data", "plain")
 
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes, *, plain: bool = False) -> None:
         self.data = data
+        self.plain = plain
 
     def __repr__(self) -> str:
         return f"Utf8({self.data!r})"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Utf8) and other.data == self.data
+        return isinstance(other, Utf8) and other.data == self.data  # ``plain`` is a hint only
 
     def __hash__(self) -> int:
         return hash(self.data)
 
 
-_ESCAPED_BYTES: Final = bytes(range(0x20)) + b'"\\'
+_ESCAPED: Final = bytes(range(0x20)) + b'"\\'
 """The bytes :func:`encode_str` escapes (``"``, backslash, and C0 controls); nothing else is."""
+_NOT_ESCAPED: Final = bytes(b for b in range(256) if b not in _ESCAPED)
+_ESCAPES: Final[dict[int, bytes]] = {
+    byte: encode_basestring(chr(byte))[1:-1].encode("ascii") for byte in _ESCAPED
+}
+"""Each escaped byte's escape, taken from :func:`encode_str` itself (``\\n``, ``\\u001f``)."""
 
 
-def _utf8_literal(data: bytes) -> bytes | str:
-    """Return the JSON string literal of UTF-8 ``data``: bytes when copied as is, else text."""
-    if len(data.translate(None, _ESCAPED_BYTES)) == len(data):
-        if data.isascii():
-            return b'"' + data + b'"'
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError:
-            pass
-        else:
-            return b'"' + data + b'"'
-    return _encode_basestring(data.decode("utf-8", "replace"))
+def _utf8_literal(value: Utf8) -> list[bytes]:
+    """Return the JSON string literal of ``value`` as pieces: quote, escaped bytes, quote.
+
+    The bytes are those :func:`encode_str` gives for ``value.data.decode("utf-8", "replace")``,
+    encoded as UTF-8: escaped bytes are ASCII and never occur inside a multi-byte sequence, so
+    escaping byte by byte is escaping character by character. Each escaped byte that occurs is
+    replaced in one C pass (the backslash first, so no escape is escaped again).
+    """
+    data = value.data
+    if not value.plain:
+        if not data.isascii():
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError:
+                data = data.decode("utf-8", "replace").encode("utf-8")
+        found = data.translate(None, _NOT_ESCAPED)
+        if found:
+            for byte in sorted(set(found), key=lambda b: b != 0x5C):
+                data = data.replace(bytes((byte,)), _ESCAPES[byte])
+    return [b'"', data, b'"']
 
 
 def encode_str(value: str) -> str:
@@ -247,7 +263,7 @@ def _write_other(value: Any, out: list[Any]) -> None:
         out.append(value.pieces)
         out.append("]")
     elif isinstance(value, Utf8):
-        out.append(_utf8_literal(value.data))
+        out.append(_utf8_literal(value))
     else:
         out.append(_scalar(value))
 
@@ -629,14 +645,26 @@ _FLOATS: Final[dict[tuple[bool, bool], Any]] = {
 }
 
 
-def _parse(text: str, finite: bool, hook: Any, exact: bool = False) -> Any:
-    try:
-        return json.loads(
-            text,
+_DECODERS: Final[dict[tuple[bool, Any, bool], json.JSONDecoder]] = {}
+"""One decoder per configuration, made once (``json.loads`` with hooks makes one per call)."""
+
+
+def _decoder(finite: bool, hook: Any, exact: bool) -> json.JSONDecoder:
+    key = (finite, hook, exact)
+    decoder = _DECODERS.get(key)
+    if decoder is None:
+        decoder = json.JSONDecoder(
             parse_constant=_refuse_constant,
             parse_float=_FLOATS[finite, exact],
             object_pairs_hook=hook,
         )
+        _DECODERS[key] = decoder
+    return decoder
+
+
+def _parse(text: str, finite: bool, hook: Any, exact: bool = False) -> Any:
+    try:
+        return _decoder(finite, hook, exact).decode(text)
     except ValueError as exc:
         message = long_integer(exc)
         if message is None:

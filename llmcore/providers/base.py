@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import re
 from collections.abc import Callable, Hashable, Mapping
@@ -322,15 +321,15 @@ def breakpoint_options(request: Request) -> dict[int, Hashable]:
     return {i: ttl for i in breakpoint_messages(request.messages) if i is not None}
 
 
-def base64_text(data: bytes) -> jsonbytes.Utf8:
-    """Return the base64 text of image bytes, as a string value the writer copies as is."""
-    return jsonbytes.Utf8(base64.b64encode(data))
+def base64_text(image: Image) -> jsonbytes.Utf8:
+    """Return the base64 text of an image, as a string value the writer copies as is."""
+    return jsonbytes.Utf8(image.base64, plain=True)
 
 
 def data_url(image: Image) -> jsonbytes.Utf8:
     """Return ``data:<mime>;base64,<data>`` for an image (OpenAI ``image_url``)."""
     head = f"data:{image.mime_type};base64,".encode()
-    return jsonbytes.Utf8(head + base64.b64encode(image.data))
+    return jsonbytes.Utf8(head + image.base64)  # the mime type may need escaping
 
 
 def arguments_json(arguments: bytes, *, replace_invalid_utf8: bool = False) -> str:

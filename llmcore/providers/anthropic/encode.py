@@ -102,8 +102,8 @@ def _block(part: MessageContent) -> dict[str, Any] | None:
     match part:
         case Text(text=text):
             return {"type": "text", "text": text} if text else None
-        case Image(data=data, mime_type=mime):
-            source = {"type": "base64", "media_type": mime, "data": base64_text(data)}
+        case Image(mime_type=mime):
+            source = {"type": "base64", "media_type": mime, "data": base64_text(part)}
             return {"type": "image", "source": source}
         case ToolCall(id=call_id, name=name, arguments=arguments):
             return {

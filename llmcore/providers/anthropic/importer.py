@@ -100,11 +100,7 @@ class _Importer(imp.Importer):
         return tuple(tools)
 
     def params(self, body: dict[str, Any], at: str) -> Params:
-        choice = body.get("tool_choice")
-        tool_choice = _import_choice(choice)
-        extra = imp.extra_fields(body, _MODELED, at)
-        if choice is not None and tool_choice is None:
-            extra.append(("tool_choice", imp.json_text(choice, f"{at}.tool_choice")))
+        tool_choice, extra = imp.choice_and_extra(body, _MODELED, at, _import_choice)
         return imp.make_params(
             body,
             at,

@@ -266,11 +266,7 @@ class _Importer(imp.Importer):
             raise imp.bad("expected a boolean", f"{at}.store")
         if store is True:
             self.note(f"{at}.store: store: true sent as false (llmcore replays statelessly)")
-        choice = body.get("tool_choice")
-        tool_choice = _import_choice(choice)
-        extra = imp.extra_fields(body, _MODELED, at)
-        if choice is not None and tool_choice is None:
-            extra.append(("tool_choice", imp.json_text(choice, f"{at}.tool_choice")))
+        tool_choice, extra = imp.choice_and_extra(body, _MODELED, at, _import_choice)
         return imp.make_params(
             body,
             at,

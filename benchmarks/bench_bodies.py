@@ -32,6 +32,7 @@ import statistics
 import time
 import warnings
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -180,24 +181,22 @@ def reopened(messages: list[Message]) -> list[Message]:
     return [Message(role=m.role, content=tuple(fresh(p) for p in m.content)) for m in messages]
 
 
-def cold_ms(p: Any, provider: str, messages: list[Message], reps: int) -> float:
-    """Median of cold builds, each of a request whose messages are new objects."""
-    times = []
-    for _ in range(reps):
-        req = request(provider, reopened(messages))
-        start = time.perf_counter()
-        p.build_body(req)
-        times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times)
-
-
 def join_floor_pieces(body: bytes, count: int) -> list[bytes]:
     """The body cut into ``count`` + 1 pieces of about equal size (one per message)."""
     size = max(1, len(body) // (count + 1))
     return [body[i : i + size] for i in range(0, len(body), size)]
 
 
+def timed(fn: Callable[[], object]) -> tuple[float, object]:
+    start = time.perf_counter()
+    value = fn()
+    return (time.perf_counter() - start) * 1000, value
+
+
 def measure(provider: str, turns: int, reps: int, sdk: bool) -> dict[str, float]:
+    """Each repetition times every column once, one after the other, so that the machine's
+    load at that moment weighs on all of them; ratios are the medians of per-repetition ratios.
+    """
     p = get_provider(provider)
     messages = conversation(turns)
     req = request(provider, messages)
@@ -205,22 +204,34 @@ def measure(provider: str, turns: int, reps: int, sdk: bool) -> dict[str, float]
     body_bytes = p.build_body(req)
     shaped = json.loads(body_bytes)
     pieces = join_floor_pieces(body_bytes, len(messages))
-    incremental: list[float] = []
+    columns: dict[str, list[float]] = {
+        "llmcore_incremental_ms": [],
+        "llmcore_cold_ms": [],
+        "join_floor_ms": [],
+        "orjson_ms": [],
+    }
     for _ in range(reps):
         cache = EncodeCache()
         p.build_body(prev, cache=cache)
-        start = time.perf_counter()
-        built = p.build_body(req, cache=cache)
-        incremental.append((time.perf_counter() - start) * 1000)
+        took, built = timed(partial(p.build_body, req, cache=cache))
         assert built == body_bytes
-    result = {
-        "body_bytes": len(body_bytes),
-        "messages": len(messages),
-        "llmcore_incremental_ms": statistics.median(incremental),
-        "llmcore_cold_ms": cold_ms(p, provider, messages, reps),
-        "join_floor_ms": median_ms(lambda: b"".join(pieces), reps),
-        "orjson_ms": median_ms(lambda: orjson.dumps(shaped), reps),
-    }
+        columns["llmcore_incremental_ms"].append(took)
+        columns["join_floor_ms"].append(timed(partial(b"".join, pieces))[0])
+        columns["orjson_ms"].append(timed(partial(orjson.dumps, shaped))[0])
+        fresh = request(provider, reopened(messages))  # a reopen: no image has its base64 yet
+        columns["llmcore_cold_ms"].append(timed(partial(p.build_body, fresh))[0])
+    result: dict[str, float] = {"body_bytes": len(body_bytes), "messages": len(messages)}
+    result.update({name: statistics.median(values) for name, values in columns.items()})
+    pairs = zip(columns["llmcore_incremental_ms"], columns["join_floor_ms"], strict=True)
+    beyond = [max(0.0, incr - floor) for incr, floor in pairs]
+    result["incremental_over_floor_ms"] = statistics.median(beyond)
+    result["incremental_over_floor"] = statistics.median(
+        i / f
+        for i, f in zip(columns["llmcore_incremental_ms"], columns["join_floor_ms"], strict=True)
+    )
+    result["cold_over_orjson"] = statistics.median(
+        c / o for c, o in zip(columns["llmcore_cold_ms"], columns["orjson_ms"], strict=True)
+    )
     if sdk and turns <= SDK_MAX_TURNS:
         send = sdk_sender(provider)
         send(shaped)  # warm up the client
@@ -274,13 +285,6 @@ def main() -> None:
     for provider in MODELS:
         for turns in turns_list:
             result = measure(provider, turns, args.reps, not args.no_sdk)
-            result["incremental_over_floor"] = (
-                result["llmcore_incremental_ms"] / result["join_floor_ms"]
-            )
-            result["cold_over_orjson"] = result["llmcore_cold_ms"] / result["orjson_ms"]
-            result["incremental_over_floor_ms"] = max(
-                0.0, result["llmcore_incremental_ms"] - result["join_floor_ms"]
-            )
             rows.append({"provider": provider, "turns": turns, **result})
         by_turns = {row["turns"]: row for row in rows if row["provider"] == provider}
         if 200 in by_turns and 1000 in by_turns:

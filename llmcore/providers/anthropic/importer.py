@@ -1,4 +1,11 @@
-"""Anthropic Messages: the import of recorded request bodies (SPEC R2 ``import``)."""
+"""Anthropic Messages: the import of recorded request bodies (SPEC R2 ``import``).
+
+The inverse of :mod:`llmcore.providers.anthropic.encode`: string content becomes one text block;
+``tool_result`` blocks become ``tool`` messages; thinking and redacted-thinking blocks are
+dropped (M4) and said in the notes; ``cache_control`` markers are dropped (llmcore places its
+own, P3); unmodeled top-level fields go to ``params.extra`` in body order. Documents, server
+tools, URL images and other content outside the four cases are refused.
+"""
 
 from __future__ import annotations
 

@@ -45,7 +45,7 @@ from llmcore.adapters._common import (
     utf8_text,
 )
 from llmcore.messages import Image, Message, MessageContent, Text, ToolCall, ToolResult
-from llmcore.providers import anthropic as messages_api
+from llmcore.providers.anthropic import importer as messages_api
 from llmcore.providers.base import arguments_json
 
 __all__ = ["ToolInput", "from_history", "to_history"]

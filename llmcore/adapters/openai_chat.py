@@ -51,7 +51,8 @@ from llmcore.adapters._common import (
 )
 from llmcore.messages import Image, Message, MessageContent, Text, ToolCall, ToolResult
 from llmcore.providers import _import_common as imp
-from llmcore.providers import openai_chat as chat
+from llmcore.providers.openai_chat import importer as chat
+from llmcore.providers.openai_chat.encode import TOOL_ERROR_TEXT
 
 __all__ = ["from_history", "to_history"]
 
@@ -150,7 +151,7 @@ def _tool(result: ToolResult, where: str, note: Note) -> dict[str, Any]:
     text = utf8_text(result.content, f"{where}.content", note)
     content: str | list[dict[str, Any]] = text
     if result.is_error:
-        content = [_text_part(chat.TOOL_ERROR_TEXT)] + ([_text_part(text)] if text else [])
+        content = [_text_part(TOOL_ERROR_TEXT)] + ([_text_part(text)] if text else [])
     return {"role": "tool", "tool_call_id": result.call_id, "content": content}
 
 

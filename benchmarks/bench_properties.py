@@ -7,7 +7,8 @@ makes the exit status 1.
 
 Usage::
 
-    python benchmarks/bench_properties.py [-n 2] [--out results/bench_properties.json]
+    python benchmarks/bench_properties.py [-n 2] [-k EXPRESSION]
+        [--out results/bench_properties.json]
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run(workers: int) -> list[dict[str, object]]:
+def run(workers: int, select: str | None) -> list[dict[str, object]]:
     with tempfile.TemporaryDirectory(prefix="bench-properties-") as tmp:
         report = Path(tmp) / "junit.xml"
         env = {**os.environ, "CI": "1", "LLMCORE_FULL_EXAMPLES": "1"}
@@ -38,6 +39,7 @@ def run(workers: int) -> list[dict[str, object]]:
             "-n",
             str(workers),
             f"--junitxml={report}",
+            *(["-k", select] if select else []),
         ]
         subprocess.run(command, cwd=ROOT, env=env, check=False)
         rows = []
@@ -57,9 +59,10 @@ def run(workers: int) -> list[dict[str, object]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", type=int, default=2, help="pytest-xdist workers")
+    parser.add_argument("-k", dest="select", help="only the tests pytest -k selects")
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "bench_properties.json")
     args = parser.parse_args()
-    rows = run(args.n)
+    rows = run(args.n, args.select)
     print(f"{'test':100} {'seconds':>8}  outcome")
     for row in rows:
         print(f"{row['test']:100} {row['seconds']:8.2f}  {row['outcome']}")

@@ -221,7 +221,6 @@ def test_live_run_against_a_silent_endpoint_times_out_and_names_the_waiting_requ
 
 def test_bench_command_passes_the_waiting_callback(tmp_path, monkeypatch):
     from llmcore import bench as core_bench
-    from llmcore.cli import bench as cli_bench
 
     seen = {}
 

@@ -29,9 +29,8 @@ from typing import TYPE_CHECKING, Annotated, TextIO
 
 import typer
 
-from llmcore.audit import GROUPINGS
+from llmcore.audit import GROUPINGS, PROVIDERS
 from llmcore.errors import LLMCoreError
-from llmcore.providers import PROVIDER_NAMES
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -384,7 +383,7 @@ def audit(
             "--provider",
             "-p",
             metavar="PROVIDER",
-            help=f"One of: {', '.join(PROVIDER_NAMES)}; else by shape.",
+            help=f"One of: {', '.join(PROVIDERS)}; else by shape.",
         ),
     ] = None,
     as_json: Annotated[

@@ -25,15 +25,13 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import httpx
 
 from llmcore import jsonbytes
 from llmcore.archive import ArchiveStore, Conversation
 from llmcore.audit import audit_bodies
-from llmcore.emulator import AGENT_TOOLS, AgentWorkspace, Emulator, ManualClock
-from llmcore.emulator.session import PROMPTS, SYSTEM
 from llmcore.messages import Image
 from llmcore.providers import get_provider
 from llmcore.providers.base import ParsedResponse, Provider
@@ -41,6 +39,9 @@ from llmcore.request import Params, Request
 from llmcore.runner import FunctionTool, Runner, ToolOutput
 from llmcore.transport import HTTPTransport, Transport
 from llmcore.usage import Usage
+
+if TYPE_CHECKING:
+    from llmcore.emulator import AgentWorkspace, ManualClock
 
 __all__ = [
     "DEFAULT_PLAN",
@@ -179,6 +180,8 @@ class BenchResult:
 
 
 def _agent_tools(workspace: AgentWorkspace) -> list[FunctionTool]:
+    from llmcore.emulator import AGENT_TOOLS
+
     def make(name: str) -> Callable[[dict[str, Any]], ToolOutput]:
         def run(arguments: dict[str, Any]) -> ToolOutput:
             outcome = workspace.call(name, jsonbytes.dumps(arguments))
@@ -228,6 +231,8 @@ class _Session:
     image_seen: bool = False
 
     def runner(self, leg: BenchLeg) -> Runner:
+        from llmcore.emulator.session import SYSTEM
+
         params = Params(max_tokens=1024)
         return Runner(
             provider=leg.provider,
@@ -296,6 +301,8 @@ def _next_body(runner: Runner, conversation: Conversation, leg: BenchLeg) -> byt
 
 
 def _play_legs(session: _Session, plan: Sequence[BenchLeg], folder: Path) -> None:
+    from llmcore.emulator.session import PROMPTS
+
     prompts = iter(PROMPTS)
     for index, leg in enumerate(plan):
         runner = session.runner(leg)
@@ -351,6 +358,8 @@ def run_bench(
             than ``live_timeout`` is a :class:`~llmcore.errors.TransportError` (after retries).
         MissingAPIKeyError: ``live`` without the provider's API key.
     """
+    from llmcore.emulator import AgentWorkspace, Emulator, ManualClock
+
     workspace = AgentWorkspace()
     with tempfile.TemporaryDirectory(prefix="llmcore-bench-") as tmp:
         folder = archive_folder or Path(tmp) / "agent"

@@ -79,7 +79,7 @@ def no_session(monkeypatch):
     def boom(**kwargs):
         raise AssertionError("the session ran before --out was checked")
 
-    monkeypatch.setattr("llmcore.cli.bench.run_bench", boom)
+    monkeypatch.setattr("llmcore.bench.run_bench", boom)
 
 
 def _refused(args):
@@ -133,6 +133,7 @@ def test_empty_out_is_refused(out, no_session):
 
 
 def test_results_replace_the_previous_files_atomically(tmp_path, monkeypatch):
+    from llmcore import bench as core_bench
     from llmcore.cli import bench as cli_bench
 
     folder = tmp_path / "res"
@@ -143,7 +144,7 @@ def test_results_replace_the_previous_files_atomically(tmp_path, monkeypatch):
         raise OSError(28, "No space left on device", str(path))
 
     fake = runs_once()
-    monkeypatch.setattr(cli_bench, "run_bench", lambda **kwargs: fake)
+    monkeypatch.setattr(core_bench, "run_bench", lambda **kwargs: fake)
     monkeypatch.setattr(cli_bench, "_chart", failing_chart)
     result = CliRunner().invoke(app, ["bench", "--out", str(folder)])
     assert result.exit_code == 2
@@ -219,7 +220,7 @@ def test_live_run_against_a_silent_endpoint_times_out_and_names_the_waiting_requ
 
 
 def test_bench_command_passes_the_waiting_callback(tmp_path, monkeypatch):
-    from llmcore.cli import bench as cli_bench
+    from llmcore import bench as core_bench
 
     seen = {}
 
@@ -228,7 +229,7 @@ def test_bench_command_passes_the_waiting_callback(tmp_path, monkeypatch):
         kwargs["on_send"](1, "anthropic")
         return runs_once()
 
-    monkeypatch.setattr(cli_bench, "run_bench", fake)
+    monkeypatch.setattr(core_bench, "run_bench", fake)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
     result = CliRunner().invoke(
         app, ["bench", "--live", "-p", "anthropic", "--out", str(tmp_path / "r")]

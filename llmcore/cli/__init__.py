@@ -1,60 +1,46 @@
-"""The ``llmcore`` command line (SPEC R2): one module per command group, registered here.
+"""The ``llmcore`` command line (SPEC R2).
 
-Every command prints errors as one line on stderr (``llmcore: <where>: <what>``) and exits 2;
-usage errors too (:class:`~llmcore.cli._common.OneLineErrorGroup`).
+:func:`main` is the ``llmcore`` console script. It needs the ``cli`` extra (typer, rich,
+prompt_toolkit): without it, it prints one line naming the extra and exits 2 instead of a
+traceback. The typer application is :data:`app` (defined in :mod:`llmcore.cli._app`, loaded
+on first access so that this package imports nothing heavy).
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+import sys
+from typing import TYPE_CHECKING, Any
 
-import typer
+from llmcore.cli._extras import missing_extra
 
-import llmcore
-from llmcore.cli import audit, bench, bodies, chat, compact, emulate, verify
-from llmcore.cli._common import OneLineErrorGroup
+if TYPE_CHECKING:
+    from llmcore.cli._app import app
 
 __all__ = ["app", "main"]
 
-app = typer.Typer(
-    name="llmcore",
-    help="Provider-agnostic LLM request bodies with byte-stable prompt-cache verification.",
-    add_completion=False,
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    cls=OneLineErrorGroup,
-)
-bodies.register(app)
-audit.register(app)
-emulate.register(app)
-verify.register(app)
-compact.register(app)
-bench.register(app)
-chat.register(app)
-
-
-def _print_version(value: bool) -> None:
-    if value:
-        print(f"llmcore {llmcore.__version__}")
-        raise typer.Exit(0)
-
-
-@app.callback()
-def _root(
-    version: Annotated[
-        bool,
-        typer.Option(
-            "--version",
-            metavar="",
-            callback=_print_version,
-            is_eager=True,
-            help="Print 'llmcore <version>' and exit.",
-        ),
-    ] = False,
-) -> None:
-    """Provider-agnostic LLM request bodies with byte-stable prompt-cache verification."""
+EXIT_MISSING_EXTRA = 2
+"""Exit status when the ``cli`` extra is not installed."""
 
 
 def main() -> None:
-    """Run the ``llmcore`` command."""
+    """Run the ``llmcore`` command; one line on stderr, exit 2, without the ``cli`` extra."""
+    missing = missing_extra("cli")
+    if missing is not None:
+        print(f"llmcore: the command line {missing}", file=sys.stderr)
+        sys.exit(EXIT_MISSING_EXTRA)
+    from llmcore.cli._app import app
+
     app()
+
+
+def __getattr__(name: str) -> Any:
+    """Load :data:`app` on first access.
+
+    Raises:
+        AttributeError: ``name`` is not ``app``.
+    """
+    if name == "app":
+        from llmcore.cli._app import app
+
+        return app
+    raise AttributeError(f"module 'llmcore.cli' has no attribute {name!r}")

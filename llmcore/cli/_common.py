@@ -16,14 +16,16 @@ import sys
 from collections.abc import Callable, Sequence
 from functools import wraps
 from types import ModuleType
-from typing import Annotated, Any, Final, NoReturn, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Final, NoReturn, ParamSpec, TypeVar
 
 import typer
 from typer.core import TyperArgument, TyperGroup
 
+from llmcore.cli._extras import missing_extra
 from llmcore.errors import LLMCoreError
-from llmcore.providers import get_provider
-from llmcore.transport import HTTPTransport
+
+if TYPE_CHECKING:
+    from llmcore.transport import HTTPTransport
 
 __all__ = [
     "EXIT_USAGE",
@@ -33,6 +35,7 @@ __all__ = [
     "base_url_transport",
     "fail",
     "one_line_errors",
+    "require_extra",
     "usage_line",
 ]
 
@@ -58,6 +61,18 @@ def fail(message: str) -> typer.Exit:
     """Print ``llmcore: message`` on stderr and return the exit to raise (code 2)."""
     print(f"llmcore: {message}", file=sys.stderr)
     return typer.Exit(EXIT_USAGE)
+
+
+def require_extra(command: str, *extras: str) -> None:
+    """Exit with one line (code 2) when ``command`` needs an extra that is not installed.
+
+    Raises:
+        typer.Exit: ``llmcore: <command> needs the '<extra>' extra (...)`` was printed.
+    """
+    for extra in extras:
+        message = missing_extra(extra)
+        if message is not None:
+            raise fail(f"{command} {message}")
 
 
 def one_line_errors(command: Callable[P, R]) -> Callable[P, R]:
@@ -180,5 +195,8 @@ def base_url_transport(name: str, base_url: str) -> HTTPTransport:
     The key is the provider's environment variable when set, else ``"none"``: a compatible
     endpoint (such as ``llmcore emulate``) may need none.
     """
+    from llmcore.providers import get_provider
+    from llmcore.transport import HTTPTransport
+
     key = os.environ.get(get_provider(name).endpoint.api_key_env) or "none"
     return HTTPTransport(base_urls={name: base_url}, api_keys={name: key})

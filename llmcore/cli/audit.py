@@ -25,25 +25,18 @@ import errno
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, TextIO
+from typing import TYPE_CHECKING, Annotated, TextIO
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
-from llmcore.audit import (
-    GROUPINGS,
-    PROVIDERS,
-    AuditInputError,
-    AuditReport,
-    RequestRecord,
-    Verdict,
-    audit_paths,
-)
-from llmcore.audit.exemptions import apply_exemptions, load_exemptions
-from llmcore.audit.inputs import STDIN_NAME
+from llmcore.audit import GROUPINGS, PROVIDERS
 from llmcore.errors import LLMCoreError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+    from llmcore.audit import AuditReport, RequestRecord
 
 __all__ = [
     "EXIT_BREAK",
@@ -65,17 +58,18 @@ EXIT_INTERRUPTED = 130
 """Interrupted (SIGINT, Ctrl+C): the shell's code, never mistaken for a break."""
 
 _STYLE = {
-    Verdict.NEW: "dim",
-    Verdict.STABLE: "green",
-    Verdict.BREAK: "bold red",
-    Verdict.THINKING_DROPPED: "yellow",
-    Verdict.REASONING_DROPPED: "yellow",
-    Verdict.COMPACTION: "cyan",
-    Verdict.DEFERRED_TOOLS: "cyan",
-    Verdict.RETRY: "green",
-    Verdict.SHORTER_RERUN: "green",
-    Verdict.CONTINUATION: "green",
+    "new": "dim",
+    "stable": "green",
+    "break": "bold red",
+    "thinking_dropped": "yellow",
+    "reasoning_dropped": "yellow",
+    "compaction": "cyan",
+    "deferred_tools": "cyan",
+    "retry": "green",
+    "shorter_rerun": "green",
+    "continuation": "green",
 }
+"""The rich style of each :class:`~llmcore.audit.Verdict`, by its name."""
 
 
 _MIN_TEXT_WIDTH = {"source": 14, "first break": 10}
@@ -98,6 +92,9 @@ _NARROW = 110
 
 
 def _table(report: AuditReport, width: int) -> Table:
+    from rich.markup import escape
+    from rich.table import Table
+
     table = Table(title="llmcore audit: prefix invariant and cacheable prefix", show_lines=False)
     names = [c for c in _COLUMNS if width >= _NARROW or c[0] not in _NARROW_LEFT_OUT]
     for name, justify in names:
@@ -185,6 +182,8 @@ def _summary(report: AuditReport) -> list[str]:
         ),
         _recorded_line(report),
     ]
+    from llmcore.audit import Verdict
+
     for r in report.requests:
         if r.verdict is Verdict.BREAK and r.detail:
             where = f" in {r.divergence}" if r.divergence else ""
@@ -257,6 +256,9 @@ def audit_command(
     """
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
+    from llmcore.audit import audit_paths
+    from llmcore.audit.exemptions import apply_exemptions, load_exemptions
+
     try:
         exempt = load_exemptions(exemptions) if exemptions is not None else ()
         report = apply_exemptions(audit_paths(paths, provider, _read_stdin, group=group), exempt)
@@ -299,17 +301,24 @@ def _strict_failure(report: AuditReport) -> str:
 
 
 def _read_stdin() -> bytes:
+    from llmcore.audit import AuditInputError
+    from llmcore.audit.inputs import STDIN_NAME
+
     try:
         return sys.stdin.buffer.read()
     except OSError as exc:
         raise AuditInputError(f"cannot read: {exc.strerror}", location=STDIN_NAME) from None
 
 
-class _Console(Console):
-    """A rich console whose broken pipe is an ``OSError`` (rich's own exits with code 1)."""
+def _console(out: TextIO, width: int | None) -> Console:
+    """A rich console on ``out`` whose broken pipe is an ``OSError`` (rich's own exits, code 1)."""
+    from rich.console import Console
 
-    def on_broken_pipe(self) -> None:
-        raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+    class PipeConsole(Console):
+        def on_broken_pipe(self) -> None:
+            raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+    return PipeConsole(file=out, width=width, highlight=False)
 
 
 def _print(report: AuditReport, as_json: bool, out: TextIO) -> None:
@@ -323,7 +332,7 @@ def _print(report: AuditReport, as_json: bool, out: TextIO) -> None:
         if as_json:
             out.write(report.to_json().decode("utf-8") + "\n")
         else:
-            console = _Console(file=out, width=_width(report, out), highlight=False)
+            console = _console(out, _width(report, out))
             console.print(_table(report, console.width))
             for line in _summary(report):
                 console.print(line, markup=False, soft_wrap=True)

@@ -19,29 +19,19 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-)
-from rich.table import Table
 
-from llmcore.bench import (
-    DEFAULT_PLAN,
-    LIVE_TIMEOUT,
-    BenchResult,
-    BenchRow,
-    run_bench,
-    with_provider,
-)
-from llmcore.cli._common import fail, one_line_errors
+from llmcore.cli._common import fail, one_line_errors, require_extra
 from llmcore.providers import PROVIDER_NAMES
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress
+    from rich.table import Table
+
+    from llmcore.bench import BenchResult, BenchRow
 
 __all__ = ["register"]
 
@@ -109,6 +99,8 @@ def check_out(out: str) -> Path:
 
 
 def _table(result: BenchResult) -> Table:
+    from rich.table import Table
+
     table = Table(title="llmcore bench: prompt-cache hits per request")
     for name in ("req", "turn", "provider", "input", "cache read", "cache write", "hit", "event"):
         left = name in ("provider", "event")
@@ -197,6 +189,14 @@ def _write_results(result: BenchResult, folder: Path) -> None:
 
 
 def _progress(console: Console) -> Progress:
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
     return Progress(*columns, TimeElapsedColumn(), console=console, transient=True)
 
@@ -235,7 +235,13 @@ def bench(
         raise fail(
             "--provider and --model go with --live (the embedded session plans its own providers)"
         )
+    require_extra("bench", "bench")
     folder = check_out(out)
+    from rich.console import Console
+
+    from llmcore import bench as session
+    from llmcore.bench import DEFAULT_PLAN, LIVE_TIMEOUT, with_provider
+
     plan = with_provider(DEFAULT_PLAN, provider, model) if live and provider else DEFAULT_PLAN
     console = Console()
     with _progress(console) as progress:
@@ -249,7 +255,7 @@ def bench(
         def advance(row: BenchRow) -> None:
             progress.update(task, advance=1, description=f"turn {row.turn} ({row.provider})")
 
-        result = run_bench(plan=plan, live=live, on_request=advance, on_send=waiting)
+        result = session.run_bench(plan=plan, live=live, on_request=advance, on_send=waiting)
     console.print(_table(result))
     for line in _summary(result):
         console.print(line, markup=False, soft_wrap=True)

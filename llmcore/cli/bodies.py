@@ -21,17 +21,9 @@ from typing import Annotated, Any
 import typer
 
 from llmcore import jsonbytes
-from llmcore.audit import wire_conflict
 from llmcore.cli._common import fail, one_line_errors
 from llmcore.errors import EncodingError, InvalidRequestError, RequestFileError
 from llmcore.providers import PROVIDER_NAMES, get_provider
-from llmcore.requestfile import (
-    dump_request,
-    load_request_file,
-    parse_json_bytes,
-    parse_request_value,
-    read_json_file,
-)
 
 __all__ = ["register"]
 
@@ -64,6 +56,8 @@ def body(
     provider: ProviderOption,
 ) -> None:
     """Write exactly the body bytes PROVIDER would be sent (no trailing newline)."""
+    from llmcore.requestfile import load_request_file, parse_json_bytes, parse_request_value
+
     chosen = get_provider(provider)
     if _is_stdin(request):
         name = _STDIN
@@ -82,6 +76,8 @@ def body(
 
 def _warn_shape(data: bytes, provider: str, name: str, done: str) -> None:
     """Print a warning when ``data`` is shaped for another provider than ``provider``."""
+    from llmcore.audit import wire_conflict
+
     warning = wire_conflict(data, provider, name=name, done=done)
     if warning is not None:
         print(f"llmcore: warning: {warning}", file=sys.stderr)
@@ -115,6 +111,8 @@ def _write_stdout(data: bytes) -> None:
 
 
 def _recorded_body(path: Path, name: str) -> Any:
+    from llmcore.requestfile import parse_json_bytes, read_json_file
+
     value = parse_json_bytes(_read_stdin(), name) if _is_stdin(path) else read_json_file(path)
     if isinstance(value, dict) and "request" in value and "model" not in value:
         raw = value.get("request_raw")
@@ -161,6 +159,8 @@ def import_(
     result = get_provider(provider).import_body(value, location=f"{name}: $")
     for note in result.notes:
         print(f"llmcore: note: {note}", file=sys.stderr)
+    from llmcore.requestfile import dump_request
+
     _write_stdout(dump_request(result.request))
 
 

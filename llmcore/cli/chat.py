@@ -27,21 +27,26 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Final
+from typing import TYPE_CHECKING, Annotated, Final
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
-from llmcore.bench import LIVE_MODELS
-from llmcore.chat import Chat, Display, Echo, Tapped, WorkspaceTools
-from llmcore.cli._common import BaseUrlOption, ModelOption, base_url_transport, fail
+from llmcore.cli._common import (
+    BaseUrlOption,
+    ModelOption,
+    base_url_transport,
+    fail,
+    require_extra,
+)
 from llmcore.errors import LLMCoreError
 from llmcore.providers import PROVIDER_NAMES, get_provider
-from llmcore.request import Params
-from llmcore.runner import Runner
-from llmcore.session import ProjectPaths, Session
-from llmcore.transport import HTTPTransport, Transport
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from llmcore.chat import Display
+    from llmcore.session import Session
+    from llmcore.transport import HTTPTransport, Transport
 
 __all__ = ["APP", "chat", "register"]
 
@@ -53,6 +58,8 @@ HOLD_ENV: Final = "LLMCORE_CHAT_TEST_HOLD"
 @contextmanager
 def _endpoint(name: str, live: bool, base_url: str | None) -> Iterator[tuple[HTTPTransport, str]]:
     """Yield the transport and a description of where it sends."""
+    from llmcore.transport import HTTPTransport
+
     if base_url:
         with base_url_transport(name, base_url) as transport:
             yield transport, base_url
@@ -64,6 +71,7 @@ def _endpoint(name: str, live: bool, base_url: str | None) -> Iterator[tuple[HTT
         with HTTPTransport() as transport:
             yield transport, "live API"
         return
+    require_extra("chat", "emulator")
     from llmcore.emulator import Emulator
 
     with (
@@ -132,6 +140,11 @@ def chat_command(
         raise fail(f"--provider: unknown provider {provider!r}; one of {', '.join(PROVIDER_NAMES)}")
     if not workspace.is_dir():
         raise fail(f"--workspace: {workspace}: not a folder")
+    from rich.console import Console
+
+    from llmcore.bench import LIVE_MODELS
+    from llmcore.session import ProjectPaths
+
     chosen = model or LIVE_MODELS[provider]
     console = Console(highlight=False)
     paths = ProjectPaths.for_workspace(workspace, app=APP, config=config_dir)
@@ -162,6 +175,13 @@ def _run(
     resume: bool | None,
     started: list[Session],
 ) -> None:
+    from rich.markup import escape
+
+    from llmcore.chat import Chat, Display, Echo, Tapped, WorkspaceTools
+    from llmcore.request import Params
+    from llmcore.runner import Runner
+    from llmcore.session import Session
+
     def say(line: str) -> None:
         console.print(escape(line), highlight=False)
 

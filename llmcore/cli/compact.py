@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from llmcore.archive import ArchiveStore
 from llmcore.cli._common import (
     BaseUrlOption,
     ModelOption,
@@ -29,11 +28,12 @@ from llmcore.cli._common import (
     fail,
     one_line_errors,
 )
-from llmcore.compaction import CompactionPlan, plan_compaction, run_compaction
 from llmcore.errors import LLMCoreError
 from llmcore.providers import PROVIDER_NAMES, get_provider
-from llmcore.runner import Runner
-from llmcore.transport import HTTPTransport
+
+if TYPE_CHECKING:
+    from llmcore.compaction import CompactionPlan
+    from llmcore.transport import HTTPTransport
 
 __all__ = ["compact", "compact_command", "register"]
 
@@ -76,6 +76,10 @@ def compact_command(
     Raises:
         typer.Exit: With code 2 for every error (one line printed).
     """
+    from llmcore.archive import ArchiveStore
+    from llmcore.compaction import plan_compaction, run_compaction
+    from llmcore.runner import Runner
+
     store = ArchiveStore(archive)
     if not store.conversation_file.is_file():
         raise fail(f"{archive}: no conversation.json (nothing to compact)")
@@ -119,6 +123,8 @@ def _confirmed(answer: bool | None) -> bool:
 
 def _transport(name: str, base_url: str | None) -> HTTPTransport:
     """The transport of the call: the provider's own, or ``--base-url``'s."""
+    from llmcore.transport import HTTPTransport
+
     return base_url_transport(name, base_url) if base_url else HTTPTransport()
 
 

@@ -9,11 +9,14 @@ from __future__ import annotations
 import logging
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from llmcore.emulator import Emulator, EmulatorError, ScriptError, load_script
+from llmcore.cli._extras import missing_extra
+
+if TYPE_CHECKING:
+    from llmcore.emulator import Emulator
 
 __all__ = ["EXIT_INPUT", "MAX_PORT", "emulate_command", "register"]
 
@@ -37,8 +40,14 @@ def emulate_command(port: int = 0, script: Path | None = None, access_log: bool 
 
     Returns:
         The exit status: 0 after Ctrl+C, 2 (one ``llmcore: …`` line on stderr) for a bad
-        script, a port outside 0–65535, or a port that cannot be bound.
+        script, a port outside 0–65535, a port that cannot be bound, or the ``emulator``
+        extra not installed.
     """
+    missing = missing_extra("emulator")
+    if missing is not None:
+        return _fail(f"emulate {missing}")
+    from llmcore.emulator import Emulator, EmulatorError, ScriptError, load_script
+
     if not 0 <= port <= MAX_PORT:
         return _fail(f"--port {port} is out of range (0 to {MAX_PORT}; 0 picks a free port)")
     try:

@@ -18,17 +18,19 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from llmcore.archive import CONVERSATION_FILE, ArchiveStore, ConversationState, encode
-from llmcore.archive.store import Encoder
 from llmcore.cli._common import EXIT_USAGE
 from llmcore.errors import LLMCoreError, UnknownProviderError
 from llmcore.providers import PROVIDER_NAMES, get_provider
-from llmcore.providers.base import Provider
-from llmcore.request import Request
+
+if TYPE_CHECKING:
+    from llmcore.archive import ConversationState
+    from llmcore.archive.store import Encoder
+    from llmcore.providers.base import Provider
+    from llmcore.request import Request
 
 __all__ = ["VerifyResult", "register", "verify", "verify_archive", "verify_command"]
 
@@ -77,6 +79,8 @@ def _open(archive: Path) -> ConversationState:
         VerifyInputError: The archive cannot be read (its notice's reason: a bad file, a
             symlinked folder, a path that cannot be used) or there is no ``conversation.json``.
     """
+    from llmcore.archive import ArchiveStore
+
     store = ArchiveStore(archive)
     loaded = store.load()
     if loaded.notice is not None:
@@ -93,6 +97,8 @@ def _open(archive: Path) -> ConversationState:
 
 def _provider(name: str | None, state: ConversationState, archive: Path) -> Provider:
     """Return the provider to build for: ``--provider``, else the one the archive names."""
+    from llmcore.archive import CONVERSATION_FILE
+
     if name:
         return get_provider(name)
     if not state.provider:
@@ -111,6 +117,9 @@ def _provider(name: str | None, state: ConversationState, archive: Path) -> Prov
 
 
 def _request(state: ConversationState, request: Path | None) -> Request:
+    from llmcore.archive import CONVERSATION_FILE
+    from llmcore.request import Request
+
     if request is None:
         if not state.model:
             raise VerifyInputError(
@@ -136,7 +145,7 @@ def verify_archive(
     request: Path | None = None,
     provider: str | None = None,
     *,
-    encoder: Encoder = encode,
+    encoder: Encoder | None = None,
 ) -> VerifyResult:
     """Check P5 for the archive folder ``archive``; never writes into it.
 
@@ -144,19 +153,22 @@ def verify_archive(
         archive: The folder holding ``conversation.json``.
         request: A request file (SPEC R1) for model, system, tools, params and new messages.
         provider: The provider name; ``None`` uses the archive's.
-        encoder: Writes the saved copy (tests inject a non-canonical writer here).
+        encoder: Writes the saved copy (tests inject a non-canonical writer here); ``None``
+            is the archive's own :func:`llmcore.archive.encode`.
 
     Raises:
         VerifyInputError: No archive, an unreadable or newer one, or no provider/model to use.
         LLMCoreError: The request file is bad, the provider unknown, or a body cannot be built.
     """
+    from llmcore.archive import ArchiveStore, encode
+
     state = _open(archive)
     builder = _provider(provider, state, archive)
     name = builder.name
     first = _request(state, request)
     before = builder.build_body(first)
     with tempfile.TemporaryDirectory(prefix="llmcore-verify-") as tmp:
-        copy = ArchiveStore(Path(tmp) / "agent", encoder=encoder)
+        copy = ArchiveStore(Path(tmp) / "agent", encoder=encoder or encode)
         copy.write(state)
         loaded = ArchiveStore(copy.folder).load()
     if loaded.notice is not None:

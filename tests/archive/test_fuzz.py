@@ -1,8 +1,12 @@
 """Fuzz the loader with mutated ``conversation.json`` files (SPEC A7, A8).
 
 Every mutated file opens with at most one notice, nothing but ``ArchiveReadError`` leaves the
-decoder, nothing escapes :meth:`ArchiveStore.open`, nothing hangs, and opening never changes the
-folder (no mutating file-system call, identical bytes after).
+decoder, nothing escapes :meth:`ArchiveStore.open`, and opening never changes the folder (no
+mutating file-system call, identical bytes after). How long each open takes is the benchmark's
+to measure (``bench_reliability.py``'s "hangs over 2 s" column), not a wall-clock assertion.
+The suite opens a sample of 300 mutated files; ``benchmarks/bench_properties.py`` runs this test
+at 2,000 and ``benchmarks/bench_reliability.py --mutations`` opens 100,000 through the same
+mutator.
 """
 
 from __future__ import annotations
@@ -12,22 +16,24 @@ import json
 import os
 import shutil
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from llmcore.archive import ArchiveStore, Conversation, decode
 from llmcore.errors import ArchiveReadError
+from tests.archive.conftest import memory_root
+from tests.examples import examples
 
 from .helpers import FIXTURE, CountingFS, conversation
 from .mutations import Mutator
 
 
 def _base_folder() -> tuple[Path, dict[str, Any]]:
-    root = Path(tempfile.mkdtemp(prefix="archive-fuzz-"))
+    root = Path(tempfile.mkdtemp(prefix="archive-fuzz-", dir=memory_root()))
     atexit.register(shutil.rmtree, root, True)
     store = ArchiveStore(root / "base")
     store.save(Conversation(conversation(3)))
@@ -55,8 +61,9 @@ def _state_of(folder: Path) -> tuple:
     return (folder / "conversation.json").read_bytes(), entries
 
 
+@pytest.mark.full_count
 @settings(
-    max_examples=2000,
+    max_examples=examples(full=2000, sample=300),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
@@ -69,14 +76,12 @@ def test_mutated_files_open_with_at_most_one_notice_and_change_nothing(data):
     target.unlink()  # a fresh file: rewriting in place makes ext4 flush at close (auto_da_alloc)
     target.write_bytes(data)
     before = _state_of(folder)
-    started = time.perf_counter()
     try:
         decode(data)
     except ArchiveReadError as exc:
         assert exc.location is not None and exc.location.startswith("$")
     fs = CountingFS()
     conv = ArchiveStore(folder, fs=fs).open()
-    assert time.perf_counter() - started < 5
     assert len(conv.notices) <= 1
     assert conv.keeps_unreadable == bool(conv.notices)
     assert fs.calls == []

@@ -26,6 +26,7 @@ from llmcore.facts import Section
 from llmcore.messages import Image, Message, Text
 from llmcore.providers import PROVIDER_NAMES, get_provider
 from llmcore.usage import Cost, Usage
+from tests.archive.conftest import memory_root
 from tests.strategies import conversations
 
 
@@ -104,7 +105,7 @@ def test_next_body_after_reopen_is_byte_identical(provider_name, data):
     )
     # One folder per provider, reused: each save replaces the last one's archive (and cleans up).
     if provider_name not in _FOLDERS:
-        root = Path(tempfile.mkdtemp(prefix="p5-"))
+        root = Path(tempfile.mkdtemp(prefix="p5-", dir=memory_root()))
         atexit.register(shutil.rmtree, root, True)
         _FOLDERS[provider_name] = root / "agent"
     folder = _FOLDERS[provider_name]

@@ -17,7 +17,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import llmcore.cli.audit as cli_audit
+import llmcore.audit
 from llmcore.cli.audit import (
     EXIT_BREAK,
     EXIT_INPUT,
@@ -317,7 +317,7 @@ def test_an_unexpected_exception_is_one_line_and_exit_2(tmp_path, monkeypatch) -
     def boom(paths, provider, stdin=None, **options):
         raise RuntimeError("a bug\nover two lines")
 
-    monkeypatch.setattr(cli_audit, "audit_paths", boom)
+    monkeypatch.setattr(llmcore.audit, "audit_paths", boom)
     code, out, err = _run(tmp_path)
     assert (code, out) == (EXIT_INPUT, "")
     assert err == "llmcore: internal error (please report it): RuntimeError: a bug over two lines\n"
@@ -327,7 +327,7 @@ def test_an_interrupt_is_not_a_break(tmp_path, monkeypatch) -> None:
     def interrupted(paths, provider, stdin=None, **options):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli_audit, "audit_paths", interrupted)
+    monkeypatch.setattr(llmcore.audit, "audit_paths", interrupted)
     code, _out, err = _run(tmp_path)
     assert (code, err) == (EXIT_INTERRUPTED, "llmcore: interrupted\n")
 

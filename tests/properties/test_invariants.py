@@ -1,7 +1,8 @@
 """SPEC P4 (prefix) and P5 (reopen) for every provider, plus encode-cache equivalence.
 
 One generated conversation (:func:`tests.strategies.conversations`) per example drives all three
-checks, so each runs once per example (the ``ci`` profile: 2,000 examples per provider):
+checks, so each runs once per example (400 per provider in the suite, fewer under the ``dev``
+profile; ``benchmarks/bench_properties.py`` runs 2,000 per provider):
 
 * **Encode cache.** The conversation is built request by request, the way an agent loop builds
   it: with one :class:`~llmcore.providers.base.EncodeCache` carried along, and cold. Both give
@@ -35,6 +36,7 @@ from llmcore.blocks import decode_message, encode_message
 from llmcore.messages import Message
 from llmcore.providers import PROVIDER_NAMES, get_provider
 from llmcore.providers.base import EncodeCache
+from tests.examples import examples
 from tests.properties.wire import first_difference, prefix_break
 from tests.strategies import MEGABYTE, Conversation, conversations
 
@@ -120,7 +122,9 @@ def check_reopen(
         )
 
 
+@pytest.mark.full_count
 @pytest.mark.parametrize("provider", PROVIDER_NAMES)
+@settings(max_examples=examples(full=2000, sample=400))
 @given(data=st.data())
 def test_p4_p5_encode_cache(provider, data):
     conversation = data.draw(conversations(provider), label="conversation")

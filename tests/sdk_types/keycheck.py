@@ -11,6 +11,8 @@ value must fit one member), ``Literal``, ``Iterable`` / ``Sequence`` / ``List``,
 from __future__ import annotations
 
 import collections.abc
+import functools
+import re
 import types
 import typing
 from typing import Any
@@ -81,17 +83,14 @@ def check_body(provider: str, body: dict[str, Any]) -> list[str]:
     return errors
 
 
+_INDEX = re.compile(r"\[[^\]]*\]")
+
+
 def _generic(path: str) -> str:
-    out, depth = [], 0
-    for char in path:
-        if char == "[":
-            depth += 1
-            out.append("[]")
-        elif char == "]":
-            depth -= 1
-        elif depth == 0:
-            out.append(char)
-    return "".join(out)
+    """``$.messages[3].content[0]`` as ``$.messages[].content[]`` (the :data:`ALLOWED` form)."""
+    if "[" not in path:
+        return path
+    return _INDEX.sub("[]", path)
 
 
 def _unwrap(tp: Any) -> Any:
@@ -177,7 +176,7 @@ def _check_typeddict(
     if not isinstance(value, dict):
         errors.append(f"{path}: expected an object ({tp.__name__}), found {type(value).__name__}")
         return
-    hints = typing.get_type_hints(tp, include_extras=True)
+    hints = _hints(tp)
     for key, item in value.items():
         where = f"{path}.{key}"
         if key in hints:
@@ -187,3 +186,9 @@ def _check_typeddict(
     for key in getattr(tp, "__required_keys__", ()):
         if key not in value:
             errors.append(f"{path}: missing required key {key!r} of {tp.__name__}")
+
+
+@functools.cache
+def _hints(tp: Any) -> dict[str, Any]:
+    """A TypedDict's resolved type hints, computed once per type (resolving them dominates)."""
+    return typing.get_type_hints(tp, include_extras=True)

@@ -1,0 +1,135 @@
+"""Start-up time of ``import llmcore`` and the ``llmcore`` command (issue 12).
+
+Each command runs ``--runs`` times (default 21) in a fresh process; the commands take turns
+(round robin), so a change in the machine's load touches every row alike. For each: the median
+wall time and the median CPU time (user + system of the child, from ``getrusage``, which a busy
+machine inflates far less than wall time), and both as a multiple of ``python -c pass`` measured
+in the same rounds. Targets: ``import llmcore`` under 150 ms, ``llmcore --help`` and
+``llmcore body`` on a small request under 300 ms.
+
+Usage::
+
+    python benchmarks/bench_startup.py [--runs 21] [--out results/bench_startup.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SMALL_REQUEST = {
+    "model": "claude-sonnet-4-6",
+    "system": "You are terse.",
+    "messages": [{"role": "user", "content": [{"type": "text", "text": "Open README.md"}]}],
+}
+"""The small request ``llmcore body`` builds (a system prompt and one user message)."""
+
+TARGETS_MS = {"import llmcore": 150, "llmcore --help": 300, "llmcore body": 300}
+
+
+def _commands(request: Path) -> dict[str, tuple[list[str], dict[str, str]]]:
+    py = sys.executable
+    script = shutil.which("llmcore", path=str(Path(py).parent)) or shutil.which("llmcore")
+    cli = [script] if script else [py, "-m", "llmcore"]
+    env = dict(os.environ)
+    return {
+        "python -c pass": ([py, "-c", "pass"], env),
+        "import llmcore": ([py, "-c", "import llmcore"], env),
+        "from llmcore import Request, get_provider": (
+            [py, "-c", "from llmcore import Request, get_provider"],
+            env,
+        ),
+        "from llmcore import HTTPTransport": ([py, "-c", "from llmcore import HTTPTransport"], env),
+        "llmcore --version": ([*cli, "--version"], env),
+        "llmcore --help": ([*cli, "--help"], env),
+        "llmcore --help (TYPER_USE_RICH=0)": ([*cli, "--help"], {**env, "TYPER_USE_RICH": "0"}),
+        "llmcore body": ([*cli, "body", "-p", "anthropic", str(request)], env),
+    }
+
+
+def _run_once(command: list[str], env: dict[str, str]) -> tuple[float, float]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(command, env=env, capture_output=True, check=False)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed: {done.stderr.decode(errors='replace')}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
+
+
+def measure(runs: int) -> dict[str, dict[str, float]]:
+    with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp:
+        request = Path(tmp) / "request.json"
+        request.write_text(json.dumps(SMALL_REQUEST), encoding="utf-8")
+        commands = _commands(request)
+        walls: dict[str, list[float]] = {name: [] for name in commands}
+        cpus: dict[str, list[float]] = {name: [] for name in commands}
+        for command, env in commands.values():  # warm the file cache once
+            _run_once(command, env)
+        for _ in range(runs):
+            for name, (command, env) in commands.items():
+                wall, cpu = _run_once(command, env)
+                walls[name].append(wall)
+                cpus[name].append(cpu)
+    base_wall = statistics.median(walls["python -c pass"])
+    base_cpu = statistics.median(cpus["python -c pass"])
+    rows = {}
+    for name in commands:
+        wall, cpu = statistics.median(walls[name]), statistics.median(cpus[name])
+        rows[name] = {
+            "wall_ms": round(wall * 1000, 1),
+            "cpu_ms": round(cpu * 1000, 1),
+            "wall_x_python": round(wall / base_wall, 2),
+            "cpu_x_python": round(cpu / base_cpu, 2),
+            "target_ms": TARGETS_MS.get(name),
+        }
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=21, help="runs of each command")
+    parser.add_argument("--out", type=Path, default=ROOT / "results" / "bench_startup.json")
+    args = parser.parse_args()
+    load_before = os.getloadavg()[0]
+    rows = measure(args.runs)
+    load_after = os.getloadavg()[0]
+    loads = f"load average {load_before:.1f} → {load_after:.1f}"
+    print(f"start-up, median of {args.runs} runs ({loads})")
+    print(f"{'command':44} {'wall ms':>8} {'cpu ms':>8} {'× pass':>7} {'target':>7}")
+    for name, row in rows.items():
+        target = f"{row['target_ms']}" if row["target_ms"] else ""
+        print(
+            f"{name:44} {row['wall_ms']:8.1f} {row['cpu_ms']:8.1f}"
+            f" {row['wall_x_python']:7.2f} {target:>7}"
+        )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    result = {
+        "runs": args.runs,
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "load_average": [round(load_before, 2), round(load_after, 2)],
+        "rows": rows,
+    }
+    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,192 @@
+"""What loads when: ``import llmcore`` and the command line load only what they use (issue 12).
+
+``import llmcore`` loads none of the command line, the emulator, the chart or the SDKs; the
+public names load their module on first access. ``llmcore --help`` loads no web server and no
+chart; ``llmcore body`` no emulator, no HTTP client. A missing extra is one line naming it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+import llmcore
+from llmcore.cli import _extras
+
+# Each step runs in the same fresh interpreter, so each snapshot includes the previous ones.
+_CHILD = """
+import io, json, sys
+def loaded():
+    return sorted({name.split(".")[0] for name in sys.modules} | {
+        name for name in sys.modules if name.startswith("llmcore.")})
+def run(*args):
+    sys.argv = ["llmcore", *args]
+    from llmcore.cli import main
+    real, sys.stdout = sys.stdout, io.TextIOWrapper(io.BytesIO())
+    try:
+        main()
+    except SystemExit as exc:
+        code = exc.code
+    finally:
+        sys.stdout = real
+    return {"exit": code, "modules": loaded()}
+request = sys.argv[1]
+import llmcore
+steps = {"import": {"exit": 0, "modules": loaded()}}
+steps["help"] = run("--help")
+steps["body"] = run("body", "-p", "anthropic", request)
+print(json.dumps(steps))
+"""
+
+NOT_ON_IMPORT = (
+    "llmcore.emulator",
+    "llmcore.cli",
+    "uvicorn",
+    "starlette",
+    "matplotlib",
+    "numpy",
+    "rich",
+    "typer",
+    "click",
+    "prompt_toolkit",
+    "anthropic",
+    "openai",
+    "pydantic_ai",
+    "pydantic",
+    "httpx",
+    "yaml",
+)
+NOT_ON_HELP = ("llmcore.emulator", "uvicorn", "starlette", "matplotlib", "numpy", "httpx")
+NOT_ON_BODY = (*NOT_ON_HELP, "llmcore.transport", "llmcore.archive")
+"""``body`` sends nothing and saves nothing; it does load the auditor (its shape check)."""
+
+
+@pytest.fixture(scope="module")
+def steps(tmp_path_factory) -> dict[str, list[str]]:
+    """The modules loaded after each step, each step's exit code checked."""
+    request = tmp_path_factory.mktemp("imports") / "request.json"
+    request.write_text(
+        '{"model": "m", "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]}'
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(request)], capture_output=True, text=True, check=True
+    )
+    result = json.loads(done.stdout)
+    assert {step: value["exit"] for step, value in result.items()} == {
+        "import": 0,
+        "help": 0,
+        "body": 0,
+    }, done.stderr
+    return {step: value["modules"] for step, value in result.items()}
+
+
+def test_import_llmcore_loads_nothing_heavy(steps) -> None:
+    assert "llmcore" in steps["import"]
+    assert [m for m in NOT_ON_IMPORT if m in steps["import"]] == []
+
+
+def test_help_loads_no_server_and_no_chart(steps) -> None:
+    assert "llmcore.cli._app" in steps["help"]  # the commands are registered
+    assert [m for m in NOT_ON_HELP if m in steps["help"]] == []
+
+
+def test_body_loads_the_provider_and_nothing_it_does_not_use(steps) -> None:
+    assert "llmcore.providers.anthropic" in steps["body"]  # it built the body
+    assert [m for m in NOT_ON_BODY if m in steps["body"]] == []
+
+
+def test_every_public_name_resolves_to_its_home_module_object() -> None:
+    assert set(llmcore._HOMES) == set(llmcore.__all__)
+    for name in llmcore.__all__:
+        home = importlib.import_module(llmcore._HOMES[name])
+        assert getattr(llmcore, name) is getattr(home, name), name
+    assert set(llmcore.__all__) <= set(dir(llmcore))
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="'llmcore' has no attribute 'Nope'"):
+        llmcore.Nope  # noqa: B018
+    with pytest.raises(ImportError):
+        exec("from llmcore import Nope", {})
+
+
+def test_every_audit_verdict_has_a_style() -> None:
+    from llmcore.audit import Verdict
+    from llmcore.cli.audit import _STYLE
+
+    assert set(_STYLE) == {verdict.value for verdict in Verdict}
+
+
+# ------------------------------------------------ missing extras: one line naming the extra
+
+
+def _without(monkeypatch, *modules: str) -> None:
+    """Make ``modules`` look uninstalled (``find_spec`` returns ``None`` for a ``None`` entry)."""
+    for module in modules:
+        monkeypatch.setitem(sys.modules, module, None)
+
+
+def test_the_command_line_without_the_cli_extra_is_one_line(monkeypatch, capsys) -> None:
+    from llmcore.cli import main
+
+    _without(monkeypatch, "typer")
+    monkeypatch.setattr(sys, "argv", ["llmcore", "--help"])
+    with pytest.raises(SystemExit) as exit_:
+        main()
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == (
+        "llmcore: the command line needs the 'cli' extra (typer is not installed):"
+        " pip install 'llmcore[cli]'\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "missing", "line"),
+    [
+        (
+            ["emulate"],
+            "starlette",
+            "emulate needs the 'emulator' extra (starlette is not installed):"
+            " pip install 'llmcore[emulator]'",
+        ),
+        (
+            ["bench", "--out", "OUT"],
+            "matplotlib",
+            "bench needs the 'bench' extra (matplotlib is not installed):"
+            " pip install 'llmcore[bench]'",
+        ),
+        (
+            ["bench", "--out", "OUT"],
+            "uvicorn",
+            "bench needs the 'bench' extra (uvicorn is not installed):"
+            " pip install 'llmcore[bench]'",
+        ),
+        (
+            ["chat", "--workspace", "WS", "--config-dir", "CFG"],
+            "uvicorn",
+            "chat needs the 'emulator' extra (uvicorn is not installed):"
+            " pip install 'llmcore[emulator]'",
+        ),
+    ],
+)
+def test_a_command_without_its_extra_names_it(monkeypatch, tmp_path, args, missing, line) -> None:
+    from llmcore.cli import app
+
+    (tmp_path / "WS").mkdir()
+    monkeypatch.chdir(tmp_path)
+    _without(monkeypatch, missing)
+    result = CliRunner().invoke(app, args, input="")
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == f"llmcore: {line}\n"
+    assert not (tmp_path / "OUT").exists()  # refused before anything ran
+
+
+def test_every_extra_module_is_installed_here() -> None:
+    assert {extra: _extras.missing_extra(extra) for extra in _extras.EXTRAS} == dict.fromkeys(
+        _extras.EXTRAS
+    )

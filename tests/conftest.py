@@ -15,6 +15,10 @@ from hypothesis import HealthCheck, settings
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "corpus"
 
+# The pytest plugin's tests (tests/plugin) run inner pytest sessions; pytest reads
+# pytest_plugins only from the top-level conftest.
+pytest_plugins = ["pytester"]
+
 settings.register_profile(
     "ci",
     max_examples=2000,

@@ -11,6 +11,14 @@ against::
     report.requests[5].verdict              # Verdict.BREAK
     report.theoretical_hit_rate             # Σ max_cacheable_tokens ÷ Σ total_tokens
 
+Requests are grouped within a scope (a cassette file, a conversation key such as
+``prompt_cache_key`` or a JSONL envelope's ``conversation``, a ``previous_response_id`` chain;
+``group=`` overrides); besides ``stable``/``break``/``new`` the verdicts name allowed kinds
+(deferred tools, retries, shorter reruns, server-side continuations, thinking/reasoning drops,
+compaction) and a break names its divergence (``tools``, ``system`` or ``messages``). Recorded
+responses' usage (:mod:`llmcore.audit.usage`) sits beside the estimated figures; intended breaks
+are exempted with a reason (:mod:`llmcore.audit.exemptions`).
+
 It reads wire bodies on its own and shares no code with llmcore's provider modules (V4): only
 the generic helpers :mod:`llmcore.jsonbytes`, :mod:`llmcore.tokens` and :mod:`llmcore.errors`.
 
@@ -23,14 +31,23 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from llmcore.audit._auditor import Auditor, audit_bodies
-from llmcore.audit._shape import ANTHROPIC_MIN_TOKENS, PROVIDERS, minimum_tokens
+from llmcore.audit._shape import (
+    ANTHROPIC_MIN_TOKENS,
+    PROVIDERS,
+    minimum_tokens,
+    wire_conflict,
+    wire_shape,
+)
 from llmcore.audit.inputs import read_inputs
 from llmcore.audit.matcher import BodyDifference, body_matcher, first_difference, normalize_body
 from llmcore.audit.report import (
+    DIVERGENCES,
     GROUPING_RULE,
+    GROUPINGS,
     AuditInput,
     AuditInputError,
     AuditReport,
+    RecordedUsage,
     RequestRecord,
     Verdict,
 )
@@ -43,6 +60,9 @@ __all__ = [
     "AuditInputError",
     "AuditReport",
     "Auditor",
+    "DIVERGENCES",
+    "GROUPINGS",
+    "RecordedUsage",
     "BodyDifference",
     "RequestRecord",
     "Verdict",
@@ -53,6 +73,8 @@ __all__ = [
     "minimum_tokens",
     "normalize_body",
     "read_inputs",
+    "wire_conflict",
+    "wire_shape",
 ]
 
 
@@ -60,15 +82,19 @@ def audit_paths(
     paths: Sequence[Path],
     provider: str | None = None,
     stdin: Callable[[], bytes] | None = None,
+    *,
+    group: str | None = None,
 ) -> AuditReport:
     """Read cassettes, JSONL, corpus cases or folders of them and audit every body in order.
 
     ``stdin``, when given, supplies the bytes a path ``-`` stands for (JSONL, or a cassette if
     it starts with ``interactions:`` or ``---``; see :func:`~llmcore.audit.inputs.read_stdin`).
+    ``group`` overrides the grouping (:data:`GROUPINGS`).
 
     Raises:
         AuditInputError: An input is missing or malformed (names the file and line or index).
         UnknownProviderError: ``provider`` is not a known name.
     """
+    Auditor(provider, group)  # an unknown grouping is refused before any file is read
     inputs, skipped = read_inputs(paths, stdin)
-    return audit_bodies(inputs, provider, skipped=skipped)
+    return audit_bodies(inputs, provider, skipped=skipped, group=group)

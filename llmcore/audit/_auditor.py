@@ -1,7 +1,10 @@
 """The stability auditor (SPEC V1): grouping, P4 verdicts, lost prefix, theoretical maximum.
 
 Requests are taken in input order. Each is scanned (:mod:`llmcore.audit._scan`), given a
-provider (``--provider`` or its shape), grouped into a conversation, compared with the previous
+provider (``--provider`` or its shape), given a scope (its cassette file, its conversation key, or
+the whole input; :data:`~llmcore.audit.report.GROUPINGS`), grouped into a conversation within
+that scope (or joined to the conversation of the recorded response its ``previous_response_id``
+names), compared with the previous
 request of that conversation (:mod:`llmcore.audit._compare`), and given its theoretical maximum
 cacheable prefix: the longest prefix of :mod:`llmcore.tokens` prefix items it shares with any
 earlier request to the same provider and model whose cache entry is still alive (for Anthropic,
@@ -19,13 +22,21 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Final
 
 from llmcore import tokens
 from llmcore.audit import _shape
-from llmcore.audit._compare import Prepared, compare
+from llmcore.audit._compare import Change, Prepared, compare, continuation, frame
 from llmcore.audit._scan import ItemCache, ItemInfo, scan_body
-from llmcore.audit.report import AuditInput, AuditInputError, AuditReport, RequestRecord, Verdict
+from llmcore.audit.report import (
+    GROUPINGS,
+    AuditInput,
+    AuditInputError,
+    AuditReport,
+    RequestRecord,
+    Verdict,
+)
 from llmcore.errors import EncodingError
 
 __all__ = ["TOO_DEEP", "Auditor", "audit_bodies"]
@@ -48,13 +59,43 @@ class _Node:
         self.expiry = -math.inf
 
 
-class _Conversation:
-    __slots__ = ("number", "last", "active")
+Scope = tuple[str, ...]
+"""A grouping boundary: ``("prefix",)``, ``("file", name)`` or ``("key", key)``."""
 
-    def __init__(self, number: int, last: Prepared) -> None:
+_PREFIX: Final[Scope] = ("prefix",)
+
+
+class _Conversation:
+    __slots__ = ("number", "last", "active", "scope")
+
+    def __init__(self, number: int, last: Prepared, scope: Scope) -> None:
         self.number = number
         self.last = last
         self.active = last.index
+        self.scope = scope
+
+
+def conversation_key(inp: AuditInput, body: dict[str, object]) -> str | None:
+    """The explicit conversation key a request carries, or ``None``.
+
+    In order: the input's own key (a JSONL envelope's ``conversation``); Responses
+    ``previous_response_id`` (a response not recorded earlier in the input) and
+    ``conversation`` (a string or ``{"id": …}``,
+    https://platform.openai.com/docs/api-reference/responses/create); OpenAI
+    ``prompt_cache_key`` (https://platform.openai.com/docs/guides/prompt-caching); Anthropic
+    ``metadata.user_id`` (https://docs.anthropic.com/en/api/messages).
+    """
+    if inp.conversation_key is not None:
+        return f"conversation={inp.conversation_key}"
+    for name in ("previous_response_id", "conversation", "prompt_cache_key"):
+        value = body.get(name)
+        if isinstance(value, dict):
+            value = value.get("id")
+        if isinstance(value, str) and value:
+            return f"{name}={value}"
+    metadata = body.get("metadata")
+    user = metadata.get("user_id") if isinstance(metadata, dict) else None
+    return f"metadata.user_id={user}" if isinstance(user, str) and user else None
 
 
 def _head(p: Prepared) -> ItemInfo | None:
@@ -91,16 +132,31 @@ class Auditor:
 
     Args:
         provider: Provider name for every body, or ``None`` to read each body's shape.
+        group: ``file``, ``prefix`` or ``key`` to override how requests are scoped
+            (:data:`~llmcore.audit.report.GROUPINGS`), or ``None`` for the default.
+
+    Raises:
+        AuditInputError: ``group`` is not one of :data:`~llmcore.audit.report.GROUPINGS`
+            (location ``--group``).
     """
 
-    def __init__(self, provider: str | None = None) -> None:
+    def __init__(self, provider: str | None = None, group: str | None = None) -> None:
+        if group is not None and group not in GROUPINGS:
+            raise AuditInputError(
+                f"unknown grouping {group!r} (expected one of: {', '.join(GROUPINGS)})",
+                location="--group",
+            )
+        self._group_by = group
+        self._responses: dict[str, tuple[_Conversation, Prepared]] = {}
+        self._latest: dict[tuple[Scope, str], _Conversation] = {}
         self._provider = provider
         self._cache = ItemCache()
         self._hints: dict[str, list[ItemInfo]] = {}
         self._conversations: list[_Conversation] = []
-        self._by_head: dict[tuple[str, str], dict[int, _Conversation]] = {}
+        self._by_head: dict[tuple[Scope, str, str], dict[int, _Conversation]] = {}
         self._tries: dict[tuple[str, str], _Node] = {}
         self._records: list[RequestRecord] = []
+        self._warnings: dict[str, str] = {}
 
     def add(self, item: bytes | AuditInput) -> RequestRecord:
         """Audit the next request body.
@@ -121,6 +177,8 @@ class Auditor:
             raise AuditInputError(TOO_DEEP, location=where) from None
         except EncodingError as exc:  # a value jsonbytes cannot write (nested too deeply)
             raise AuditInputError(exc.message, location=where) from None
+        if not inp.key_order_recorded:
+            record = replace(record, key_order_recorded=False)
         self._records.append(record)
         return record
 
@@ -131,9 +189,10 @@ class Auditor:
         and token items build :class:`Prepared` first.
         """
         body = scan_body(inp.body, self._cache, self._hints, location=where)
-        provider = _shape.detect_provider(body, self._provider, location=where)
-        model = body.values.get("model")
-        model = model if isinstance(model, str) else ""
+        provider = _shape.detect_provider(body, self._provider, location=where, uri=inp.uri)
+        if self._provider is not None:
+            _shape.note_conflict(self._warnings, body, self._provider, source, inp.uri)
+        model = _shape.model_of(body, inp.uri)
         prep = Prepared(
             index=index,
             source=source,
@@ -143,7 +202,7 @@ class Auditor:
             body=body,
             anthropic=_shape.anthropic_rules(provider, model, body),
         )
-        return self._judge(prep)
+        return self._judge(prep, inp)
 
     def report(self, skipped: Sequence[str] = ()) -> AuditReport:
         """Return the report over every request added so far."""
@@ -151,16 +210,44 @@ class Auditor:
             requests=tuple(self._records),
             conversations=len(self._conversations),
             skipped=tuple(skipped),
+            warnings=tuple(self._warnings.values()),
+            group=self._group_by,
         )
 
     # --- grouping ----------------------------------------------------------------------------
 
-    def _group(self, prep: Prepared) -> tuple[_Conversation | None, str]:
+    def _scope(self, inp: AuditInput, prep: Prepared) -> Scope:
+        """The boundary the request is grouped within (see :data:`GROUPINGS`)."""
+        if self._group_by in (None, "key"):
+            key = conversation_key(inp, prep.body.values)
+            if key is not None:  # by default a cassette's keys still stay within the file
+                inside = inp.scope if self._group_by is None else None
+                return ("key", key) if inside is None else ("key", key, inside)
+        if self._group_by == "file":
+            return ("file", inp.file or inp.scope or "")
+        if self._group_by is None and inp.scope is not None:
+            return ("file", inp.scope)
+        return _PREFIX
+
+    def _chained(self, prep: Prepared, scope: Scope) -> tuple[_Conversation, Prepared] | None:
+        """The conversation and request of a recorded response this request continues.
+
+        Not under ``--group prefix``; under ``--group file`` only within the same file.
+        """
+        if self._group_by == "prefix" or prep.provider != "openai-responses":
+            return None
+        previous = prep.body.values.get("previous_response_id")
+        found = self._responses.get(previous) if isinstance(previous, str) else None
+        if found is not None and self._group_by == "file" and found[0].scope != scope:
+            return None
+        return found
+
+    def _group(self, prep: Prepared, scope: Scope) -> tuple[_Conversation | None, str]:
         head = _head(prep)
         if head is None:
             return None, "new conversation: the request has no history messages"
         best, best_run = None, 0
-        for conv in self._by_head.get((prep.provider, head.norm), {}).values():
+        for conv in self._by_head.get((scope, prep.provider, head.norm), {}).values():
             run = _leading_run(conv.last, prep)
             if run > best_run or (
                 run == best_run and best is not None and conv.active > best.active
@@ -172,15 +259,26 @@ class Auditor:
                 f"{'s' if best_run != 1 else ''} with request {best.last.index}"
             )
         if _shape.msg(head).summary:
-            return self._group_compacted(prep)
+            return self._group_compacted(prep, scope)
+        latest = self._latest.get((scope, prep.provider))
+        if (
+            scope is not _PREFIX
+            and latest is not None
+            and latest.last.model == prep.model  # the cache is per model
+            and frame(latest.last) == frame(prep)
+        ):
+            return latest, (
+                f"joined: same model, tools and system as request {latest.last.index} of its "
+                f"{scope[0]} scope, first message differs"
+            )
         return None, "new conversation: no earlier conversation shares its first history message"
 
-    def _group_compacted(self, prep: Prepared) -> tuple[_Conversation | None, str]:
+    def _group_compacted(self, prep: Prepared, scope: Scope) -> tuple[_Conversation | None, str]:
         tail = prep.hist[prep.lead + 1 :]
         best, best_run = None, 0
         if tail:
             for conv in self._conversations:
-                if conv.last.provider != prep.provider:
+                if conv.last.provider != prep.provider or conv.scope != scope:
                     continue
                 hist = conv.last.hist
                 for start, info in enumerate(hist):
@@ -199,31 +297,53 @@ class Auditor:
         )
 
     def _index(self, conv: _Conversation, old: Prepared | None) -> None:
+        scope = conv.scope
         if old is not None:
             old_head = _head(old)
             if old_head is not None:
-                self._by_head.get((old.provider, old_head.norm), {}).pop(conv.number, None)
+                by_head = self._by_head.get((scope, old.provider, old_head.norm), {})
+                by_head.pop(conv.number, None)
         head = _head(conv.last)
         if head is not None:
-            self._by_head.setdefault((conv.last.provider, head.norm), {})[conv.number] = conv
+            key = (scope, conv.last.provider, head.norm)
+            self._by_head.setdefault(key, {})[conv.number] = conv
+        self._latest[(scope, conv.last.provider)] = conv
 
     # --- judging -----------------------------------------------------------------------------
 
-    def _judge(self, prep: Prepared) -> RequestRecord:
-        conv, how = self._group(prep)
-        previous = conv.last if conv is not None else None
-        change = compare(previous, prep) if previous is not None else None
-        if conv is None:
-            conv = _Conversation(len(self._conversations), prep)
-            self._conversations.append(conv)
-            self._index(conv, None)
+    def _judge(self, prep: Prepared, inp: AuditInput) -> RequestRecord:
+        scope = self._scope(inp, prep)
+        chained = self._chained(prep, scope)
+        change: Change | None
+        previous: Prepared | None
+        old: Prepared | None
+        if chained is not None:
+            conv, previous = chained
+            how = f"joined: previous_response_id names the response to request {previous.index}"
+            change = continuation(previous, prep)
+            old = conv.last
         else:
+            found, how = self._group(prep, scope)
+            how += _scope_words(scope)
+            if found is None:
+                conv = _Conversation(len(self._conversations), prep, scope)
+                self._conversations.append(conv)
+                previous = old = None
+            else:
+                conv, previous = found, found.last
+                old = previous
+            change = compare(previous, prep) if previous is not None else None
+        if old is not None:
             conv.last, conv.active = prep, prep.index
-            self._index(conv, previous)
+        self._index(conv, old)
+        if inp.response_id is not None:
+            self._responses[inp.response_id] = (conv, prep)
         verdict = Verdict.NEW if previous is None else Verdict.STABLE
         detail = None
         if previous is not None and previous.model != prep.model:
             detail = f"model changed from {previous.model!r} to {prep.model!r}"
+        if change is None and previous is not None and previous.body.text == prep.body.text:
+            verdict, detail = Verdict.RETRY, f"identical to request {previous.index} (a retry)"
         max_cacheable = self._theoretical(prep)
         return RequestRecord(
             index=prep.index,
@@ -234,14 +354,18 @@ class Auditor:
             compared_with=previous.index if previous is not None else None,
             grouping=how,
             verdict=change.verdict if change is not None else verdict,
-            changes=change.changes if change is not None else (),
+            changes=change.changes if change is not None else _own(verdict),
             first_break_offset=change.offset if change is not None else None,
             path=change.path if change is not None else None,
             detail=change.detail if change is not None else detail,
             lost_bytes=change.lost_bytes if change is not None else 0,
-            lost_tokens=_lost_tokens(previous, prep) if change is not None else 0,
+            lost_tokens=_lost_tokens(previous, prep) if change and change.lost_bytes else 0,
             total_tokens=prep.total_tokens,
             max_cacheable_tokens=max_cacheable,
+            divergence=change.divergence if change is not None else None,
+            file=inp.file,
+            position=inp.position,
+            usage=inp.usage,
         )
 
     # --- theoretical maximum -----------------------------------------------------------------
@@ -277,6 +401,21 @@ class Auditor:
                 node.children[key] = child
             child.expiry = max(child.expiry, expiry)
             node = child
+
+
+def _scope_words(scope: Scope) -> str:
+    """How the grouping text names a scope (nothing for the whole input)."""
+    if scope[0] == "file":
+        return f" (within file {scope[1]})" if scope[1] else " (within the bodies given)"
+    if scope[0] == "key":
+        inside = f" in file {scope[2]}" if len(scope) > 2 else ""
+        return f" (key {scope[1]}{inside})"
+    return ""
+
+
+def _own(verdict: Verdict) -> tuple[Verdict, ...]:
+    """``changes`` of a request the comparison found nothing in: only a retry names itself."""
+    return (verdict,) if verdict is Verdict.RETRY else ()
 
 
 def _trie_keys(prep: Prepared) -> list[object]:
@@ -320,24 +459,34 @@ def audit_bodies(
     provider: str | None = None,
     *,
     skipped: Sequence[str] = (),
+    group: str | None = None,
 ) -> AuditReport:
     """Audit request bodies in order and return the report (SPEC V1).
 
     Args:
         bodies: Request bodies as sent (``bytes``) or :class:`AuditInput` with source and time.
-        provider: ``anthropic``, ``openai-chat``, ``openai-responses`` or ``openrouter`` for
-            every body, or ``None`` to read each body's shape.
+        provider: A name of :data:`~llmcore.audit.PROVIDERS` for every body, or ``None`` to
+            read each body's shape (the URI's first, when the input records one).
         skipped: Inputs the caller passed over, carried into the report.
+        group: ``file``, ``prefix`` or ``key`` to override the grouping
+            (:data:`~llmcore.audit.report.GROUPINGS`); ``None`` for the default.
 
     Returns:
         One :class:`RequestRecord` per body and the totals; the theoretical hit rate for
         ``llmcore bench`` is :attr:`AuditReport.theoretical_hit_rate`.
 
     Raises:
-        AuditInputError: A body is not UTF-8 JSON of a known request shape (names its source).
+        AuditInputError: A body is not UTF-8 JSON of a known request shape (names its source);
+            a :attr:`~AuditInput.skippable` one is listed in the report's ``skipped`` instead.
         UnknownProviderError: ``provider`` is not a known name.
     """
-    auditor = Auditor(provider)
+    auditor = Auditor(provider, group)
+    passed_over = list(skipped)
     for body in bodies:
-        auditor.add(body)
-    return auditor.report(skipped)
+        try:
+            auditor.add(body)
+        except AuditInputError as exc:
+            if not (isinstance(body, AuditInput) and body.skippable):
+                raise
+            passed_over.append(f"{exc.location}: {exc.message}")
+    return auditor.report(passed_over)

@@ -33,7 +33,7 @@ from llmcore.audit._scan import (
 )
 from llmcore.audit.report import Verdict
 
-__all__ = ["Change", "Prepared", "compare"]
+__all__ = ["Change", "Prepared", "compare", "continuation", "deferred", "divergence", "frame"]
 
 _THINKING: Final = frozenset({"thinking", "redacted_thinking"})
 _ID_STATUS: Final = frozenset({"id", "status"})
@@ -120,10 +120,12 @@ class Change:
     """One line saying what differs."""
     lost_bytes: int
     """Normalized bytes of the previous request's items from the first changed one on."""
+    divergence: str | None = None
+    """For a break: ``tools``, ``system`` or ``messages`` (``report.DIVERGENCES``)."""
 
 
 def _name(body: ScannedBody, section: str, j: int) -> str:
-    return section if section in body.values else f"{section}[{j}]"
+    return section if section in body.values else f"{section}[{body.wire_index(section, j)}]"
 
 
 def _snip(text: str, at: int) -> str:
@@ -169,34 +171,90 @@ def _lost(p: Prepared, section: str, j: int) -> int:
     return lost
 
 
-def _break(p: Prepared, c: Prepared, section: str, j: int, kinds: list[Verdict]) -> Change:
+def divergence(provider: str, section: str, is_system: bool = False) -> str:
+    """Name where a break lies: ``tools``, ``system`` or ``messages``.
+
+    ``system`` covers Anthropic ``system``, OpenAI ``instructions`` and leading system/developer
+    messages of the history (``is_system``).
+    """
+    if section == "tools":
+        return "tools"
+    if section != _shape.history_key(provider) or is_system:
+        return "system"
+    return "messages"
+
+
+def _break(p: Prepared, c: Prepared, section: str, where: tuple[int, int]) -> Change:
+    """A break in a fixed section at previous item ``where[0]`` / current item ``where[1]``."""
+    pj, cj = where
     prev_items = p.body.items.get(section, [])
     cur_items = c.body.items.get(section, [])
-    if j < len(cur_items):
-        offset, path, detail = _item_diff(c, section, j, prev_items[j], cur_items[j])
+    if cj < len(cur_items):
+        offset, path, detail = _item_diff(c, section, cj, prev_items[pj], cur_items[cj])
     else:
-        offset, path = _missing_offset(c, section), f"{section}[{j}]"
-        detail = f"{path} removed (the previous request had {len(prev_items)})"
-    changes = (*kinds, Verdict.BREAK)
+        offset, path = _missing_offset(c, section), f"{section}[{cj}]"
+        detail = f"{section}[{pj}] removed (the previous request had {len(prev_items)})"
     return Change(
         verdict=Verdict.BREAK,
-        changes=changes,
+        changes=(Verdict.BREAK,),
         offset=offset,
         path=path,
         detail=detail,
-        lost_bytes=_lost(p, section, j),
+        lost_bytes=_lost(p, section, pj),
+        divergence=divergence(c.provider, section),
     )
 
 
+def deferred(info: ItemInfo) -> bool:
+    """Whether a tool definition is marked ``defer_loading: true`` (Anthropic tool search)."""
+    got = info.extra.get("deferred")
+    if got is None:
+        value = info.parsed()
+        got = isinstance(value, dict) and value.get("defer_loading") is True
+        info.extra["deferred"] = got
+    return bool(got)
+
+
+def _kept(c: Prepared, section: str, items: list[ItemInfo]) -> list[tuple[int, ItemInfo]]:
+    """The items of a fixed section that are in the cached prefix, with their indices.
+
+    Anthropic tools marked ``defer_loading: true`` are not (:attr:`Verdict.DEFERRED_TOOLS`).
+    """
+    if section != "tools" or c.provider != "anthropic":
+        return list(enumerate(items))
+    return [(j, info) for j, info in enumerate(items) if not deferred(info)]
+
+
+def frame(p: Prepared) -> tuple[str, ...]:
+    """The normalized tools (deferred ones left out) and system items of a request, in order.
+
+    Two requests with equal frames share their tool definitions and system prompt; leading
+    system/developer history messages count as system.
+    """
+    out: list[str] = []
+    for section in _shape.SECTIONS[p.provider][:-1]:
+        out.append(f"\x00{section}")
+        out.extend(info.norm for _, info in _kept(p, section, p.body.items.get(section, [])))
+    out.extend(info.norm for info in p.hist[: p.lead])
+    return tuple(out)
+
+
 def _fixed(p: Prepared, c: Prepared, section: str) -> Change | None:
-    """Tools, system, instructions: every item unchanged, none added or removed."""
-    prev_items = p.body.items.get(section, [])
-    cur_items = c.body.items.get(section, [])
-    for j, prev in enumerate(prev_items):
-        if j >= len(cur_items) or not (prev is cur_items[j] or prev.norm == cur_items[j].norm):
-            return _break(p, c, section, j, [])
+    """Tools, system, instructions: every item unchanged, none added or removed.
+
+    Anthropic tools marked ``defer_loading: true`` may come and go (:attr:`Verdict.DEFERRED_TOOLS`).
+    """
+    prev_all = p.body.items.get(section, [])
+    cur_all = c.body.items.get(section, [])
+    prev_items, cur_items = _kept(p, section, prev_all), _kept(c, section, cur_all)
+    for n, (pj, prev) in enumerate(prev_items):
+        if n >= len(cur_items):
+            return _break(p, c, section, (pj, len(cur_all)))
+        cj, cur = cur_items[n]
+        if not (prev is cur or prev.norm == cur.norm):
+            return _break(p, c, section, (pj, cj))
     if len(cur_items) > len(prev_items):
-        j = len(prev_items)
+        j = cur_items[len(prev_items)][0]
         name = _name(c.body, section, j)
         return Change(
             verdict=Verdict.BREAK,
@@ -204,9 +262,41 @@ def _fixed(p: Prepared, c: Prepared, section: str) -> Change | None:
             offset=byte_offset(c.body, c.body.starts[section][j]),
             path=name,
             detail=f"{name} added",
-            lost_bytes=_lost(p, section, j),
+            lost_bytes=_lost(p, section, prev_items[-1][0] + 1 if prev_items else 0),
+            divergence=divergence(c.provider, section),
         )
-    return None
+    if len(prev_all) == len(cur_all) and all(
+        a is b or a.norm == b.norm for a, b in zip(prev_all, cur_all, strict=True)
+    ):
+        return None
+    return _deferred_change(p, c, section)
+
+
+def _deferred_change(p: Prepared, c: Prepared, section: str) -> Change:
+    """Deferred tools added or removed, every other tool unchanged: the allowed kind."""
+    prev_all = p.body.items.get(section, [])
+    cur_all = c.body.items.get(section, [])
+    j = 0
+    while j < min(len(prev_all), len(cur_all)) and prev_all[j].norm == cur_all[j].norm:
+        j += 1
+    if j < len(cur_all):
+        offset = byte_offset(c.body, c.body.starts[section][j])
+    else:
+        offset = _missing_offset(c, section)
+    added = sum(1 for info in cur_all if deferred(info)) - sum(
+        1 for info in prev_all if deferred(info)
+    )
+    return Change(
+        verdict=Verdict.DEFERRED_TOOLS,
+        changes=(Verdict.DEFERRED_TOOLS,),
+        offset=offset,
+        path=f"{section}[{j}]",
+        detail=(
+            f"deferred tools (defer_loading: true) changed from {section}[{j}] "
+            f"({added:+d}); they are not part of the cached prefix"
+        ),
+        lost_bytes=0,
+    )
 
 
 def _stripped(info: ItemInfo, what: str) -> str:
@@ -271,6 +361,8 @@ def _history(p: Prepared, c: Prepared) -> Change | None:
                 w.reasoning_turn = False
             w.pi, w.ci = w.pi + 1, w.ci + 1
             continue
+        if b is None and w.first is None:
+            return _rerun(p, c, section, w.pi)
         if w.first is None:
             w.first = (w.pi, w.ci)
             if b is not None and w.ci == c.lead and _shape.msg(b).summary:
@@ -280,6 +372,21 @@ def _history(p: Prepared, c: Prepared) -> Change | None:
     if w.first is None:
         return None
     return _at(p, c, section, w.first, w.kinds, "allowed change")
+
+
+def _rerun(p: Prepared, c: Prepared, section: str, pi: int) -> Change:
+    """The history is a proper prefix of the previous request's: a shorter rerun."""
+    return Change(
+        verdict=Verdict.SHORTER_RERUN,
+        changes=(Verdict.SHORTER_RERUN,),
+        offset=_missing_offset(c, section),
+        path=f"{section}[{pi}]",
+        detail=(
+            f"shorter rerun: the history stops after {pi} of the previous request's "
+            f"{len(p.hist)} items, every one unchanged"
+        ),
+        lost_bytes=_lost(p, section, pi),
+    )
 
 
 def _edited_base(a: ItemInfo, c: Prepared, ci: int) -> str | None:
@@ -314,6 +421,7 @@ def _break_at(
         path=path,
         detail=detail,
         lost_bytes=_lost(p, section, pi),
+        divergence=divergence(c.provider, section, pi < p.lead or ci < c.lead),
     )
 
 
@@ -344,12 +452,78 @@ def compare(p: Prepared, c: Prepared) -> Change | None:
     """Check P4 from request ``p`` to the next request ``c`` of its conversation.
 
     Returns:
-        ``None`` when P4 holds, else the first change in cache order (a break in tools or
-        system comes before any history change).
+        ``None`` when P4 holds, else the changes in cache order: a break in tools or system
+        comes before any history change; an allowed change of the tools (deferred tools) is
+        listed before what the history shows.
     """
-    sections = _shape.SECTIONS[c.provider]
-    for section in sections[:-1]:
+    broken, allowed = _frame_change(p, c)
+    return broken if broken is not None else _merge(allowed, _history(p, c))
+
+
+def _frame_change(p: Prepared, c: Prepared) -> tuple[Change | None, Change | None]:
+    """Compare the fixed sections: (a break, with any allowed kind before it; the allowed kind)."""
+    allowed: Change | None = None
+    for section in _shape.SECTIONS[c.provider][:-1]:
         change = _fixed(p, c, section)
-        if change is not None:
-            return change
-    return _history(p, c)
+        if change is not None and change.verdict is Verdict.BREAK:
+            return _merge(allowed, change), allowed
+        allowed = allowed or change
+    return None, allowed
+
+
+def continuation(p: Prepared, c: Prepared) -> Change:
+    """Check a Responses request that continues ``p``'s response (``previous_response_id``).
+
+    The server holds ``p``'s input and output; ``c`` carries only the appended input items, so
+    only its tools and instructions are compared with ``p``'s, and its appended items are
+    checked for a re-send of ``p``'s input (no break, since the server's prefix is unchanged,
+    but the detail names the items counted twice). Returns a break there, else
+    :attr:`Verdict.CONTINUATION`.
+    """
+    broken, allowed = _frame_change(p, c)
+    if broken is not None:
+        return broken
+    key = _shape.history_key(c.provider)
+    starts = c.body.starts.get(key)
+    appended = len(c.hist)
+    resent = 0
+    for x, y in zip(p.hist, c.hist, strict=False):
+        if not (x is y or x.norm == y.norm):
+            break
+        resent += 1
+    again = (
+        f"; it re-sends {resent} of request {p.index}'s input items, which the server already"
+        " holds (they are counted twice)"
+        if resent
+        else ""
+    )
+    own = Change(
+        verdict=Verdict.CONTINUATION,
+        changes=(Verdict.CONTINUATION,),
+        offset=byte_offset(c.body, starts[0]) if starts else _missing_offset(c, key),
+        path=f"{key}[0]" if starts else key,
+        detail=(
+            f"server-side continuation of request {p.index}'s response: "
+            f"{appended} appended input item{'s' if appended != 1 else ''}{again}"
+        ),
+        lost_bytes=0,
+    )
+    merged = _merge(allowed, own)
+    return merged if merged is not None else own
+
+
+def _merge(first: Change | None, then: Change | None) -> Change | None:
+    """Join an allowed change of the fixed sections with what a later section shows."""
+    if first is None or then is None:
+        return first or then
+    kinds = [*first.changes, *(k for k in then.changes if k not in first.changes)]
+    lead = then if then.verdict is Verdict.BREAK else first
+    return Change(
+        verdict=lead.verdict,
+        changes=tuple(kinds),
+        offset=lead.offset,
+        path=lead.path,
+        detail=lead.detail,
+        lost_bytes=then.lost_bytes if then.verdict is Verdict.BREAK else first.lost_bytes,
+        divergence=lead.divergence,
+    )

@@ -4,8 +4,11 @@ Bodies are decoded from UTF-8 once and scanned with the standard library's C sca
 (:meth:`json.JSONDecoder.scan_once`) for leaf values, while a small walker in this module keeps
 object members in wire order and records where every value starts and ends. Nothing here
 compares parsed dicts: items are compared on their exact text, after the P4 normalization
-deletes every ``cache_control`` and ``prompt_cache_breakpoint`` member (and, for the allowed
-changes, thinking blocks or ``id``/``status`` members) as character spans.
+deletes every ``cache_control`` and ``prompt_cache_breakpoint`` member and every Bedrock
+Converse ``{"cachePoint": …}`` block (an array element whose only member is ``cachePoint``:
+https://docs.aws.amazon.com/bedrock/latest/userguide/prompt-caching.html) — and, for the allowed
+changes, thinking blocks or ``id``/``status`` members — as character spans. A ``cachePoint``
+block that is a top-level item (in ``system`` or ``tools``) is not an item at all.
 
 Offsets in this module are character offsets into the decoded body text; :func:`byte_offset`
 turns one into the byte offset of the recorded body that reports show.
@@ -26,10 +29,12 @@ from llmcore.audit.report import AuditInputError
 
 __all__ = [
     "CACHE_KEYS",
+    "CONVERSE_TOOLS",
     "ItemInfo",
     "ItemCache",
     "ScannedBody",
     "byte_offset",
+    "is_cache_point",
     "common_prefix",
     "find_path",
     "normalize_text",
@@ -41,9 +46,29 @@ __all__ = [
 CACHE_KEYS: Final = frozenset({"cache_control", "prompt_cache_breakpoint"})
 """Members P4 deletes before comparing (SPEC P4, normalization 47)."""
 
-_CACHE_MARKERS: Final = ('"cache_control"', '"prompt_cache_breakpoint"')
-ITEM_KEYS: Final = frozenset({"tools", "system", "instructions", "messages", "input"})
-"""Top-level keys whose values are split into wire items (arrays) or kept as one item."""
+CACHE_POINT: Final = "cachePoint"
+"""Bedrock Converse's breakpoint block, ``{"cachePoint": {"type": "default"}}``, normalized
+like ``cache_control``."""
+_CACHE_MARKERS: Final = ('"cache_control"', '"prompt_cache_breakpoint"', f'"{CACHE_POINT}"')
+ITEM_KEYS: Final = frozenset(
+    {
+        "tools",
+        "system",
+        "instructions",
+        "messages",
+        "input",
+        "contents",
+        "systemInstruction",
+        "toolConfig",
+        "cachedContent",
+    }
+)
+"""Top-level keys whose values are split into wire items (arrays) or kept as one item
+(Anthropic, OpenAI, Gemini ``generateContent`` and Bedrock Converse sections)."""
+
+CONVERSE_TOOLS: Final = "toolConfig.tools"
+"""The item key of Bedrock Converse's tool list, ``toolConfig.tools``: its elements are items
+(each tool is cached as a prefix item; ``toolConfig.toolChoice`` is not one)."""
 
 _ws: Final[Callable[[str, int], re.Match[str] | None]] = re.compile(r"[ \t\n\r]*").match
 
@@ -176,9 +201,11 @@ class ScannedBody:
         spans: Top-level key → ``(start, end)`` of its value.
         items: Item key → the items (arrays: one per element; other values: one item).
         starts: Item key → each item's start offset.
+        wire: Item key → each item's index in its wire array, for the keys whose array holds
+            ``cachePoint`` blocks (skipped as items); other keys' items are their own index.
     """
 
-    __slots__ = ("text", "is_ascii", "values", "spans", "items", "starts")
+    __slots__ = ("text", "is_ascii", "values", "spans", "items", "starts", "wire")
 
     def __init__(self, text: str, is_ascii: bool) -> None:
         self.text = text
@@ -187,6 +214,17 @@ class ScannedBody:
         self.spans: dict[str, tuple[int, int]] = {}
         self.items: dict[str, list[ItemInfo]] = {}
         self.starts: dict[str, list[int]] = {}
+        self.wire: dict[str, list[int]] = {}
+
+    def wire_index(self, key: str, j: int) -> int:
+        """Return the wire array index of item ``j`` of ``key`` (``cachePoint`` blocks count)."""
+        indices = self.wire.get(key)
+        return indices[j] if indices is not None and j < len(indices) else j
+
+
+def is_cache_point(value: Any) -> bool:
+    """Whether ``value`` is a Bedrock ``{"cachePoint": …}`` block (its only member)."""
+    return isinstance(value, dict) and len(value) == 1 and CACHE_POINT in value
 
 
 def scan_body(
@@ -240,8 +278,10 @@ def _scan_top(out: ScannedBody, cache: ItemCache, hints: dict[str, list[ItemInfo
     while more:
         key, j = _key(s, i)
         if key in ITEM_KEYS and s[j : j + 1] == "[":
-            items, starts, end = _scan_items(s, j, cache, hints.get(key, ()))
+            items, starts, end, wire = _scan_items(s, j, cache, hints.get(key, ()))
             out.items[key], out.starts[key] = items, starts
+            if wire is not None:
+                out.wire[key] = wire
             hints[key] = items
         else:
             value, end = _leaf(s, j)
@@ -249,6 +289,8 @@ def _scan_top(out: ScannedBody, cache: ItemCache, hints: dict[str, list[ItemInfo
             if key in ITEM_KEYS and value is not None:
                 out.items[key] = [cache.get(s[j:end], value)]
                 out.starts[key] = [j]
+            if key == "toolConfig" and isinstance(value, dict) and "tools" in value:
+                _scan_tool_list(out, s, j, cache, hints)
         out.spans[key] = (j, end)
         more, i = _after_value(s, end, "}")
     if _skip_ws(s, i) != len(s):
@@ -257,15 +299,23 @@ def _scan_top(out: ScannedBody, cache: ItemCache, hints: dict[str, list[ItemInfo
 
 def _scan_items(
     s: str, i: int, cache: ItemCache, hint: Sequence[ItemInfo]
-) -> tuple[list[ItemInfo], list[int], int]:
-    """Scan the array at ``i``; return its item infos, their starts and the array's end."""
+) -> tuple[list[ItemInfo], list[int], int, list[int] | None]:
+    """Scan the array at ``i``.
+
+    Returns:
+        Its item infos, their starts, the array's end, and the items' wire indices when
+        ``cachePoint`` blocks were left out (else ``None``).
+    """
     items: list[ItemInfo] = []
     starts: list[int] = []
+    wire: list[int] | None = None
     i = _skip_ws(s, i + 1)
     if s[i : i + 1] == "]":
-        return items, starts, i + 1
+        return items, starts, i + 1, wire
     more = True
+    index = -1
     while more:
+        index += 1
         k = len(items)
         guess = hint[k] if k < len(hint) else None
         # A JSON object, array or string is self-delimiting, so a recurring text is that item.
@@ -274,10 +324,47 @@ def _scan_items(
         else:
             value, end = _leaf(s, i)
             info = cache.get(s[i:end], value)
-        items.append(info)
-        starts.append(i)
+        if _point_item(info):
+            wire = wire if wire is not None else list(range(len(items)))
+        else:
+            if wire is not None:
+                wire.append(index)
+            items.append(info)
+            starts.append(i)
         more, i = _after_value(s, end, "]")
-    return items, starts, i
+    return items, starts, i, wire
+
+
+def _scan_tool_list(
+    out: ScannedBody, s: str, i: int, cache: ItemCache, hints: dict[str, list[ItemInfo]]
+) -> None:
+    """Split the ``tools`` array of the ``toolConfig`` object at ``i`` into items.
+
+    They are recorded under :data:`CONVERSE_TOOLS`, with the array's span.
+    """
+    i = _skip_ws(s, i + 1)
+    more = s[i : i + 1] != "}"
+    while more:
+        key, j = _key(s, i)
+        if key == "tools" and s[j : j + 1] == "[":
+            items, starts, end, wire = _scan_items(s, j, cache, hints.get(CONVERSE_TOOLS, ()))
+            out.items[CONVERSE_TOOLS], out.starts[CONVERSE_TOOLS] = items, starts
+            out.spans[CONVERSE_TOOLS] = (j, end)
+            if wire is not None:
+                out.wire[CONVERSE_TOOLS] = wire
+            hints[CONVERSE_TOOLS] = items
+        else:
+            end = _leaf(s, j)[1]
+        more, i = _after_value(s, end, "}")
+
+
+def _point_item(info: ItemInfo) -> bool:
+    """Whether an item is a ``cachePoint`` block (checked once per distinct text)."""
+    got = info.extra.get("point")
+    if got is None:
+        got = f'"{CACHE_POINT}"' in info.raw and is_cache_point(info.parsed())
+        info.extra["point"] = got
+    return bool(got)
 
 
 def byte_offset(body: ScannedBody, char_offset: int) -> int:
@@ -386,7 +473,7 @@ class _Stripper:
         while more:
             mark = len(self.out)
             end, type_value = self.value(i, depth + 1, False)
-            drop = in_content and type_value in self.drop_types
+            drop = (in_content and type_value in self.drop_types) or _is_point_text(s, i)
             if drop:
                 del self.out[mark:]  # spans inside a dropped element go with it
             spans.append((i, end))
@@ -414,6 +501,17 @@ class _Stripper:
                 self.out.append((spans[0][0], spans[n - 1][1]))
 
 
+def _is_point_text(s: str, i: int) -> bool:
+    """Whether the value at ``i`` is an object whose only member is ``cachePoint``."""
+    if s[i : i + 1] != "{":
+        return False
+    j = _skip_ws(s, i + 1)
+    if not s.startswith(f'"{CACHE_POINT}"', j):
+        return False
+    after = _skip_ws(s, _end_of(s, _key(s, j)[1]))
+    return s[after : after + 1] == "}"
+
+
 def strip_spans(
     s: str,
     start: int,
@@ -431,6 +529,9 @@ def strip_spans(
         top_keys: Member names deleted only from the value itself (depth 0).
         drop_types: Elements of the top-level ``content`` array whose ``type`` is one of these
             are deleted (Anthropic ``thinking`` blocks).
+
+    Every array element that is a Bedrock ``{"cachePoint": …}`` block is deleted too (at any
+    depth), like a ``cache_control`` member.
 
     Returns:
         ``(start, end)`` spans relative to ``start``'s text ``s`` (same coordinates).

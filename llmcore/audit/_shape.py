@@ -1,15 +1,24 @@
 """What a wire body means for each provider: shape, prefix sections, token items, minimums.
 
-The auditor reads bodies on its own (SPEC V4): this module knows the three wire shapes from the
+The auditor reads bodies on its own (SPEC V4): this module knows the wire shapes from the
 providers' API references, not from llmcore's provider modules.
 
-* provider from the body's shape: Anthropic Messages (https://docs.anthropic.com/en/api/messages),
-  OpenAI Chat Completions and Responses (https://platform.openai.com/docs/api-reference);
-  OpenRouter bodies look like Chat Completions;
+* shapes: Anthropic Messages (https://docs.anthropic.com/en/api/messages; Bedrock InvokeModel
+  bodies with ``anthropic_version`` are this shape), OpenAI Chat Completions and Responses
+  (https://platform.openai.com/docs/api-reference; OpenRouter bodies look like Chat
+  Completions), Gemini ``generateContent`` / ``streamGenerateContent``
+  (https://ai.google.dev/api/generate-content) and Bedrock Converse / ConverseStream
+  (https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.html);
+* the shape comes from the request URI when there is one (:func:`shape_from_uri`), else from
+  the body (:func:`body_shape`); a Converse body is never taken for an Anthropic one;
 * prefix sections in cache order: Anthropic ``tools`` → ``system`` → ``messages``
-  (PROVIDER-RULES §1.2); OpenAI ``tools`` → ``instructions`` → ``messages`` / ``input``;
+  (PROVIDER-RULES §1.2); OpenAI ``tools`` → ``instructions`` → ``messages`` / ``input``; Bedrock
+  Converse ``toolConfig.tools`` → ``system`` → ``messages`` (``toolConfig.toolChoice`` counts
+  like Anthropic's ``tool_choice``); Gemini ``cachedContent`` →
+  ``systemInstruction`` → ``tools`` → ``toolConfig`` → ``contents``;
 * token items and counts exactly as :mod:`llmcore.tokens` documents them;
-* per-model minimum cacheable prefix (PROVIDER-RULES §1.3) and cache lifetimes (§1.4, §2.1).
+* per-model minimum cacheable prefix (PROVIDER-RULES §1.3; Gemini and Bedrock from their docs,
+  see :data:`GEMINI_MIN_TOKENS`, :data:`BEDROCK_NOVA_MIN`) and cache lifetimes (§1.4, §2.1).
 
 Leaves out: comparing bodies (:mod:`llmcore.audit._compare`).
 """
@@ -19,9 +28,18 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from typing import Any, Final
+from urllib.parse import unquote, urlsplit
 
 from llmcore import jsonbytes, tokens
-from llmcore.audit._scan import CACHE_KEYS, ItemInfo, ScannedBody
+from llmcore.audit._scan import (
+    CACHE_KEYS,
+    CONVERSE_TOOLS,
+    ItemCache,
+    ItemInfo,
+    ScannedBody,
+    is_cache_point,
+    scan_body,
+)
 from llmcore.audit.report import AuditInputError
 from llmcore.errors import EncodingError, UnknownProviderError
 
@@ -30,25 +48,61 @@ __all__ = [
     "SECTIONS",
     "TokenItem",
     "anthropic_rules",
+    "body_shape",
     "cache_ttl",
+    "conflict_message",
     "detect_provider",
     "history_key",
     "item_tokens",
     "minimum_tokens",
+    "model_from_uri",
+    "model_of",
     "msg",
+    "note_conflict",
+    "shape_conflict",
+    "shape_from_uri",
     "token_items",
+    "wire_conflict",
+    "wire_shape",
 ]
 
-PROVIDERS: Final = ("anthropic", "openai-chat", "openai-responses", "openrouter")
-"""Provider names the auditor understands (SPEC R2)."""
+PROVIDERS: Final = (
+    "anthropic",
+    "openai-chat",
+    "openai-responses",
+    "openrouter",
+    "gemini",
+    "bedrock-converse",
+)
+"""Provider names the auditor understands (SPEC R2), one per wire shape."""
 
 SECTIONS: Final[Mapping[str, tuple[str, ...]]] = {
     "anthropic": ("tools", "system", "messages"),
     "openai-chat": ("tools", "messages"),
     "openrouter": ("tools", "messages"),
     "openai-responses": ("tools", "instructions", "input"),
+    "gemini": ("cachedContent", "systemInstruction", "tools", "toolConfig", "contents"),
+    "bedrock-converse": (CONVERSE_TOOLS, "system", "messages"),
 }
-"""Prefix sections per provider, in cache order (the last one is the history)."""
+"""Prefix sections per provider, in cache order (the last one is the history).
+
+Bedrock Converse caches ``tools`` (each element of ``toolConfig.tools``), ``system`` and
+``messages`` in that order, as Anthropic does (https://docs.aws.amazon.com/bedrock/latest/
+userguide/prompt-caching.html); ``toolConfig.toolChoice`` is no prefix item but part of the
+messages-level key, like Anthropic's ``tool_choice`` (:func:`messages_level`). Gemini's
+explicit cache (``cachedContent``) holds the start of the prompt; the order of the other
+sections is not documented, and any change in them misses the cache either way: the order only
+decides which change is named first.
+"""
+
+BEDROCK_INVOKE: Final = "bedrock-invoke"
+"""What :func:`shape_from_uri` says for ``/model/<id>/invoke``: the body decides (Anthropic's
+``anthropic_version`` bodies are audited as ``anthropic``; other models' bodies are skipped)."""
+
+_GEMINI_PATH: Final = re.compile(r"/models/([^/:]+):(?:generateContent|streamGenerateContent)$")
+_BEDROCK_PATH: Final = re.compile(
+    r"/model/([^/]+)/(converse|converse-stream|invoke|invoke-with-response-stream)$"
+)
 
 COMPACTION_HEAD: Final = "# Conversation so far"
 """How a compaction summary message starts (SPEC C1)."""
@@ -76,6 +130,42 @@ prompt-caching (2025-11 → 2026-02). Models not listed (older Claude 3 Opus / S
 ANTHROPIC_DEFAULT_MIN: Final = 1024
 """Minimum for Claude models the table does not list (tokens)."""
 
+GEMINI_MIN_TOKENS: Final[Mapping[str, int]] = {
+    "gemini-3.8-flash": 4096,
+    "gemini-3.7-flash": 4096,
+    "gemini-3.6-flash": 4096,
+    "gemini-3.5-flash": 4096,
+    "gemini-3.1-pro": 4096,
+    "gemini-2.5-flash": 2048,
+    "gemini-2.5-pro": 2048,
+}
+"""Gemini's minimum input for context caching per model (tokens), by longest name prefix.
+
+Source: https://ai.google.dev/gemini-api/docs/caching ("Implicit caching", table "Min token
+limit", page updated 2026-07-07). Models not listed use :data:`GEMINI_DEFAULT_MIN`.
+"""
+
+GEMINI_DEFAULT_MIN: Final = 4096
+"""Minimum for Gemini models the table does not list: the largest listed (tokens)."""
+
+GEMINI_TTL: Final = 3600.0
+"""Gemini's explicit cache default TTL (seconds; https://ai.google.dev/gemini-api/docs/caching,
+"Explicit caching"); implicit-cache lifetimes are not published, so the same is assumed."""
+
+BEDROCK_NOVA_MIN: Final = 1000
+"""Bedrock's minimum tokens per cache checkpoint for Amazon Nova models (Micro, Lite, Pro,
+Premier); Claude models on Bedrock use Anthropic's minimums (:data:`ANTHROPIC_MIN_TOKENS`).
+Source: https://docs.aws.amazon.com/bedrock/latest/userguide/prompt-caching.html, "Supported
+models, Regions, and limits"."""
+
+NO_CACHE_MIN: Final = 2**62
+"""The minimum for Bedrock models without prompt caching (Llama, Mistral, …): unreachable, so
+their theoretical maximum cacheable prefix is 0."""
+
+_BEDROCK_ID: Final = re.compile(r"^(?:(?:us|eu|apac|global|jp|au|ca|us-gov)\.)?([a-z]+)\.(.+)$")
+"""A Bedrock model id: an optional cross-Region prefix, the vendor, the model
+(``us.anthropic.claude-3-7-sonnet-20250219-v1:0``, ``amazon.nova-pro-v1:0``)."""
+
 ANTHROPIC_TTL: Final = 300.0
 """Anthropic's default cache lifetime, refreshed on every hit (seconds, PROVIDER-RULES §1.4)."""
 ANTHROPIC_TTL_1H: Final = 3600.0
@@ -94,7 +184,39 @@ _CHAT_BLOCKS: Final = frozenset({"image_url", "input_audio", "file"})
 _RESPONSES_KEYS: Final = frozenset(
     {"input", "instructions", "prompt", "previous_response_id", "conversation"}
 )
-_ANTHROPIC_KEYS: Final = frozenset({"system", "stop_sequences", "top_k", "thinking"})
+_ANTHROPIC_KEYS: Final = frozenset(
+    {"system", "stop_sequences", "top_k", "thinking", "anthropic_version"}
+)
+_CONVERSE_KEYS: Final = frozenset(
+    {
+        "inferenceConfig",
+        "toolConfig",
+        "additionalModelRequestFields",
+        "additionalModelResponseFieldPaths",
+        "guardrailConfig",
+        "promptVariables",
+        "performanceConfig",
+        "requestMetadata",
+    }
+)
+"""Top-level members only a Converse request has (``toolConfig`` also in Gemini's, which has
+``contents`` instead of ``messages``)."""
+_CONVERSE_BLOCKS: Final = frozenset(
+    {
+        "text",
+        "image",
+        "document",
+        "video",
+        "toolUse",
+        "toolResult",
+        "guardContent",
+        "cachePoint",
+        "reasoningContent",
+        "citationsContent",
+    }
+)
+"""Converse content block members; its blocks have no ``type``, unlike Anthropic's and
+OpenAI's."""
 _CHAT_KEYS: Final = frozenset(
     {
         "max_completion_tokens",
@@ -118,15 +240,27 @@ TokenItem = tuple[tuple[Any, ...], bytes, int, str]
 # --- provider --------------------------------------------------------------------------------
 
 
+def _content(value: Any) -> Any:
+    """A message's blocks: ``content`` (Anthropic, OpenAI, Converse) or ``parts`` (Gemini)."""
+    if not isinstance(value, dict):
+        return None
+    return value["content"] if "content" in value else value.get("parts")
+
+
 def _block_types(value: Any) -> set[str]:
-    content = value.get("content") if isinstance(value, dict) else None
+    """Each block's ``type``; for a block without one (Converse, Gemini), its member names."""
+    content = _content(value)
     if not isinstance(content, list):
         return set()
     out: set[str] = set()
     for block in content:
-        kind = block.get("type") if isinstance(block, dict) else None
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
         if isinstance(kind, str):
             out.add(kind)
+        elif kind is None:
+            out.update(block)
     return out
 
 
@@ -170,27 +304,175 @@ def _messages_vote(body: ScannedBody) -> int:
     return 0
 
 
-def _is_anthropic(body: ScannedBody) -> bool:
+def _anthropic_vote(body: ScannedBody) -> bool | None:
+    """Whether a ``messages`` body is Anthropic's, by a member or block only one shape has.
+
+    ``None`` when nothing in it tells.
+    """
     keys = body.spans.keys()
     if any(k in _ANTHROPIC_KEYS for k in keys):
         return True
     if any(k in _CHAT_KEYS for k in keys):
         return False
     vote = _tools_vote(body) or _messages_vote(body)
-    if vote:
-        return vote > 0
+    return vote > 0 if vote else None
+
+
+def _is_anthropic(body: ScannedBody) -> bool:
+    vote = _anthropic_vote(body)
+    if vote is not None:
+        return vote
     model = body.values.get("model")
     # Nothing provider-only in the body: Claude model ids are Anthropic's; anything else is
     # taken as Chat Completions, the shape OpenAI-compatible servers share.
     return isinstance(model, str) and "claude" in model and "/" not in model
 
 
-def detect_provider(body: ScannedBody, given: str | None, *, location: str) -> str:
-    """Return the provider of ``body``: ``given`` if set, else read from the body's shape.
+def _converse_item(info: ItemInfo, content_key: str | None) -> bool | None:
+    """Whether the item's first block is a Converse block (no ``type``, a Converse member).
+
+    ``None`` when it holds no block; cached per item.
+    """
+    key = f"converse:{content_key}"
+    if key not in info.extra:
+        value = info.parsed()
+        blocks = value.get(content_key) if content_key and isinstance(value, dict) else value
+        found = None
+        for block in blocks if isinstance(blocks, list) else [blocks]:
+            if isinstance(block, dict) and block:
+                found = "type" not in block and not block.keys().isdisjoint(_CONVERSE_BLOCKS)
+                break
+        info.extra[key] = found
+    got = info.extra[key]
+    assert got is None or isinstance(got, bool)
+    return got
+
+
+def _typeless_block(items: list[ItemInfo], content_key: str | None) -> bool:
+    """Whether the first block found is a Converse block."""
+    for info in items:
+        found = _converse_item(info, content_key)
+        if found is not None:
+            return found
+    return False
+
+
+def _is_converse(body: ScannedBody) -> bool:
+    keys = body.spans.keys()
+    if not keys.isdisjoint(_CONVERSE_KEYS):
+        return True
+    if _typeless_block(body.items.get("system", []), None):
+        return True
+    return _typeless_block(body.items.get("messages", []), "content")
+
+
+def body_shape(body: ScannedBody, *, definite: bool = False) -> str | None:
+    """Return the provider whose wire shape ``body`` has, or ``None`` when it has none.
+
+    ``contents`` is Gemini's; a Converse member or a content block without ``type`` is
+    Converse's (checked before Anthropic's, whose blocks always carry ``type``); then
+    Anthropic's (``anthropic_version``, ``system``, …) or Chat Completions' ``messages``, or
+    Responses' ``input`` / ``instructions``. OpenRouter bodies read as ``openai-chat``.
+
+    Args:
+        body: The scanned body.
+        definite: Return ``None`` for a ``messages`` body that nothing marks as Anthropic's or
+            Chat Completions' (plain text messages, no provider-only member) instead of
+            deciding by the model name.
+    """
+    keys = body.spans.keys()
+    if "contents" in keys:
+        return "gemini"
+    if _is_converse(body):
+        return "bedrock-converse"
+    if "messages" not in keys:
+        return "openai-responses" if any(k in _RESPONSES_KEYS for k in keys) else None
+    vote = _anthropic_vote(body) if definite else _is_anthropic(body)
+    if vote is None:
+        return None
+    return "anthropic" if vote else "openai-chat"
+
+
+def wire_shape(body: bytes, uri: str | None = None) -> str | None:
+    """Return the wire shape of a request body as the auditor reads it, when it is definite.
+
+    Args:
+        body: The body bytes (UTF-8 JSON object).
+        uri: The request URI, if known; its endpoint decides (:func:`shape_from_uri`).
+
+    Returns:
+        A name of :data:`PROVIDERS` (a Bedrock InvokeModel body with ``anthropic_version`` is
+        ``anthropic``), or ``None`` when the body is not a JSON object or nothing in it tells
+        the shape (plain text ``messages`` fit Anthropic's and Chat Completions' alike).
+    """
+    try:
+        scanned = scan_body(body, ItemCache(), {}, location="<body>")
+        return _definite_shape(scanned, uri)
+    except (AuditInputError, RecursionError):
+        return None
+
+
+def _definite_shape(body: ScannedBody, uri: str | None) -> str | None:
+    found = shape_from_uri(uri) if uri else None
+    if found == BEDROCK_INVOKE:
+        return "anthropic" if "anthropic_version" in body.spans else None
+    return found if found is not None else body_shape(body, definite=True)
+
+
+def shape_from_uri(uri: str) -> str | None:
+    """Return the provider a request URI's endpoint speaks, or ``None`` for another endpoint.
+
+    ``…/messages`` → ``anthropic``; ``…/chat/completions`` → ``openai-chat`` (``openrouter`` on
+    an ``openrouter.ai`` host); ``…/responses`` → ``openai-responses``;
+    ``…/models/<id>:generateContent`` or ``:streamGenerateContent`` → ``gemini``;
+    ``…/model/<id>/converse`` or ``/converse-stream`` → ``bedrock-converse``;
+    ``…/model/<id>/invoke`` (or ``/invoke-with-response-stream``) → :data:`BEDROCK_INVOKE`.
+    The query string and a trailing ``/`` are ignored.
+    """
+    parts = urlsplit(uri)
+    path = parts.path.rstrip("/")
+    if _GEMINI_PATH.search(path):
+        return "gemini"
+    bedrock = _BEDROCK_PATH.search(path)
+    if bedrock is not None:
+        return "bedrock-converse" if bedrock[2].startswith("converse") else BEDROCK_INVOKE
+    if path.endswith("/chat/completions"):
+        host = (parts.hostname or "").lower()
+        return "openrouter" if host.endswith("openrouter.ai") else "openai-chat"
+    if path.endswith("/messages"):
+        return "anthropic"
+    if path.endswith("/responses"):
+        return "openai-responses"
+    return None
+
+
+def model_from_uri(uri: str) -> str:
+    """Return the model a Gemini or Bedrock request URI names (``""`` for others).
+
+    ``…/models/gemini-2.5-flash:generateContent`` → ``gemini-2.5-flash``;
+    ``…/model/us.amazon.nova-pro-v1%3A0/converse`` → ``us.amazon.nova-pro-v1:0`` (unquoted).
+    """
+    path = urlsplit(uri).path.rstrip("/")
+    found = _GEMINI_PATH.search(path) or _BEDROCK_PATH.search(path)
+    return unquote(found[1]) if found is not None else ""
+
+
+def detect_provider(
+    body: ScannedBody, given: str | None, *, location: str, uri: str | None = None
+) -> str:
+    """Return the provider of ``body``: ``given`` if set, else its URI's, else its shape's.
+
+    Args:
+        body: The scanned body.
+        given: ``--provider``, or ``None``.
+        location: Where the body came from, for errors.
+        uri: The request URI, when the input records one (:func:`shape_from_uri`).
 
     Raises:
         UnknownProviderError: ``given`` is not one of :data:`PROVIDERS`.
-        AuditInputError: The body has neither ``messages`` nor ``input``/``instructions``.
+        AuditInputError: The body has no known shape (no ``messages``, ``contents`` or
+            ``input``/``instructions``), or is a Bedrock InvokeModel body of a model other
+            than Anthropic's.
     """
     if given is not None:
         if given not in PROVIDERS:
@@ -198,15 +480,93 @@ def detect_provider(body: ScannedBody, given: str | None, *, location: str) -> s
                 f"unknown provider {given!r} (expected one of {', '.join(PROVIDERS)})"
             )
         return given
-    keys = body.spans.keys()
-    if "messages" not in keys:
-        if any(k in _RESPONSES_KEYS for k in keys):
-            return "openai-responses"
+    from_uri = shape_from_uri(uri) if uri else None
+    if from_uri == BEDROCK_INVOKE:
+        if "anthropic_version" in body.spans:
+            return "anthropic"
         raise AuditInputError(
-            "not a Messages, Chat Completions or Responses request body (no 'messages' or 'input')",
+            "a Bedrock InvokeModel body without 'anthropic_version' (only Anthropic's is audited)",
             location=location,
         )
-    return "anthropic" if _is_anthropic(body) else "openai-chat"
+    found = from_uri or body_shape(body)
+    if found is None:
+        raise AuditInputError(
+            "not a Messages, Chat Completions, Responses, Gemini or Converse request body "
+            "(no 'messages', 'contents' or 'input')",
+            location=location,
+        )
+    return found
+
+
+def model_of(body: ScannedBody, uri: str | None) -> str:
+    """Return the body's ``model``, else the one its URI names (Gemini, Bedrock), else ``""``."""
+    model = body.values.get("model")
+    if isinstance(model, str):
+        return model
+    return model_from_uri(uri) if uri else ""
+
+
+_SOURCE_SUFFIX: Final = re.compile(r"(?::\d+|: interactions\[\d+\])$")
+
+
+def note_conflict(
+    notes: dict[str, str], body: ScannedBody, given: str, source: str, uri: str | None
+) -> None:
+    """Record, once per file, that ``given`` is not the shape of a body read from it.
+
+    Args:
+        notes: File → warning line; a file already noted is not checked again.
+        body: The scanned body.
+        given: The ``--provider`` the run audits with.
+        source: The body's source (``run.yaml: interactions[2]``, ``run.jsonl:3``); the file
+            is its part before the line or interaction.
+        uri: The request URI, if recorded.
+    """
+    file = _SOURCE_SUFFIX.sub("", source)
+    if file in notes:
+        return
+    found = shape_conflict(body, given, uri)
+    if found is not None:
+        notes[file] = conflict_message(file, given, found, "audited")
+
+
+def conflict_message(name: str, given: str, found: str, done: str) -> str:
+    """Return the warning line for a ``--provider`` that is not the body's shape.
+
+    Args:
+        name: The file (``run.yaml``, ``<stdin>``).
+        given: The ``--provider``.
+        found: The body's shape.
+        done: What the command did anyway, as a past participle (``audited``, ``built``).
+    """
+    return f"{name}: --provider {given} contradicts the body's shape ({found}); {done} as {given}"
+
+
+def wire_conflict(body: bytes, given: str, *, name: str, done: str) -> str | None:
+    """Return the warning line when ``body``'s definite shape is not ``given``'s, else ``None``.
+
+    See :func:`wire_shape` and :func:`conflict_message` (``name``, ``done``).
+    """
+    found = wire_shape(body)
+    if found is None or _SAME_SHAPE.get(found, found) == _SAME_SHAPE.get(given, given):
+        return None
+    return conflict_message(name, given, found, done)
+
+
+_SAME_SHAPE: Final[Mapping[str, str]] = {"openrouter": "openai-chat"}
+"""Providers whose bodies have another provider's shape."""
+
+
+def shape_conflict(body: ScannedBody, given: str, uri: str | None = None) -> str | None:
+    """Return the shape ``body`` (or its URI) has when it is not ``given``'s, else ``None``.
+
+    ``None`` too when the shape cannot be told (:func:`wire_shape`); an ``openrouter`` body
+    reads as ``openai-chat``.
+    """
+    found = _definite_shape(body, uri)
+    if found is None or _SAME_SHAPE.get(found, found) == _SAME_SHAPE.get(given, given):
+        return None
+    return found
 
 
 def history_key(provider: str) -> str:
@@ -214,13 +574,21 @@ def history_key(provider: str) -> str:
     return SECTIONS[provider][-1]
 
 
-def anthropic_rules(provider: str, model: str, body: ScannedBody) -> bool:
-    """Whether caching follows Anthropic's whole-block rule (else OpenAI's token prefix).
+_WHOLE_ITEM: Final = frozenset({"anthropic", "gemini", "bedrock-converse"})
 
-    OpenRouter follows the upstream: Anthropic's rule for ``anthropic/…`` models or bodies that
-    carry ``cache_control`` (PROVIDER-RULES §3), else OpenAI's automatic rule.
+
+def anthropic_rules(provider: str, model: str, body: ScannedBody) -> bool:
+    """Whether caching counts whole prefix items above a per-model minimum.
+
+    Else OpenAI's token prefix rule applies (floored to 1,024 + 128·k).
+    Anthropic, Bedrock Converse (cache checkpoints, https://docs.aws.amazon.com/bedrock/latest/
+    userguide/prompt-caching.html) and Gemini (https://ai.google.dev/gemini-api/docs/caching;
+    its implicit cache matches a token prefix, estimated here item by item) use the whole-item
+    rule with their own minimums (:func:`minimum_tokens`). OpenRouter follows the upstream:
+    Anthropic's rule for ``anthropic/…`` models or bodies that carry ``cache_control``
+    (PROVIDER-RULES §3), else OpenAI's automatic rule.
     """
-    if provider == "anthropic":
+    if provider in _WHOLE_ITEM:
         return True
     if provider != "openrouter":
         return False
@@ -228,19 +596,44 @@ def anthropic_rules(provider: str, model: str, body: ScannedBody) -> bool:
 
 
 def minimum_tokens(model: str, anthropic: bool) -> int:
-    """Return the model's minimum cacheable prefix (tokens; PROVIDER-RULES §1.3, §2.1)."""
+    """Return the model's minimum cacheable prefix (tokens; PROVIDER-RULES §1.3, §2.1).
+
+    With ``anthropic`` (the whole-item rule): ``gemini-…`` models use
+    :data:`GEMINI_MIN_TOKENS`; Bedrock ids (``us.anthropic.claude-…``, ``amazon.nova-…``) use
+    Anthropic's table for Claude, :data:`BEDROCK_NOVA_MIN` for Nova and :data:`NO_CACHE_MIN`
+    for other vendors; anything else Anthropic's table. Without it, OpenAI's 1,024.
+    """
     if not anthropic:
         return tokens.OPENAI_CACHE_MIN
     name = model.rsplit("/", 1)[-1]
+    if name.startswith("gemini"):
+        return _by_prefix(GEMINI_MIN_TOKENS, name, GEMINI_DEFAULT_MIN)
+    bedrock = _BEDROCK_ID.match(name)
+    if bedrock is not None:
+        vendor, name = bedrock[1], bedrock[2]
+        if vendor == "amazon" and name.startswith("nova"):
+            return BEDROCK_NOVA_MIN
+        if vendor != "anthropic":
+            return NO_CACHE_MIN
+    return _by_prefix(ANTHROPIC_MIN_TOKENS, name, ANTHROPIC_DEFAULT_MIN)
+
+
+def _by_prefix(table: Mapping[str, int], name: str, default: int) -> int:
     best = ""
-    for key in ANTHROPIC_MIN_TOKENS:
+    for key in table:
         if name.startswith(key) and len(key) > len(best):
             best = key
-    return ANTHROPIC_MIN_TOKENS[best] if best else ANTHROPIC_DEFAULT_MIN
+    return table[best] if best else default
 
 
 def cache_ttl(body: ScannedBody, anthropic: bool) -> float:
-    """Return how long this request's cache entries live without a hit (seconds)."""
+    """Return how long this request's cache entries live without a hit (seconds).
+
+    Gemini bodies (``contents``): :data:`GEMINI_TTL`. Bedrock checkpoints live 5 minutes (or an
+    hour with ``"ttl": "1h"``), as Anthropic's breakpoints do.
+    """
+    if "contents" in body.spans:
+        return GEMINI_TTL
     if anthropic:
         return ANTHROPIC_TTL_1H if _TTL_1H.search(body.text) else ANTHROPIC_TTL
     if body.values.get("prompt_cache_retention") == "24h":
@@ -249,6 +642,10 @@ def cache_ttl(body: ScannedBody, anthropic: bool) -> float:
 
 
 # --- messages --------------------------------------------------------------------------------
+
+
+_TOOL_RESULTS: Final = frozenset({"tool_result", "toolResult", "functionResponse"})
+"""Block kinds that answer a tool call (Anthropic, Converse, Gemini): not a new turn."""
 
 
 class _Msg:
@@ -263,8 +660,8 @@ class _Msg:
         self.type = kind if isinstance(kind, str) else ""
         self.is_system = self.role in ("system", "developer")
         types = _block_types(obj)
-        content = obj.get("content")
-        self.turn_start = self.role == "user" and "tool_result" not in types
+        content = _content(obj)
+        self.turn_start = self.role == "user" and types.isdisjoint(_TOOL_RESULTS)
         self.has_thinking = bool(types & {"thinking", "redacted_thinking"})
         self.has_image = "image" in types
         self.summary = self.role == "user" and _first_text(content).startswith(COMPACTION_HEAD)
@@ -300,17 +697,22 @@ def messages_level(body: ScannedBody, provider: str) -> tuple[Any, ...]:
     infos = body.items.get(SECTIONS[provider][-1], ())
     has_image = any(msg(info).has_image for info in infos)
     values = body.values
-    return (has_image, _compact(values.get("tool_choice")), _compact(values.get("thinking")))
+    choice = values.get("tool_choice")
+    config = values.get("toolConfig")
+    if choice is None and isinstance(config, dict):  # Converse: toolConfig.toolChoice
+        choice = config.get("toolChoice")
+    return (has_image, _compact(choice), _compact(values.get("thinking")))
 
 
 # --- token items (llmcore.tokens) ------------------------------------------------------------
 
 
 def _strip(value: Any) -> Any:
+    """``value`` without breakpoints: ``cache_control`` members and ``cachePoint`` blocks."""
     if isinstance(value, dict):
         return {k: _strip(v) for k, v in value.items() if k not in CACHE_KEYS}
     if isinstance(value, list):
-        return [_strip(v) for v in value]
+        return [_strip(v) for v in value if not is_cache_point(v)]
     return value
 
 
@@ -350,11 +752,12 @@ def _whole(info: ItemInfo) -> tuple[bytes, int]:
 def _blocks(info: ItemInfo) -> tuple[tuple[bytes, int], ...]:
     got = info.extra.get("blocks")
     if got is None:
-        value = info.parsed()
-        content = value.get("content") if isinstance(value, dict) else None
+        content = _content(info.parsed())
         parts = content if isinstance(content, list) else [content]
         out = []
         for part in parts:
+            if is_cache_point(part):
+                continue
             stripped = _strip(part)
             data = _compact(stripped)
             out.append((data, item_tokens(stripped, data)))

@@ -4,18 +4,33 @@ Inputs, by file name:
 
 * ``*.yaml`` / ``*.yml`` — VCR cassettes as vcrpy / pytest-recording write them:
   ``interactions: [{request: {body, uri, method, …}, response: …, recorded_at?}]``. A body is
-  taken as the exact string (or ``{string: …}``, or ``!!binary`` bytes); pydantic-ai's
-  ``parsed_body`` is accepted re-serialized in its stored key order. Interactions that are not
-  POSTs to a ``/messages``, ``/chat/completions`` or ``/responses`` endpoint, or have no body,
-  are skipped. ``recorded_at`` (on the interaction or its request; ISO 8601 or a YAML timestamp)
+  taken as the exact string (or ``{string: …}``, or ``!!binary`` bytes). A body stored as a
+  YAML mapping (pydantic-ai's ``parsed_body``, or ``body`` itself under a custom serializer) is
+  written back as JSON in its stored key order and marked ``key_order_recorded=False``: the
+  order sent is lost (pydantic-ai sorts keys), so key-order changes cannot be seen and byte
+  offsets point into the rewritten JSON. The request URI is kept (it decides the wire shape,
+  :func:`llmcore.audit._shape.shape_from_uri`). Interactions that are not POSTs to a model
+  endpoint (Anthropic ``/messages``, ``/chat/completions``, ``/responses``, Gemini
+  ``:generateContent`` / ``:streamGenerateContent``, Bedrock ``/converse``,
+  ``/converse-stream`` and Anthropic ``/invoke`` bodies), carry a protobuf body
+  (``application/grpc``, ``application/x-protobuf``) or have no body are skipped with the
+  reason. Cassettes of another kind — websocket cassettes (``interactions`` of ``kind`` /
+  ``direction`` messages) and protobuf cassettes (``!!binary`` payloads, no ``request``) —
+  are skipped whole, as is, in a folder, a YAML file that is not a cassette (a config file).
+  ``recorded_at`` (on the interaction or its request; ISO 8601 or a YAML timestamp)
   becomes the input's time; a number must be finite seconds within the years 1 to 9999. A value
   YAML reads but Python cannot hold (an integer of over 4,300 digits, a 13th month) is refused
   naming the interaction's line and the value's path (``c.yaml:7: interactions[1].recorded_at``).
-* ``*.jsonl`` — one request body per non-blank line, bytes exactly as written.
+* ``*.jsonl`` — one request body per non-blank line, bytes exactly as written, or an envelope
+  ``{"conversation": KEY, "body": …}`` (:data:`ENVELOPE_KEYS`).
+
+A cassette's inputs carry their file as their grouping scope, and the recorded response's ``id``
+and reported usage (:func:`llmcore.audit.usage.read_response`).
 * ``*.json`` — a corpus case (``request_raw`` preferred, else ``request`` written by
   :func:`llmcore.jsonbytes.dumps` in its stored key order) or one plain request body.
 * a folder — every such file below it, in name order (relative POSIX paths, sorted); files that
-  are not inputs (READMEs, ``manifest.json``) are skipped and listed.
+  are not inputs (READMEs, ``manifest.json``, YAML that is not a cassette) are skipped and
+  listed as ``path: reason``.
 * ``-`` (when the caller passes ``stdin``) — standard input, named ``<stdin>``: a cassette if it
   starts with ``interactions:`` or ``---`` (after blank and ``#`` lines), else JSONL.
 
@@ -33,15 +48,17 @@ from typing import Any, Final
 import yaml
 
 from llmcore import jsonbytes
+from llmcore.audit._shape import BEDROCK_INVOKE, shape_from_uri
 from llmcore.audit.report import AuditInput, AuditInputError
+from llmcore.audit.usage import read_response
 from llmcore.errors import EncodingError
 
-__all__ = ["STDIN_NAME", "read_inputs", "read_path", "read_stdin"]
+__all__ = ["ENVELOPE_KEYS", "STDIN_NAME", "read_inputs", "read_path", "read_stdin"]
 
 STDIN_NAME: Final = "<stdin>"
 """How standard input (``-``) is named in sources and errors."""
 
-_ENDPOINTS: Final = ("/messages", "/chat/completions", "/responses")
+_PROTOBUF_TYPES: Final = ("application/grpc", "application/x-protobuf", "application/protobuf")
 _SUFFIXES: Final = frozenset({".yaml", ".yml", ".jsonl", ".json"})
 
 try:
@@ -97,8 +114,9 @@ def read_path(path: Path, skipped: list[str], *, strict: bool = True) -> list[Au
     Args:
         path: The file.
         skipped: Receives what was passed over.
-        strict: Whether a ``.json`` file that is neither a case nor a body is an error (a file
-            named on the command line) or skipped (a file found in a folder).
+        strict: Whether a ``.json`` file that is neither a case nor a body, or a YAML file that
+            is not a cassette, is an error (a file named on the command line) or skipped (a
+            file found in a folder).
 
     Raises:
         AuditInputError: The file cannot be read or is malformed.
@@ -109,7 +127,7 @@ def read_path(path: Path, skipped: list[str], *, strict: bool = True) -> list[Au
         raise AuditInputError(f"cannot read: {exc.strerror}", location=str(path)) from exc
     suffix = path.suffix.lower()
     if suffix in (".yaml", ".yml"):
-        return _cassette(path, data, skipped)
+        return _cassette(path, data, skipped, strict)
     if suffix == ".jsonl":
         return _jsonl(path, data)
     if suffix == ".json":
@@ -140,8 +158,50 @@ def _jsonl(path: Path, data: bytes) -> list[AuditInput]:
     for number, line in enumerate(data.split(b"\n"), start=1):
         line = line.removesuffix(b"\r")
         if line.strip():
-            out.append(AuditInput(body=line, source=f"{path}:{number}"))
+            out.append(_jsonl_line(line, str(path), number))
     return out
+
+
+ENVELOPE_KEYS: Final = frozenset({"body", "conversation"})
+"""A JSONL line that is an object with a ``"body"`` and only these keys is an envelope:
+``{"conversation": "c-17", "body": {...}}``. ``body`` is the request body as a JSON string
+(its exact bytes) or object (written back compactly, in its key order); ``conversation``, a
+string, is the line's conversation key (:attr:`AuditInput.conversation_key`)."""
+
+
+def _jsonl_line(line: bytes, file: str, number: int) -> AuditInput:
+    """One JSONL line: a request body as written, or an envelope (:data:`ENVELOPE_KEYS`).
+
+    Raises:
+        AuditInputError: An envelope whose ``body`` or ``conversation`` has the wrong type.
+    """
+    plain = AuditInput(body=line, source=f"{file}:{number}", file=file, position=number)
+    if not line.lstrip().startswith((b'{"body"', b'{"conversation"')):
+        return plain
+    try:
+        value = jsonbytes.loads(line)
+    except (ValueError, RecursionError):
+        return plain  # the auditor names the bad JSON
+    if not isinstance(value, dict) or "body" not in value or not set(value) <= ENVELOPE_KEYS:
+        return plain
+    where = f"{file}:{number}"
+    body, key = value["body"], value.get("conversation")
+    if key is not None and not isinstance(key, str):
+        raise AuditInputError(
+            f"envelope 'conversation' is {_kind(key)}, not a string", location=where
+        )
+    if isinstance(body, str):
+        data = _utf8(body, f"{where}: body")
+    elif isinstance(body, dict):
+        try:
+            data = jsonbytes.dumps(body)
+        except EncodingError as exc:
+            raise AuditInputError(f"cannot write 'body': {exc.message}", location=where) from None
+    else:
+        raise AuditInputError(
+            f"envelope 'body' is {_kind(body)}, not a string or object", location=where
+        )
+    return replace(plain, body=data, conversation_key=key)
 
 
 def _json(path: Path, data: bytes, skipped: list[str], strict: bool) -> list[AuditInput]:
@@ -154,9 +214,9 @@ def _json(path: Path, data: bytes, skipped: list[str], strict: bool) -> list[Aud
             "the JSON is nested too deeply to read (Python's recursion limit)", location=str(path)
         ) from None
     if isinstance(value, dict) and "request" in value:
-        return [_case(path, value)]
+        return [replace(_case(path, value), file=str(path))]
     if isinstance(value, dict) and ("messages" in value or "input" in value):
-        return [AuditInput(body=data, source=str(path))]
+        return [AuditInput(body=data, source=str(path), file=str(path))]
     if strict:
         raise AuditInputError(
             "neither a corpus case (no 'request') nor a request body (no 'messages' or 'input')",
@@ -326,11 +386,18 @@ def _load_cassette(path: Path, data: bytes) -> tuple[Any, list[int]]:
     return doc, _interaction_lines(root)
 
 
-def _cassette(path: Path, data: bytes, skipped: list[str]) -> list[AuditInput]:
+def _cassette(path: Path, data: bytes, skipped: list[str], strict: bool = True) -> list[AuditInput]:
     doc, lines = _load_cassette(path, data)
     interactions = doc.get("interactions") if isinstance(doc, dict) else None
     if not isinstance(interactions, list):
-        raise AuditInputError("a cassette needs an 'interactions' list", location=str(path))
+        if strict:
+            raise AuditInputError("a cassette needs an 'interactions' list", location=str(path))
+        skipped.append(f"{path}: YAML but not a cassette (no 'interactions' list)")
+        return []
+    other = _other_cassette(interactions)
+    if other is not None:
+        skipped.append(f"{path}: {other}")
+        return []
     out = []
     for index, interaction in enumerate(interactions):
         where = f"{path}: interactions[{index}]"
@@ -344,8 +411,23 @@ def _cassette(path: Path, data: bytes, skipped: list[str]) -> list[AuditInput]:
         if isinstance(got, str):
             skipped.append(f"{where}: {got}")
         else:  # errors found while auditing the body name the line too
-            out.append(replace(got, location=where.replace(str(path), at, 1)))
+            got = _recorded(got, interaction, str(path), index)
+            out.append(replace(got, location=where.replace(str(path), at, 1), skippable=not strict))
     return out
+
+
+def _recorded(inp: AuditInput, interaction: dict[str, Any], file: str, index: int) -> AuditInput:
+    """Add the cassette's scope and the recorded response's id and usage (never raises).
+
+    The response is ``interaction["response"]["body"]`` as vcrpy writes it, or the mapping
+    pydantic-ai stores as ``parsed_body`` (see :func:`llmcore.audit.usage.read_response`); a
+    missing or unreadable one adds nothing.
+    """
+    response = interaction.get("response")
+    response = response if isinstance(response, dict) else {}
+    body = response.get("body")
+    got = read_response(response.get("parsed_body") if body is None else body)
+    return replace(inp, file=file, position=index, scope=file, response_id=got.id, usage=got.usage)
 
 
 def _interaction(interaction: Any, where: str) -> AuditInput | str:
@@ -354,14 +436,85 @@ def _interaction(interaction: Any, where: str) -> AuditInput | str:
     if not isinstance(request, dict):
         raise AuditInputError("an interaction needs a 'request' mapping", location=where)
     method = _text(request, "method", "POST", where).upper()
-    uri = _text(request, "uri", "", where).split("?", 1)[0].rstrip("/")
-    if method != "POST" or (uri and not uri.endswith(_ENDPOINTS)):
+    recorded_uri = _text(request, "uri", "", where)
+    uri = recorded_uri.split("?", 1)[0].rstrip("/")
+    protobuf = _protobuf_type(request)
+    if protobuf is not None:
+        return f"a protobuf body ({protobuf}), not a JSON request ({method} {uri})"
+    shape = shape_from_uri(uri) if uri else None
+    if method != "POST" or (uri and shape is None):
         return f"not a request to a model endpoint ({method} {uri})"
-    body = _body(request, where)
+    body, key_order_recorded = _request_body(request, where)
     if body is None:
         return "no request body"
+    if shape == BEDROCK_INVOKE and b'"anthropic_version"' not in body:
+        return f"a Bedrock InvokeModel body of a model other than Anthropic's ({uri})"
     stamp = interaction.get("recorded_at", request.get("recorded_at"))
-    return AuditInput(body=body, source=where, timestamp=_timestamp(stamp, where))
+    return AuditInput(
+        body=body,
+        source=where,
+        timestamp=_timestamp(stamp, where),
+        uri=recorded_uri or None,
+        key_order_recorded=key_order_recorded,
+    )
+
+
+def _other_cassette(interactions: list[Any]) -> str | None:
+    """Why a cassette with no HTTP request at all is of another kind, or ``None``.
+
+    A websocket cassette records ``{kind: message|close, direction, data}`` items (pydantic-ai's
+    ``tests/realtime`` format); a protobuf cassette holds binary payloads (``!!binary``) in
+    items such as ``{request_sample: {json, raw}}``, ``request_stream`` or
+    ``collections_method`` (pydantic-ai's xAI gRPC cassettes). A cassette whose items hold any
+    ``request`` mapping is an HTTP cassette, and its bad items stay errors.
+    """
+    items = [item for item in interactions if isinstance(item, dict)]
+    if not items or any(isinstance(item.get("request"), dict) for item in items):
+        return None
+    if all("direction" in item or item.get("kind") in ("message", "close") for item in items):
+        return "a websocket cassette (messages sent and received, no HTTP requests)"
+    if any(_holds_bytes(item, 3) for item in items):
+        return "a protobuf (gRPC) cassette (binary payloads, no HTTP requests)"
+    return None
+
+
+def _holds_bytes(value: Any, depth: int) -> bool:
+    """Whether ``value`` holds a ``bytes`` value (YAML ``!!binary``) within ``depth`` levels."""
+    if isinstance(value, bytes):
+        return True
+    if depth == 0:
+        return False
+    if isinstance(value, dict):
+        return any(_holds_bytes(v, depth - 1) for v in value.values())
+    if isinstance(value, list):
+        return any(_holds_bytes(v, depth - 1) for v in value)
+    return False
+
+
+def _protobuf_type(request: dict[str, Any]) -> str | None:
+    """The request's ``Content-Type`` when it is a protobuf one (gRPC), else ``None``."""
+    headers = request.get("headers")
+    if not isinstance(headers, dict):
+        return None
+    for name, value in headers.items():
+        if not (isinstance(name, str) and name.lower() == "content-type"):
+            continue
+        for one in value if isinstance(value, list) else [value]:
+            text = one.decode("latin-1") if isinstance(one, bytes) else one
+            if isinstance(text, str) and text.lower().startswith(_PROTOBUF_TYPES):
+                return text.split(";", 1)[0].strip()
+    return None
+
+
+def _request_body(request: dict[str, Any], where: str) -> tuple[bytes | None, bool]:
+    """The body, and whether its key order is the recorded one (``False``: a YAML mapping)."""
+    body = request.get("body")
+    if isinstance(body, dict) and "string" in body:
+        body = body["string"]
+    if isinstance(body, dict):  # a custom serializer stored the body parsed
+        return _parsed_body(body, f"{where}.request.body"), False
+    parsed = body is None and isinstance(request.get("parsed_body"), dict)
+    return _body(request, where), not parsed
 
 
 def _kind(value: Any) -> str:

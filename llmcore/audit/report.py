@@ -11,6 +11,7 @@ from enum import StrEnum
 from typing import Any, Final
 
 from llmcore import jsonbytes
+from llmcore.audit.usage import RecordedUsage
 from llmcore.errors import RequestFileError
 
 __all__ = [
@@ -18,16 +19,26 @@ __all__ = [
     "AuditInput",
     "AuditInputError",
     "AuditReport",
+    "DIVERGENCES",
+    "GROUPINGS",
+    "RecordedUsage",
     "RequestRecord",
     "Verdict",
 ]
 
 GROUPING_RULE: Final = (
+    "within its scope (by default: a cassette's requests within their file, JSONL lines and "
+    "plain bodies across the whole input, and a conversation key, where a request carries one, "
+    "only with the same key; --group file|prefix|key overrides), "
     "a request joins the earlier conversation (same provider) whose latest request shares the "
     "longest leading run of history messages with it (leading system/developer messages not "
     "counted; ties: the most recently active); a request whose history starts with a "
     "'# Conversation so far' summary joins the conversation holding the longest run of the "
-    "messages after the summary; otherwise it starts a new conversation"
+    "messages after the summary; a Responses request whose previous_response_id names a recorded "
+    "response joins that response's conversation; inside a file or key scope, a request that "
+    "shares no leading message but keeps the model, tools and system of the scope's latest "
+    "request "
+    "joins it (a break at its first message); otherwise it starts a new conversation"
 )
 """How requests are grouped into conversations (SPEC V1), as the report states it."""
 
@@ -51,6 +62,37 @@ class Verdict(StrEnum):
     """Allowed (M4): Responses reasoning items (and the ``id``/``status`` after them) left."""
     COMPACTION = "compaction"
     """Allowed (C1): the history was replaced by a ``# Conversation so far`` summary."""
+    DEFERRED_TOOLS = "deferred_tools"
+    """Allowed: Anthropic tools marked ``defer_loading: true`` were added or removed. "Deferred
+    tools are not included in the system-prompt prefix … The prefix is untouched, so prompt
+    caching is preserved" (https://platform.claude.com/docs/en/agents-and-tools/tool-use/
+    tool-use-with-prompt-caching, section "defer_loading and tool search")."""
+    RETRY = "retry"
+    """Allowed: the body is byte-identical to the previous request's (a retried request); its
+    whole prefix is the one just written (PROVIDER-RULES §1.2, §2: a prefix match)."""
+    SHORTER_RERUN = "shorter_rerun"
+    """Allowed: the request is a proper prefix of the previous one (the same tools and system,
+    history cut short): a rerun from an earlier point reads the earlier cached prefix, nothing
+    it holds has changed (P4 concerns bytes kept, not bytes dropped from the end)."""
+    CONTINUATION = "continuation"
+    """Allowed: a Responses request continuing a recorded response server-side
+    (``previous_response_id``, https://platform.openai.com/docs/api-reference/responses/create):
+    the body carries only the appended input items; its tools and instructions match the request
+    that produced that response."""
+
+
+DIVERGENCES: Final = ("tools", "system", "messages")
+"""Where a break diverges (:attr:`RequestRecord.divergence`): the tool definitions, the system
+prompt (Anthropic ``system``, OpenAI ``instructions`` or leading system/developer messages), or
+the conversation's messages (``messages`` / ``input``)."""
+
+GROUPINGS: Final = ("file", "prefix", "key")
+"""Grouping overrides (``--group``): ``file`` groups cassette and JSONL requests only within
+their file, ignoring conversation keys; ``prefix`` groups everything by the longest shared run,
+ignoring files and keys; ``key`` groups by conversation key only (requests without one by the
+longest shared run across the input). ``None`` (the default) groups a cassette's requests within
+their file and everything else across the input, and a request that carries a key only with
+requests carrying the same key (within its cassette file, for a cassette)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -66,6 +108,35 @@ class AuditInput:
     location: str | None = None
     """Where errors about the body point, when more precise than ``source`` (a cassette
     interaction's line: ``run.yaml:12: interactions[3]``); ``None`` means ``source``."""
+    uri: str | None = None
+    """The request URI as recorded (cassettes), or ``None``; when set, its path decides the
+    wire shape (:func:`llmcore.audit._shape.shape_from_uri`) and, for Gemini and Bedrock, the
+    model when the body names none."""
+    skippable: bool = False
+    """``True`` for a cassette's body found by walking a folder: a body the auditor cannot
+    read (recorders truncate some) is then listed in :attr:`AuditReport.skipped` with the
+    reason instead of failing the run (``--strict`` still exits 2)."""
+    key_order_recorded: bool = True
+    """``False`` when the body was stored as a parsed mapping (pydantic-ai's ``parsed_body``)
+    and written back as JSON here: its key order and bytes are not the ones sent, so a key-order
+    change cannot be seen and byte offsets point into the rewritten JSON."""
+    file: str | None = None
+    """The file the body was read from (cassette, JSONL or corpus case), for ``--group file``
+    and exemptions; ``None`` for bodies passed directly."""
+    position: int | None = None
+    """The request's number within ``file`` as its source shows it: a cassette's interaction
+    index (``interactions[3]`` → 3) or a JSONL line number (``run.jsonl:3`` → 3)."""
+    scope: str | None = None
+    """The default grouping boundary: requests are grouped only with requests of the same
+    scope. Cassette readers set it to the file (a cassette is one test's traffic); ``None``
+    groups across the whole input by the longest shared run (JSONL logs, plain bodies)."""
+    conversation_key: str | None = None
+    """An explicit conversation key carried beside the body (a JSONL envelope's
+    ``"conversation"``); keys inside the body are read by the auditor."""
+    response_id: str | None = None
+    """The recorded response's ``id`` (cassettes), for ``previous_response_id`` chains."""
+    usage: RecordedUsage | None = None
+    """Token usage the recorded response reported, if any (:mod:`llmcore.audit.usage`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -77,7 +148,8 @@ class RequestRecord:
     source: str
     """Where the body came from."""
     provider: str
-    """``anthropic``, ``openai-chat``, ``openai-responses`` or ``openrouter``."""
+    """``anthropic``, ``openai-chat``, ``openai-responses``, ``openrouter``, ``gemini`` or
+    ``bedrock-converse``."""
     model: str
     """The body's ``model`` (empty when absent)."""
     conversation: int
@@ -106,7 +178,32 @@ class RequestRecord:
     total_tokens: int
     """Estimated tokens of this request's cacheable prefix (tools, system, messages)."""
     max_cacheable_tokens: int
-    """Theoretical maximum cached tokens for this request (SPEC V1)."""
+    """Theoretical maximum cached tokens for this request (SPEC V1), estimated like
+    ``total_tokens``."""
+    key_order_recorded: bool = True
+    """``False`` when the body was read from a parsed mapping (see
+    :attr:`AuditInput.key_order_recorded`): ``first_break_offset`` is then an offset into the
+    rewritten JSON, not into bytes that were sent."""
+    divergence: str | None = None
+    """For a break, where it diverges: one of :data:`DIVERGENCES`; else ``None``."""
+    file: str | None = None
+    """The file the request was read from (:attr:`AuditInput.file`)."""
+    position: int | None = None
+    """Its number within that file (:attr:`AuditInput.position`)."""
+    usage: RecordedUsage | None = None
+    """What the recorded response reported (input, cache read, cache write), if recorded."""
+    exemption: str | None = None
+    """For an exempted break, the exemption's reason (:mod:`llmcore.audit.exemptions`)."""
+
+    @property
+    def failing(self) -> bool:
+        """Whether this request fails the audit: a break that no exemption covers."""
+        return self.verdict is Verdict.BREAK and self.exemption is None
+
+    @property
+    def theoretical_hit_rate(self) -> float:
+        """``max_cacheable_tokens ÷ total_tokens`` (estimated; 0.0 without tokens)."""
+        return self.max_cacheable_tokens / self.total_tokens if self.total_tokens else 0.0
 
     def to_dict(self) -> dict[str, Any]:
         """Return the record as JSON-ready values (keys in field order)."""
@@ -127,6 +224,16 @@ class RequestRecord:
             "lost_tokens": self.lost_tokens,
             "total_tokens": self.total_tokens,
             "max_cacheable_tokens": self.max_cacheable_tokens,
+            "key_order_recorded": self.key_order_recorded,
+            "divergence": self.divergence,
+            "file": self.file,
+            "position": self.position,
+            "token_counts": "estimated",
+            "theoretical_hit_rate": self.theoretical_hit_rate,
+            "recorded_usage": self.usage.to_dict() if self.usage is not None else None,
+            "recorded_hit_rate": self.usage.hit_rate if self.usage is not None else None,
+            "exempted": self.exemption is not None,
+            "exemption_reason": self.exemption,
         }
 
 
@@ -139,17 +246,40 @@ class AuditReport:
     conversations: int
     """How many conversations the requests were grouped into."""
     skipped: tuple[str, ...] = ()
+    """Inputs that were passed over, each ``path: reason`` (files that are not HTTP
+    request cassettes, JSONL or JSON bodies; interactions that are not model requests)."""
+    warnings: tuple[str, ...] = ()
+    """Things the run did as asked but the input contradicts (a ``--provider`` that is not the
+    body's shape), one line each."""
     """Inputs that were passed over (non-body files in a folder, non-API interactions)."""
+    group: str | None = None
+    """The grouping override the audit ran with (:data:`GROUPINGS`), ``None`` for the default."""
 
     @property
     def stable(self) -> bool:
-        """Whether no request broke P4 (allowed kinds do not count)."""
-        return all(r.verdict is not Verdict.BREAK for r in self.requests)
+        """Whether no request broke P4 (allowed kinds and exempted breaks do not count)."""
+        return not any(r.failing for r in self.requests)
 
     @property
     def breaks(self) -> int:
-        """Number of requests whose verdict is ``break``."""
+        """Number of requests whose verdict is ``break`` (exempted ones included)."""
         return sum(1 for r in self.requests if r.verdict is Verdict.BREAK)
+
+    @property
+    def exempted(self) -> int:
+        """Number of breaks an exemption covers."""
+        return sum(1 for r in self.requests if r.exemption is not None)
+
+    @property
+    def recorded(self) -> tuple[RequestRecord, ...]:
+        """The requests whose recorded response reported usage."""
+        return tuple(r for r in self.requests if r.usage is not None)
+
+    @property
+    def recorded_usage(self) -> RecordedUsage | None:
+        """Σ of the recorded usage over :attr:`recorded` (``None`` when none was recorded)."""
+        found = [r.usage for r in self.requests if r.usage is not None]
+        return RecordedUsage.total(found) if found else None
 
     def counts(self) -> dict[str, int]:
         """Return the number of requests per verdict (every verdict listed, in enum order)."""
@@ -191,13 +321,20 @@ class AuditReport:
             "requests": len(self.requests),
             "conversations": self.conversations,
             "grouping_rule": GROUPING_RULE,
+            "group": self.group,
             "counts": self.counts(),
             "lost_bytes": self.lost_bytes,
             "lost_tokens": self.lost_tokens,
             "total_tokens": self.total_tokens,
             "max_cacheable_tokens": self.max_cacheable_tokens,
             "theoretical_hit_rate": self.theoretical_hit_rate,
+            "token_counts": "estimated",
+            "recorded_requests": len(self.recorded),
+            "recorded_usage": usage.to_dict() if (usage := self.recorded_usage) else None,
+            "recorded_hit_rate": usage.hit_rate if usage else None,
+            "exempted": self.exempted,
             "skipped": list(self.skipped),
+            "warnings": list(self.warnings),
             "records": [r.to_dict() for r in self.requests],
         }
 

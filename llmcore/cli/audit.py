@@ -6,8 +6,17 @@ report as JSON with ``--json``. Exit 0 when P4 holds everywhere (allowed kinds i
 a break is found and for nothing else, 2 on bad input or any other error (one line on stderr: a
 file or folder that cannot be read, a report that cannot be written, and, should one slip
 through, an unexpected exception, named as an internal error), 130 when interrupted (Ctrl+C).
+A run that audited no request exits 2 with one line saying so, never "stable"; with
+``--strict``, any skipped input (a websocket or protobuf cassette, a non-model interaction, a
+YAML file that is not a cassette) exits 2 after the report, with one line naming the first.
+A ``--provider`` that contradicts a body's shape is a warning line on stderr per file; the
+bodies are audited as asked.
 A PATH of ``-`` is standard input: JSONL (one body per line), or a YAML cassette when it starts
-with ``interactions:`` or ``---``; errors name it ``<stdin>``.
+with ``interactions:`` or ``---``; errors name it ``<stdin>``. ``--group file|prefix|key``
+overrides how requests are grouped; ``--exemptions FILE`` marks intended breaks (with their
+reasons) that then do not fail the run. Token figures from the bodies are estimates and are
+labelled so; where a cassette recorded the responses, their reported usage (input, cache read,
+cache write) and the recorded hit rate are shown beside the theoretical maximum.
 """
 
 from __future__ import annotations
@@ -20,9 +29,19 @@ from typing import Annotated, TextIO
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from llmcore.audit import PROVIDERS, AuditInputError, AuditReport, Verdict, audit_paths
+from llmcore.audit import (
+    GROUPINGS,
+    PROVIDERS,
+    AuditInputError,
+    AuditReport,
+    RequestRecord,
+    Verdict,
+    audit_paths,
+)
+from llmcore.audit.exemptions import apply_exemptions, load_exemptions
 from llmcore.audit.inputs import STDIN_NAME
 from llmcore.errors import LLMCoreError
 
@@ -52,6 +71,10 @@ _STYLE = {
     Verdict.THINKING_DROPPED: "yellow",
     Verdict.REASONING_DROPPED: "yellow",
     Verdict.COMPACTION: "cyan",
+    Verdict.DEFERRED_TOOLS: "cyan",
+    Verdict.RETRY: "green",
+    Verdict.SHORTER_RERUN: "green",
+    Verdict.CONTINUATION: "green",
 }
 
 
@@ -65,9 +88,11 @@ _COLUMNS = (
     ("lost B", "right"),
     ("lost tok", "right"),
     ("max cache", "right"),
-    ("tokens", "right"),
+    ("est. tok", "right"),
+    ("recorded in/read/write", "right"),
+    ("rec. hit", "right"),
 )
-_NARROW_LEFT_OUT = frozenset({"conv", "lost B", "max cache"})
+_NARROW_LEFT_OUT = frozenset({"conv", "lost B", "max cache", "recorded in/read/write"})
 """Columns left out below :data:`_NARROW` terminal columns (``--json`` has everything)."""
 _NARROW = 110
 
@@ -86,20 +111,66 @@ def _table(report: AuditReport, width: int) -> Table:
             ratio=1 if text else None,
         )
     for r in report.requests:
-        where = "" if r.first_break_offset is None else f"{r.first_break_offset} {r.path}"
+        where = _where(r)
+        u = r.usage
+        verdict = f"[{_STYLE[r.verdict]}]{r.verdict}[/]"
+        if r.divergence is not None:
+            verdict += f" ({r.divergence})"
+        if r.exemption is not None:
+            verdict = f"[yellow]{r.verdict} (exempted)[/]"
         cells = {
             "#": str(r.index),
-            "source": r.source,
+            "source": escape(r.source),  # pytest ids hold brackets: test_x[anthropic].yaml
             "conv": str(r.conversation),
-            "verdict": f"[{_STYLE[r.verdict]}]{r.verdict}[/]",
+            "verdict": verdict,
             "first break": where,
             "lost B": f"{r.lost_bytes:,}",
             "lost tok": f"{r.lost_tokens:,}",
             "max cache": f"{r.max_cacheable_tokens:,}",
-            "tokens": f"{r.total_tokens:,}",
+            "est. tok": f"{r.total_tokens:,}",
+            "recorded in/read/write": (
+                ""
+                if u is None
+                else f"{u.input_tokens:,}/{u.cache_read_tokens:,}/{u.cache_write_tokens:,}"
+            ),
+            "rec. hit": "" if u is None else f"{u.hit_rate:.0%}",
         }
         table.add_row(*(cells[name] for name, _ in names))
     return table
+
+
+_SKIPS_SHOWN = 20
+"""At most this many skipped inputs are listed under the table (``--json`` has them all)."""
+
+
+def _where(r: RequestRecord) -> str:
+    """Return the "first break" cell: byte offset and JSON path.
+
+    The path alone when the body was rewritten from a parsed mapping (its offsets are not into
+    the bytes sent).
+    """
+    if r.first_break_offset is None:
+        return ""
+    if not r.key_order_recorded:
+        return f"{r.path} (key order not recorded: no byte offset)"
+    return f"{r.first_break_offset} {r.path}"
+
+
+def _input_notes(report: AuditReport) -> list[str]:
+    """Lines on what was not audited as recorded: rewritten bodies, skipped inputs."""
+    lines = []
+    rewritten = sum(1 for r in report.requests if not r.key_order_recorded)
+    if rewritten:
+        lines.append(
+            f"{_plural(rewritten, 'request')} read from a parsed body (key order not recorded:"
+            " key-order changes cannot be seen, offsets are into the rewritten JSON)"
+        )
+    if report.skipped:
+        lines.append(f"skipped {_plural(len(report.skipped), 'input')}:")
+        lines.extend(f"  {line}" for line in report.skipped[:_SKIPS_SHOWN])
+        if len(report.skipped) > _SKIPS_SHOWN:
+            lines.append(f"  … and {len(report.skipped) - _SKIPS_SHOWN} more (see --json)")
+    return lines
 
 
 def _summary(report: AuditReport) -> list[str]:
@@ -107,18 +178,38 @@ def _summary(report: AuditReport) -> list[str]:
     lines = [
         f"{_plural(len(report.requests), 'request')} in "
         f"{_plural(report.conversations, 'conversation')}: {counts or '-'}",
-        f"lost to breaks: {report.lost_bytes:,} bytes, {report.lost_tokens:,} tokens",
+        f"lost to breaks: {report.lost_bytes:,} bytes, {report.lost_tokens:,} tokens (estimated)",
         (
             f"theoretical maximum hit rate: {report.theoretical_hit_rate:.1%} "
-            f"({report.max_cacheable_tokens:,} of {report.total_tokens:,} tokens)"
+            f"({report.max_cacheable_tokens:,} of {report.total_tokens:,} tokens, estimated)"
         ),
+        _recorded_line(report),
     ]
     for r in report.requests:
         if r.verdict is Verdict.BREAK and r.detail:
-            lines.append(f"request {r.index} ({r.source}): {r.detail}")
-    if report.skipped:
-        lines.append(f"skipped {len(report.skipped)} inputs (see --json)")
-    return lines
+            where = f" in {r.divergence}" if r.divergence else ""
+            lines.append(f"request {r.index} ({r.source}): break{where}: {r.detail}")
+            if r.exemption is not None:
+                lines.append(f"  exempted: {r.exemption}")
+    if report.exempted:
+        lines.append(
+            f"{_plural(report.exempted, 'break')} exempted; "
+            f"{_plural(report.breaks - report.exempted, 'break')} not"
+        )
+    return lines + _input_notes(report)
+
+
+def _recorded_line(report: AuditReport) -> str:
+    """The recorded hit rate, from the responses' reported usage, or why there is none."""
+    usage = report.recorded_usage
+    if usage is None:
+        return "recorded hit rate: - (no recorded response reported usage)"
+    return (
+        f"recorded hit rate: {usage.hit_rate:.1%} ({usage.cache_read_tokens:,} of "
+        f"{usage.input_tokens:,} input tokens read from cache, "
+        f"{usage.cache_write_tokens:,} written; {len(report.recorded)} of "
+        f"{_plural(len(report.requests), 'request')} recorded usage)"
+    )
 
 
 def _plural(count: int, noun: str) -> str:
@@ -130,8 +221,9 @@ def _width(report: AuditReport, out: TextIO) -> int | None:
     if out.isatty():
         return None
     source = max((len(r.source) for r in report.requests), default=10)
-    where = max((len(r.path or "") + 12 for r in report.requests), default=10)
-    return max(120, source + where + 110)
+    where = max((len(_where(r)) for r in report.requests), default=10)
+    verdict = max((len(r.verdict) + 12 for r in report.requests), default=10)
+    return max(120, source + where + verdict + 120)
 
 
 def audit_command(
@@ -139,6 +231,9 @@ def audit_command(
     provider: str | None,
     as_json: bool,
     *,
+    strict: bool = False,
+    group: str | None = None,
+    exemptions: Path | None = None,
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
@@ -148,18 +243,30 @@ def audit_command(
         paths: Cassettes, JSONL files, corpus cases, or folders of them, in order.
         provider: Provider for every body, or ``None`` to read each body's shape.
         as_json: Print :meth:`AuditReport.to_json` instead of the table.
+        strict: Any skipped input makes the run exit :data:`EXIT_INPUT` (after the report).
+        group: ``file``, ``prefix`` or ``key`` to override the grouping, or ``None``.
+        exemptions: An exemptions file (:mod:`llmcore.audit.exemptions`), or ``None``.
         out: Where the report goes (default stdout).
         err: Where a bad-input line goes (default stderr).
 
     Returns:
         :data:`EXIT_STABLE`, :data:`EXIT_BREAK` (only ever for a break), :data:`EXIT_INPUT` for
-        any error (one line on ``err``), or :data:`EXIT_INTERRUPTED`.
+        any error, for a run that audited no request (nothing printed on ``out``) and, with
+        ``strict``, for any skipped input (one line on ``err`` each time), or
+        :data:`EXIT_INTERRUPTED`.
     """
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
     try:
-        report = audit_paths(paths, provider, stdin=_read_stdin)
-        _print(report, as_json, out)
+        exempt = load_exemptions(exemptions) if exemptions is not None else ()
+        report = apply_exemptions(audit_paths(paths, provider, _read_stdin, group=group), exempt)
+        for warning in report.warnings:
+            print(f"llmcore: warning: {warning}", file=err)
+        if not report.requests:
+            message = _nothing_audited(report)
+        else:
+            _print(report, as_json, out)
+            message = _strict_failure(report) if strict else ""
     except LLMCoreError as exc:
         message = str(exc)
     except OSError as exc:  # a folder that cannot be listed, a closed stdout
@@ -170,9 +277,25 @@ def audit_command(
     except Exception as exc:  # a bug: one line, and never the exit code of a break
         message = f"internal error (please report it): {type(exc).__name__}: {exc}"
     else:
-        return EXIT_STABLE if report.stable else EXIT_BREAK
+        if not message:
+            return EXIT_STABLE if report.stable else EXIT_BREAK
     print("llmcore: " + " ".join(message.split()), file=err)
     return EXIT_INPUT
+
+
+def _nothing_audited(report: AuditReport) -> str:
+    if not report.skipped:
+        return "no request audited: the inputs hold no request bodies"
+    return (
+        f"no request audited: {_plural(len(report.skipped), 'input')} skipped"
+        f" (first: {report.skipped[0]})"
+    )
+
+
+def _strict_failure(report: AuditReport) -> str:
+    if not report.skipped:
+        return ""
+    return f"--strict: {_plural(len(report.skipped), 'input')} skipped (first: {report.skipped[0]})"
 
 
 def _read_stdin() -> bytes:
@@ -257,9 +380,42 @@ def audit(
     as_json: Annotated[
         bool, typer.Option("--json", metavar="", help="Print the report as JSON.")
     ] = False,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            metavar="",
+            help="Exit 2 when any input was skipped (websocket or protobuf cassettes, other YAML).",
+        ),
+    ] = False,
+    group: Annotated[
+        str | None,
+        typer.Option(
+            "--group",
+            metavar="RULE",
+            help=(
+                f"Override the grouping: {', '.join(GROUPINGS)} (default: a conversation key"
+                " when the traffic carries one, else within each cassette file, else by the"
+                " longest shared run)."
+            ),
+        ),
+    ] = None,
+    exemptions: Annotated[
+        Path | None,
+        typer.Option(
+            "--exemptions",
+            metavar="FILE",
+            help=(
+                "YAML or JSON list of {file, request?, reason}: breaks it covers are reported"
+                " as exempted and do not fail the run."
+            ),
+        ),
+    ] = None,
 ) -> None:
     """Check the prefix invariant (P4) over recorded request bodies, in order."""
-    raise typer.Exit(audit_command(paths, provider, as_json))
+    raise typer.Exit(
+        audit_command(paths, provider, as_json, group=group, exemptions=exemptions, strict=strict)
+    )
 
 
 def register(app: typer.Typer) -> None:

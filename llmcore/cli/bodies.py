@@ -4,6 +4,11 @@ Errors are one line on stderr, exit 2: a build error's request-relative location
 (``messages[1]``, ``params.extra.model``) is reported under the file as ``<file>: $.messages[1]``,
 and a failed write to stdout (a full disk, a closed pipe) is reported, not raised. A file named
 ``-`` is standard input, read whole and checked as a file, named ``<stdin>`` in errors.
+
+A ``--provider`` that contradicts the body's shape (the recorded body for ``import``; for
+``body``, the bytes built, whose shape ``params.extra`` can change) is one warning line on
+stderr naming the file and both shapes; the command still does what was asked
+(:func:`llmcore.audit.wire_conflict`).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import Annotated, Any
 import typer
 
 from llmcore import jsonbytes
+from llmcore.audit import wire_conflict
 from llmcore.cli._common import fail, one_line_errors
 from llmcore.errors import EncodingError, InvalidRequestError, RequestFileError
 from llmcore.providers import PROVIDER_NAMES, get_provider
@@ -70,7 +76,15 @@ def body(
     except (InvalidRequestError, EncodingError) as exc:
         where = f"{name}: $.{exc.location}" if exc.location else f"{name}: $"
         raise type(exc)(exc.message, location=where) from None
+    _warn_shape(built, provider, name, "built")
     _write_stdout(built)
+
+
+def _warn_shape(data: bytes, provider: str, name: str, done: str) -> None:
+    """Print a warning when ``data`` is shaped for another provider than ``provider``."""
+    warning = wire_conflict(data, provider, name=name, done=done)
+    if warning is not None:
+        print(f"llmcore: warning: {warning}", file=sys.stderr)
 
 
 def _is_stdin(path: Path) -> bool:
@@ -138,9 +152,13 @@ def import_(
     if provider not in _IMPORTABLE:
         raise fail(f"import supports {', '.join(_IMPORTABLE)}, not {provider!r}")
     name = _STDIN if _is_stdin(recorded) else str(recorded)
-    result = get_provider(provider).import_body(
-        _recorded_body(recorded, name), location=f"{name}: $"
-    )
+    value = _recorded_body(recorded, name)
+    if isinstance(value, dict):
+        try:
+            _warn_shape(jsonbytes.dumps(value), provider, name, "imported")
+        except EncodingError:  # a value the importer refuses by name below
+            pass
+    result = get_provider(provider).import_body(value, location=f"{name}: $")
     for note in result.notes:
         print(f"llmcore: note: {note}", file=sys.stderr)
     _write_stdout(dump_request(result.request))

@@ -314,7 +314,7 @@ def test_huge_floats_and_long_integers_in_bodies_are_audited(tmp_path: Path, num
 
 
 def test_an_unexpected_exception_is_one_line_and_exit_2(tmp_path, monkeypatch) -> None:
-    def boom(paths, provider, stdin=None):
+    def boom(paths, provider, stdin=None, **options):
         raise RuntimeError("a bug\nover two lines")
 
     monkeypatch.setattr(cli_audit, "audit_paths", boom)
@@ -324,7 +324,7 @@ def test_an_unexpected_exception_is_one_line_and_exit_2(tmp_path, monkeypatch) -
 
 
 def test_an_interrupt_is_not_a_break(tmp_path, monkeypatch) -> None:
-    def interrupted(paths, provider, stdin=None):
+    def interrupted(paths, provider, stdin=None, **options):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(cli_audit, "audit_paths", interrupted)

@@ -107,10 +107,10 @@ def test_missing_path_and_unknown_provider(tmp_path: Path, stable_file: Path):
         EXIT_INPUT,
         f"llmcore: {tmp_path / 'nope.jsonl'}: no such file or folder\n",
     )
-    code, _, err = _run([stable_file], provider="gemini")
+    code, _, err = _run([stable_file], provider="cohere")
     assert (
         code == EXIT_INPUT
-        and err.startswith("llmcore: unknown provider 'gemini'")
+        and err.startswith("llmcore: unknown provider 'cohere'")
         and err.count("\n") == 1
     )
 

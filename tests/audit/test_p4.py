@@ -119,8 +119,12 @@ def test_removed_message_and_added_tool_are_breaks():
     shorter = b.anthropic(msgs[:3])
     report = audit_bodies([first, shorter])
     rec = report.requests[1]
-    assert rec.verdict is Verdict.BREAK and rec.path == "messages[3]"
+    # issue 11: a history cut short is a shorter rerun, not a break; the place is unchanged
+    assert rec.verdict is Verdict.SHORTER_RERUN and rec.path == "messages[3]"
     assert rec.first_break_offset == len(shorter) - 2  # the messages array's closing bracket
+    gap = b.anthropic([*msgs[:2], *msgs[3:5]])  # a message removed from the middle
+    rec_gap = audit_bodies([first, gap]).requests[1]
+    assert rec_gap.verdict is Verdict.BREAK and rec_gap.path == "messages[2].role"
     with_tool = b.anthropic(msgs[:5], tools=b.TOOLS)
     rec2 = audit_bodies([first, with_tool]).requests[1]
     assert (
@@ -228,4 +232,4 @@ def test_audit_input_sources_and_plain_bytes_mix():
     body = b.anthropic([b.user("hi")])
     report = audit_bodies([AuditInput(body=body, source="x:1"), body])
     assert [r.source for r in report.requests] == ["x:1", "<input>[1]"]
-    assert report.requests[1].verdict is Verdict.STABLE
+    assert report.requests[1].verdict is Verdict.RETRY  # the same bytes twice: a retry

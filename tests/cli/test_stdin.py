@@ -67,7 +67,7 @@ def test_audit_reads_jsonl_from_stdin() -> None:
     body = _run("body", "-", "-p", "anthropic", stdin=jsonl.stdout).stdout
     done = _run("audit", "-", stdin=body + b"\n\n" + body + b"\n")
     assert done.returncode == 0, done.stderr
-    assert b"2 requests in 1 conversation: new 1, stable 1" in done.stdout
+    assert b"2 requests in 1 conversation: new 1, retry 1" in done.stdout  # the same body twice
 
 
 def test_audit_bad_jsonl_on_stdin_is_one_line() -> None:

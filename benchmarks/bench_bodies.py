@@ -1,18 +1,25 @@
-"""Body-building benchmark: llmcore vs the official SDKs for the turn-N request body.
+"""Body-building benchmark: llmcore vs the official SDKs and orjson for the turn-N request body.
 
-For N = 10, 50, 200 turns of a tool-using conversation (each turn: a user message, sometimes
-with a 40 KB image; an assistant message with one or two tool calls; tool results of 1–20 KB; a
-final assistant text), the median time to produce the turn-N body is measured for:
+For N = 10, 50, 200, 1,000 turns of a tool-using conversation (each turn: a user message,
+sometimes with a 40 KB image; an assistant message with one or two tool calls; tool results of
+1–20 KB; a final assistant text), the median time to produce the turn-N body is measured, side
+by side in one run, for:
 
-* ``llmcore cold``: ``build_body`` with no encode cache;
 * ``llmcore incremental``: ``build_body`` with the :class:`~llmcore.providers.base.EncodeCache`
-  carried from the turn N-1 build (how an agent loop builds);
-* ``SDK``: ``client.messages.create(**body)`` / ``client.chat.completions.create(**body)`` with
-  the same already-shaped body (llmcore's body parsed), sent through ``httpx2.MockTransport``
-  (the current packages take an ``httpx2`` client) whose handler returns a minimal response.
+  carried from the turn N-1 build (how an agent loop builds): the new turn's messages are
+  encoded, the rest joined from stored bytes;
+* ``llmcore cold``: ``build_body`` with no encode cache, of new message objects each time (the
+  first request after a reopen: no image has its base64 yet);
+* ``join floor``: ``b"".join`` of the body's bytes cut into one piece per message — the least
+  any builder that copies the history into one body can do;
+* ``orjson``: ``orjson.dumps`` of the same body as a parsed dict (a C serializer, no cache);
+* ``SDK`` (N ≤ 200): ``client.messages.create(**body)`` / ``client.chat.completions.create(**body)``
+  with the same already-shaped body, sent through ``httpx2.MockTransport`` (the current packages
+  take an ``httpx2`` client) whose handler returns a minimal response.
 
-Prints a rich table and writes ``results/bench_bodies.json``. Run:
-``python benchmarks/bench_bodies.py [--reps R]``.
+Prints a rich table and writes ``results/bench_bodies.json``. Timings depend on the machine's
+load; only ratios measured in the same run compare. Run:
+``python benchmarks/bench_bodies.py [--reps R] [--turns 10,50,200,1000] [--no-sdk]``.
 """
 
 from __future__ import annotations
@@ -25,12 +32,14 @@ import statistics
 import time
 import warnings
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anthropic
 import httpx2
 import openai
+import orjson
 from rich.console import Console
 from rich.table import Table
 
@@ -39,7 +48,8 @@ from llmcore.providers import get_provider
 from llmcore.providers.base import EncodeCache
 from llmcore.request import Params, Request, Tool
 
-TURNS = (10, 50, 200)
+TURNS = (10, 50, 200, 1000)
+SDK_MAX_TURNS = 200
 MODELS = {"anthropic": "claude-sonnet-4-5", "openai-chat": "gpt-4o"}
 RESULTS = Path(__file__).resolve().parent.parent / "results" / "bench_bodies.json"
 
@@ -162,72 +172,151 @@ def sdk_sender(provider: str) -> Callable[[dict[str, Any]], object]:
     return lambda body: client_o.chat.completions.create(**body)
 
 
-def measure(provider: str, turns: int, reps: int) -> dict[str, float]:
+def reopened(messages: list[Message]) -> list[Message]:
+    """Equal messages with new image objects, as after a reopen (no base64 computed yet)."""
+
+    def fresh(part: Any) -> Any:
+        return Image(data=part.data, mime_type=part.mime_type) if isinstance(part, Image) else part
+
+    return [Message(role=m.role, content=tuple(fresh(p) for p in m.content)) for m in messages]
+
+
+def join_floor_pieces(body: bytes, count: int) -> list[bytes]:
+    """The body cut into ``count`` + 1 pieces of about equal size (one per message)."""
+    size = max(1, len(body) // (count + 1))
+    return [body[i : i + size] for i in range(0, len(body), size)]
+
+
+def timed(fn: Callable[[], object]) -> tuple[float, object]:
+    start = time.perf_counter()
+    value = fn()
+    return (time.perf_counter() - start) * 1000, value
+
+
+def measure(provider: str, turns: int, reps: int, sdk: bool) -> dict[str, float]:
+    """Each repetition times every column once, one after the other, so that the machine's
+    load at that moment weighs on all of them; ratios are the medians of per-repetition ratios.
+    """
     p = get_provider(provider)
     messages = conversation(turns)
     req = request(provider, messages)
     prev = previous_request(provider, messages)
     body_bytes = p.build_body(req)
     shaped = json.loads(body_bytes)
-    send = sdk_sender(provider)
-    send(shaped)  # warm up the client
-
-    def incremental() -> None:
+    pieces = join_floor_pieces(body_bytes, len(messages))
+    columns: dict[str, list[float]] = {
+        "llmcore_incremental_ms": [],
+        "llmcore_cold_ms": [],
+        "join_floor_ms": [],
+        "orjson_ms": [],
+    }
+    for _ in range(reps):
         cache = EncodeCache()
         p.build_body(prev, cache=cache)
-        start = time.perf_counter()
-        assert p.build_body(req, cache=cache) == body_bytes
-        timings.append((time.perf_counter() - start) * 1000)
+        took, built = timed(partial(p.build_body, req, cache=cache))
+        assert built == body_bytes
+        columns["llmcore_incremental_ms"].append(took)
+        columns["join_floor_ms"].append(timed(partial(b"".join, pieces))[0])
+        columns["orjson_ms"].append(timed(partial(orjson.dumps, shaped))[0])
+        fresh = request(provider, reopened(messages))  # a reopen: no image has its base64 yet
+        columns["llmcore_cold_ms"].append(timed(partial(p.build_body, fresh))[0])
+    result: dict[str, float] = {"body_bytes": len(body_bytes), "messages": len(messages)}
+    result.update({name: statistics.median(values) for name, values in columns.items()})
+    pairs = zip(columns["llmcore_incremental_ms"], columns["join_floor_ms"], strict=True)
+    beyond = [max(0.0, incr - floor) for incr, floor in pairs]
+    result["incremental_over_floor_ms"] = statistics.median(beyond)
+    result["incremental_over_floor"] = statistics.median(
+        i / f
+        for i, f in zip(columns["llmcore_incremental_ms"], columns["join_floor_ms"], strict=True)
+    )
+    result["cold_over_orjson"] = statistics.median(
+        c / o for c, o in zip(columns["llmcore_cold_ms"], columns["orjson_ms"], strict=True)
+    )
+    if sdk and turns <= SDK_MAX_TURNS:
+        send = sdk_sender(provider)
+        send(shaped)  # warm up the client
+        result["sdk_ms"] = median_ms(lambda: send(shaped), reps)
+    return result
 
-    timings: list[float] = []
-    for _ in range(reps):
-        incremental()
-    return {
-        "body_bytes": len(body_bytes),
-        "llmcore_cold_ms": median_ms(lambda: p.build_body(req), reps),
-        "llmcore_incremental_ms": statistics.median(timings),
-        "sdk_ms": median_ms(lambda: send(shaped), reps),
-    }
+
+COLUMNS = (
+    "provider",
+    "N",
+    "body KB",
+    "incr.",
+    "cold",
+    "join floor",
+    "incr.-floor",
+    "orjson",
+    "SDK",
+    "incr./floor",
+    "cold/orjson",
+    "SDK/incr.",
+)
+
+
+def table_row(row: dict[str, Any]) -> list[str]:
+    sdk = row.get("sdk_ms")
+    return [
+        row["provider"],
+        str(row["turns"]),
+        f"{row['body_bytes'] / 1024:.0f}",
+        f"{row['llmcore_incremental_ms']:.3f}",
+        f"{row['llmcore_cold_ms']:.2f}",
+        f"{row['join_floor_ms']:.3f}",
+        f"{row['incremental_over_floor_ms']:.3f}",
+        f"{row['orjson_ms']:.2f}",
+        "-" if sdk is None else f"{sdk:.2f}",
+        f"{row['incremental_over_floor']:.1f}x",
+        f"{row['cold_over_orjson']:.1f}x",
+        "-" if sdk is None else f"{sdk / row['llmcore_incremental_ms']:.0f}x",
+    ]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=int(os.environ.get("BENCH_REPS", "15")))
+    parser.add_argument("--turns", default=",".join(str(n) for n in TURNS))
+    parser.add_argument("--no-sdk", action="store_true", help="leave the SDK column out")
     args = parser.parse_args()
     warnings.simplefilter("ignore", DeprecationWarning)  # the SDK warns about model names
+    turns_list = [int(n) for n in args.turns.split(",")]
     rows = []
     for provider in MODELS:
-        for turns in TURNS:
-            result = measure(provider, turns, args.reps)
-            result["cold_speedup"] = result["sdk_ms"] / result["llmcore_cold_ms"]
-            result["incremental_speedup"] = result["sdk_ms"] / result["llmcore_incremental_ms"]
+        for turns in turns_list:
+            result = measure(provider, turns, args.reps, not args.no_sdk)
             rows.append({"provider": provider, "turns": turns, **result})
+        by_turns = {row["turns"]: row for row in rows if row["provider"] == provider}
+        if 200 in by_turns and 1000 in by_turns:
+            big, small = by_turns[1000], by_turns[200]
+            big["incremental_over_turn_200"] = (
+                big["llmcore_incremental_ms"] / small["llmcore_incremental_ms"]
+            )
+            big["beyond_join_over_turn_200"] = big["incremental_over_floor_ms"] / max(
+                small["incremental_over_floor_ms"], 1e-6
+            )
     table = Table(title=f"turn-N body build, median of {args.reps} (ms)")
-    for column in (
-        "provider",
-        "N",
-        "body KB",
-        "llmcore cold",
-        "llmcore incr.",
-        "SDK",
-        "SDK/cold",
-        "SDK/incr.",
-    ):
+    for column in COLUMNS:
         table.add_column(column, justify="right")
     for row in rows:
-        table.add_row(
-            row["provider"],
-            str(row["turns"]),
-            f"{row['body_bytes'] / 1024:.0f}",
-            f"{row['llmcore_cold_ms']:.2f}",
-            f"{row['llmcore_incremental_ms']:.3f}",
-            f"{row['sdk_ms']:.2f}",
-            f"{row['cold_speedup']:.1f}x",
-            f"{row['incremental_speedup']:.1f}x",
-        )
-    Console().print(table)
+        table.add_row(*table_row(row))
+    Console(width=200).print(table)
+    for row in rows:
+        if "incremental_over_turn_200" in row:
+            print(
+                f"{row['provider']}: incremental turn-1000 / turn-200 = "
+                f"{row['incremental_over_turn_200']:.2f}x; beyond the join floor: "
+                f"{row['beyond_join_over_turn_200']:.2f}x"
+            )
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"reps": args.reps, "anthropic": anthropic.__version__, "openai": openai.__version__}
+    meta = {
+        "reps": args.reps,
+        "anthropic": anthropic.__version__,
+        "openai": openai.__version__,
+        "orjson": orjson.__version__,
+        "cpus": os.cpu_count(),
+        "load_average": os.getloadavg(),
+    }
     RESULTS.write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n", encoding="utf-8")
 
 

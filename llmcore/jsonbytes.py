@@ -9,6 +9,8 @@ Every JSON byte llmcore produces comes from here, so one set of rules holds ever
 * key order is the dict's insertion order (:func:`dumps`, used for request bodies, whose order
   each provider module fixes) or sorted by code point (:func:`dumps_sorted`, the archive);
 * :class:`Raw` splices bytes that are already JSON (stored tool arguments) without parsing them;
+  :class:`RawArray` an array of already-encoded elements; :class:`Utf8` is a string given as
+  UTF-8 bytes, copied as they are when nothing in them needs escaping;
 * ``NaN``, infinities, lone surrogates and foreign types raise
   :class:`~llmcore.errors.EncodingError` instead of producing bytes another process might
   write differently.
@@ -30,7 +32,7 @@ import json
 import math
 import re
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from json.encoder import encode_basestring
 from typing import Any, Final
 
@@ -42,7 +44,9 @@ __all__ = [
     "ExactFloat",
     "Raw",
     "RawArray",
+    "Utf8",
     "dumps",
+    "dumps_items",
     "dumps_sorted",
     "dumps_text",
     "encode_str",
@@ -96,10 +100,86 @@ class RawArray:
             skipped).
     """
 
-    __slots__ = ("items",)
+    __slots__ = ("pieces",)
 
-    def __init__(self, items: list[bytes]) -> None:
-        self.items = items
+    pieces: list[bytes | memoryview]
+    """The array's inner bytes, commas included, as pieces whose concatenation is that text."""
+
+    def __init__(self, items: Sequence[bytes]) -> None:
+        nonempty = [item for item in items if item]
+        self.pieces = [b",".join(nonempty)] if nonempty else []
+
+    @classmethod
+    def from_pieces(cls, pieces: list[bytes | memoryview]) -> RawArray:
+        """Return the array whose inner bytes are the concatenation of ``pieces``.
+
+        The caller supplies the separators: ``[b'{"a":1}', b',{"b":2}']`` is ``[{"a":1},{"b":2}]``.
+        The pieces are joined once, into the final bytes (no intermediate copy).
+        """
+        array = cls.__new__(cls)
+        array.pieces = pieces
+        return array
+
+
+class Utf8:
+    """A JSON string given as UTF-8 bytes: written as the ``str`` it decodes to would be.
+
+    Invalid UTF-8 becomes U+FFFD (``bytes.decode("utf-8", "replace")``). Bytes that are valid
+    UTF-8 and hold nothing to escape (no quote, backslash or control character) are copied into
+    the output as they are, without being decoded; others go through the same escaping as a
+    ``str`` (:func:`encode_str`), so the bytes written are the same either way.
+
+    Args:
+        data: The text's bytes (tool results, base64 image data).
+        plain: The caller vouches that ``data`` is ASCII with nothing to escape (base64 text),
+            so it is not scanned.
+    """
+
+    __slots__ = ("data", "plain")
+
+    def __init__(self, data: bytes, *, plain: bool = False) -> None:
+        self.data = data
+        self.plain = plain
+
+    def __repr__(self) -> str:
+        return f"Utf8({self.data!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Utf8) and other.data == self.data  # ``plain`` is a hint only
+
+    def __hash__(self) -> int:
+        return hash(self.data)
+
+
+_ESCAPED: Final = bytes(range(0x20)) + b'"\\'
+"""The bytes :func:`encode_str` escapes (``"``, backslash, and C0 controls); nothing else is."""
+_NOT_ESCAPED: Final = bytes(b for b in range(256) if b not in _ESCAPED)
+_ESCAPES: Final[dict[int, bytes]] = {
+    byte: encode_basestring(chr(byte))[1:-1].encode("ascii") for byte in _ESCAPED
+}
+"""Each escaped byte's escape, taken from :func:`encode_str` itself (``\\n``, ``\\u001f``)."""
+
+
+def _utf8_literal(value: Utf8) -> list[bytes]:
+    """Return the JSON string literal of ``value`` as pieces: quote, escaped bytes, quote.
+
+    The bytes are those :func:`encode_str` gives for ``value.data.decode("utf-8", "replace")``,
+    encoded as UTF-8: escaped bytes are ASCII and never occur inside a multi-byte sequence, so
+    escaping byte by byte is escaping character by character. Each escaped byte that occurs is
+    replaced in one C pass (the backslash first, so no escape is escaped again).
+    """
+    data = value.data
+    if not value.plain:
+        if not data.isascii():
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError:
+                data = data.decode("utf-8", "replace").encode("utf-8")
+        found = data.translate(None, _NOT_ESCAPED)
+        if found:
+            for byte in sorted(set(found), key=lambda b: b != 0x5C):
+                data = data.replace(bytes((byte,)), _ESCAPES[byte])
+    return [b'"', data, b'"']
 
 
 def encode_str(value: str) -> str:
@@ -165,16 +245,94 @@ def _scalar(value: Any) -> str:
 
 
 def _write(value: Any, out: list[Any], sort: bool, indent: str | None, depth: int) -> None:
-    if isinstance(value, str):
+    if indent is None and not sort:
+        _compact(value, out)
+    elif isinstance(value, str):
         out.append(_encode_basestring(value))
     elif isinstance(value, Mapping):
         _write_object(value, out, sort, indent, depth)
     elif isinstance(value, list | tuple):
         _write_array(value, out, sort, indent, depth)
-    elif isinstance(value, RawArray):
-        _write_raw_array(value, out)
+    else:
+        _write_other(value, out)
+
+
+def _write_other(value: Any, out: list[Any]) -> None:
+    if isinstance(value, RawArray):
+        out.append("[")
+        out.append(value.pieces)
+        out.append("]")
+    elif isinstance(value, Utf8):
+        out.append(_utf8_literal(value))
     else:
         out.append(_scalar(value))
+
+
+_KEYS: Final[dict[str, str]] = {}
+"""Object keys already written, as ``"key":`` (request bodies use a few dozen keys)."""
+_KEYS_MAX: Final = 4096
+
+
+def _key(key: Any) -> str:
+    literal = _KEYS.get(key)
+    if literal is not None:
+        return literal
+    if not isinstance(key, str):
+        raise EncodingError(f"object key {key!r} is not a string")
+    literal = _encode_basestring(key) + ":"
+    if len(_KEYS) < _KEYS_MAX and type(key) is str:
+        _KEYS[key] = literal
+    return literal
+
+
+def _compact(value: Any, out: list[Any]) -> None:
+    """Write ``value`` compactly in insertion key order (the request-body path of :func:`dumps`).
+
+    The same output as the general writer with ``sort=False, indent=None``: the exact types of
+    request bodies are dispatched first, subclasses and other types by the general checks.
+    """
+    kind = type(value)
+    if kind is str:
+        out.append(_encode_basestring(value))
+    elif kind is dict:
+        _compact_object(value, out)
+    elif kind is list or kind is tuple:
+        _compact_array(value, out)
+    elif kind is Raw:
+        out.append(value.text)
+    elif isinstance(value, str):
+        out.append(_encode_basestring(value))
+    elif isinstance(value, Mapping):
+        _compact_object(value, out)
+    elif isinstance(value, list | tuple):
+        _compact_array(value, out)
+    else:
+        _write_other(value, out)
+
+
+def _compact_object(value: Mapping[Any, Any], out: list[Any]) -> None:
+    if not value:
+        out.append("{}")
+        return
+    separator = "{"
+    for key, item in value.items():
+        out.append(separator)
+        out.append(_key(key))
+        _compact(item, out)
+        separator = ","
+    out.append("}")
+
+
+def _compact_array(value: Sequence[Any], out: list[Any]) -> None:
+    if not value:
+        out.append("[]")
+        return
+    separator = "["
+    for item in value:
+        out.append(separator)
+        _compact(item, out)
+        separator = ","
+    out.append("]")
 
 
 def _write_object(
@@ -223,19 +381,6 @@ def _write_array(
     out.append("]")
 
 
-def _write_raw_array(value: RawArray, out: list[Any]) -> None:
-    out.append("[")
-    first = True
-    for item in value.items:
-        if not item:
-            continue
-        if not first:
-            out.append(",")
-        out.append(item)
-        first = False
-    out.append("]")
-
-
 def _encode(text: str) -> bytes:
     try:
         return text.encode("utf-8")
@@ -244,20 +389,24 @@ def _encode(text: str) -> bytes:
 
 
 def _finish(out: list[Any]) -> bytes:
-    if not any(type(piece) is bytes for piece in out):
-        return _encode("".join(out))
-    parts: list[bytes] = []
-    run: list[str] = []
-    for piece in out:
-        if type(piece) is bytes:
-            if run:
-                parts.append(_encode("".join(run)))
-                run = []
-            parts.append(piece)
+    """Join the writer's pieces: text runs are encoded once each; bytes are copied once."""
+    parts: list[Any] = []
+    start = 0
+    for index, piece in enumerate(out):
+        kind = type(piece)
+        if kind is str:
+            continue
+        if start < index:
+            parts.append(_encode("".join(out[start:index])))
+        if kind is list:
+            parts.extend(piece)
         else:
-            run.append(piece)
-    if run:
-        parts.append(_encode("".join(run)))
+            parts.append(piece)
+        start = index + 1
+    if not parts:
+        return _encode("".join(out))
+    if start < len(out):
+        parts.append(_encode("".join(out[start:])))
     return b"".join(parts)
 
 
@@ -277,8 +426,8 @@ def dumps_text(value: Any) -> str:
     """
     out: list[Any] = []
     _write_guarded(value, out, False, None)
-    if any(type(piece) is bytes for piece in out):
-        raise EncodingError("a RawArray can only be written as bytes (use dumps)")
+    if any(type(piece) is not str for piece in out):
+        raise EncodingError("a RawArray or Utf8 value can only be written as bytes (use dumps)")
     return "".join(out)
 
 
@@ -299,6 +448,22 @@ def dumps(value: Any, *, indent: int | None = None) -> bytes:
     out: list[Any] = []
     _write_guarded(value, out, False, None if indent is None else " " * indent)
     return _finish(out)
+
+
+def dumps_items(values: Iterable[Any]) -> bytes:
+    """Write each value as :func:`dumps` does, each preceded by a comma, as one bytes.
+
+    The pieces of an array built from parts (``b',{"a":1},{"b":2}'``; see
+    :meth:`RawArray.from_pieces`); no values give ``b""``.
+
+    Raises:
+        EncodingError: As for :func:`dumps`.
+    """
+    out: list[Any] = []
+    for value in values:
+        out.append(",")
+        _write_guarded(value, out, False, None)
+    return _finish(out) if out else b""
 
 
 def dumps_sorted(value: Any, *, indent: int | None = None) -> bytes:
@@ -480,14 +645,26 @@ _FLOATS: Final[dict[tuple[bool, bool], Any]] = {
 }
 
 
-def _parse(text: str, finite: bool, hook: Any, exact: bool = False) -> Any:
-    try:
-        return json.loads(
-            text,
+_DECODERS: Final[dict[tuple[bool, Any, bool], json.JSONDecoder]] = {}
+"""One decoder per configuration, made once (``json.loads`` with hooks makes one per call)."""
+
+
+def _decoder(finite: bool, hook: Any, exact: bool) -> json.JSONDecoder:
+    key = (finite, hook, exact)
+    decoder = _DECODERS.get(key)
+    if decoder is None:
+        decoder = json.JSONDecoder(
             parse_constant=_refuse_constant,
             parse_float=_FLOATS[finite, exact],
             object_pairs_hook=hook,
         )
+        _DECODERS[key] = decoder
+    return decoder
+
+
+def _parse(text: str, finite: bool, hook: Any, exact: bool = False) -> Any:
+    try:
+        return _decoder(finite, hook, exact).decode(text)
     except ValueError as exc:
         message = long_integer(exc)
         if message is None:

@@ -21,6 +21,7 @@ Provider-only data (thinking, signatures, encrypted reasoning, message ids) has 
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import re
 import warnings
@@ -155,6 +156,7 @@ class Image:
     """The mime type, e.g. ``image/png``; corrected from the bytes' signature when they disagree."""
     type: Literal["image"] = field(default="image", init=False)
     """The case tag."""
+    _base64: bytes | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.data, bytes):
@@ -169,6 +171,15 @@ class Image:
             )
             declared = sniffed
         object.__setattr__(self, "mime_type", declared)
+
+    @property
+    def base64(self) -> bytes:
+        """The standard base64 of :attr:`data` (ASCII bytes), computed once per image."""
+        encoded = self._base64
+        if encoded is None:
+            encoded = base64.b64encode(self.data)
+            object.__setattr__(self, "_base64", encoded)
+        return encoded
 
     @property
     def sha256(self) -> str:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any, Literal, TypeAlias
 
 from llmcore import jsonbytes
@@ -255,12 +256,14 @@ class Request:
         )
         object.__setattr__(self, "tools", _sequence(self.tools, "tools"))
         object.__setattr__(self, "messages", _sequence(self.messages, "messages"))
-        for index, message in enumerate(self.messages):
-            if not isinstance(message, Message):
-                kind = type(message).__name__
-                raise InvalidRequestError(
-                    f"expected a Message, not {kind}", location=f"messages[{index}]"
-                )
+        if not all(map(isinstance, self.messages, repeat(Message))):  # one C loop per request
+            index, message = next(
+                (i, m) for i, m in enumerate(self.messages) if not isinstance(m, Message)
+            )
+            kind = type(message).__name__
+            raise InvalidRequestError(
+                f"expected a Message, not {kind}", location=f"messages[{index}]"
+            )
         if not isinstance(self.params, Params):
             raise InvalidRequestError("expected a Params", location="params")
         _check_tools(self.tools, self.params.tool_choice)

@@ -1,3 +1,4 @@
+import base64
 import json
 import math
 
@@ -122,3 +123,55 @@ def test_integer_size_never_converts_the_integer_to_text(value: int, shown: str)
 def test_an_integer_longer_than_python_writes_is_an_encoding_error() -> None:
     with pytest.raises(EncodingError, match="an integer of 6021 digits is longer than the 4300"):
         jsonbytes.dumps({"n": int("f" * 5000, 16)})
+
+
+# Utf8: a string given as UTF-8 bytes is written exactly as the str it decodes to (P2: one
+# writer, the same bytes). The reference is the str path: the standard library's C escaper,
+# then UTF-8.
+def str_path(data: bytes) -> bytes:
+    return json.encoder.encode_basestring(data.decode("utf-8", "replace")).encode("utf-8")
+
+
+special_characters = st.sampled_from(
+    ["\x00", "\x1f", "\x7f", '"', "\\", "\n", "\t", "\u2028", "\u2029", "\ufffd", "é", "日", "😀"]
+)
+texts_with_specials = st.lists(
+    st.characters(exclude_categories=["Cs"])
+    | special_characters
+    | st.sampled_from(["\ud800", "\udfff"]),
+    max_size=40,
+).map("".join)
+
+
+@settings(max_examples=1000)
+@given(
+    st.binary(max_size=64) | texts_with_specials.map(lambda t: t.encode("utf-8", "surrogatepass"))
+)
+def test_utf8_bytes_are_written_as_their_decoded_text_is(data):
+    assert jsonbytes.dumps(jsonbytes.Utf8(data)) == str_path(data)
+    assert jsonbytes.dumps({"k": [jsonbytes.Utf8(data)]}) == b'{"k":[' + str_path(data) + b"]}"
+
+
+@given(st.binary(max_size=300))
+def test_plain_utf8_is_copied_as_it_is(data):
+    text = base64.b64encode(data)
+    assert jsonbytes.dumps(jsonbytes.Utf8(text, plain=True)) == b'"' + text + b'"'
+    assert jsonbytes.dumps(jsonbytes.Utf8(text, plain=True)) == str_path(text)
+
+
+def test_utf8_edges():
+    assert jsonbytes.dumps(jsonbytes.Utf8(b"")) == b'""'
+    assert jsonbytes.dumps(jsonbytes.Utf8(b'a"b\\c\n\x01')) == b'"a\\"b\\\\c\\n\\u0001"'
+    assert jsonbytes.dumps(jsonbytes.Utf8(b"\xff")) == '"\ufffd"'.encode()
+    # an encoded lone surrogate is invalid UTF-8: replaced, never written
+    assert jsonbytes.dumps(jsonbytes.Utf8(b"\xed\xa0\x80")) == '"\ufffd\ufffd\ufffd"'.encode()
+    with pytest.raises(EncodingError):
+        jsonbytes.dumps_text(jsonbytes.Utf8(b"x"))
+
+
+@given(st.lists(json_values, max_size=5))
+def test_dumps_items_and_pieces_make_the_array(values):
+    piece = jsonbytes.dumps_items(values)
+    assert piece == b"".join(b"," + jsonbytes.dumps(v) for v in values)
+    pieces = [memoryview(piece)[1:]] if piece else []
+    assert jsonbytes.dumps(jsonbytes.RawArray.from_pieces(pieces)) == jsonbytes.dumps(values)

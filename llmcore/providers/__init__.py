@@ -1,6 +1,7 @@
 """The provider registry: name → provider module instance (SPEC P1).
 
-Adding a provider means adding its module and one line to :data:`_REGISTRY`, nothing else.
+Adding a provider means adding its module (or a package of ``encode``, ``parse`` and ``importer``
+modules, as the built-in ones are) and one line to :data:`_REGISTRY`, nothing else.
 Names: ``anthropic``, ``openai-chat``, ``openai-responses``, ``openrouter``.
 """
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from llmcore import jsonbytes
@@ -84,6 +84,16 @@ def need_list(obj: dict[str, Any], key: str, at: str) -> list[Any]:
     if not isinstance(value, list):
         raise bad(f"expected an array, found {_kind(value)}", f"{at}.{key}")
     return value
+
+
+def tool_list(body: dict[str, Any], at: str) -> list[Any]:
+    """Return the body's ``tools`` array (empty when absent), else raise naming ``at.tools``."""
+    raw = body.get("tools")
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise bad("expected an array", f"{at}.tools")
+    return raw
 
 
 def need_str(obj: dict[str, Any], key: str, at: str) -> str:
@@ -208,6 +218,24 @@ def extra_fields(body: dict[str, Any], modeled: Iterable[str], at: str) -> list[
         if key not in known or (key == "stream" and value is not True):
             out.append((key, json_text(value, f"{at}.{key}")))
     return out
+
+
+def choice_and_extra(
+    body: dict[str, Any],
+    modeled: Iterable[str],
+    at: str,
+    read_choice: Callable[[Any], ToolChoice | None],
+) -> tuple[ToolChoice | None, list[tuple[str, str]]]:
+    """Return the body's tool choice, when it has a neutral form, and its unmodeled fields.
+
+    A ``tool_choice`` that ``read_choice`` cannot map stays in the extra fields as it is.
+    """
+    choice = body.get("tool_choice")
+    tool_choice = read_choice(choice)
+    extra = extra_fields(body, modeled, at)
+    if choice is not None and tool_choice is None:
+        extra.append(("tool_choice", json_text(choice, f"{at}.tool_choice")))
+    return tool_choice, extra
 
 
 def _number(body: dict[str, Any], key: str, at: str) -> float | None:

@@ -1,11 +1,11 @@
 """What every provider module implements, and the provider-neutral pieces they share.
 
 * :class:`Provider` — the Protocol (it names no provider; a provider imports only the core).
-* :func:`validate_pairing` — tool-call / tool-result pairing, checked before any body is built.
+* :func:`check_request`, :func:`validate_pairing`, :class:`EncodeCache`, :func:`encode_history`,
+  :func:`wire_array` — the history's checks and its encoded form
+  (:mod:`llmcore.providers.history`, re-exported here).
 * :func:`rewrite_id` — the pure, injective-in-practice rewrite of tool-call ids a provider rejects.
 * :func:`breakpoint_messages` — which messages carry SPEC P3's breakpoints (3) and (4).
-* :class:`EncodeCache` — encoded wire items of the previous build, so history that did not
-  change is joined from stored text instead of being encoded again.
 * :class:`ImportResult` — a recorded body turned back into a :class:`~llmcore.request.Request`.
 * :class:`ParsedResponse`, :data:`StopReason`, :class:`StreamParser`, :class:`Endpoint` — what a
   provider's response side returns and where its API lives (parsing lives in each module;
@@ -18,12 +18,21 @@ import hashlib
 import re
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, Protocol, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias
 
 from llmcore import jsonbytes
-from llmcore.errors import APIStatusError, InvalidRequestError
-from llmcore.messages import Image, Message, Text, ToolCall, ToolResult
+from llmcore.errors import APIStatusError
+from llmcore.messages import Image, Message, Text, ToolCall
 from llmcore.providers._sse import SSEEvent
+from llmcore.providers.history import (
+    SUPPORTED_IMAGE_TYPES,
+    EncodeCache,
+    check_images,
+    check_request,
+    encode_history,
+    validate_pairing,
+    wire_array,
+)
 from llmcore.request import Request
 from llmcore.usage import Usage
 
@@ -41,11 +50,15 @@ __all__ = [
     "StreamParser",
     "arguments_json",
     "breakpoint_messages",
+    "breakpoint_options",
+    "base64_text",
+    "data_url",
     "check_images",
     "check_request",
-    "encode_messages",
+    "encode_history",
     "rewrite_id",
     "validate_pairing",
+    "wire_array",
 ]
 
 
@@ -252,58 +265,6 @@ class Provider(Protocol):
         ...
 
 
-def validate_pairing(messages: tuple[Message, ...]) -> None:
-    """Check that every tool call is answered and every tool result answers a call.
-
-    A ``tool`` message must follow an assistant message with tool calls (other ``tool`` messages
-    may stand between); together those tool messages must answer every call of that assistant
-    message, each exactly once, before any other message.
-
-    Raises:
-        InvalidRequestError: naming ``messages[i]`` and the orphaned or unanswered id.
-    """
-    pending: dict[str, int] = {}
-    pending_from = -1
-    for index, message in enumerate(messages):
-        if message.role == "tool":
-            for part in message.content:
-                assert isinstance(part, ToolResult)
-                if pending_from < 0:
-                    raise InvalidRequestError(
-                        f"tool result {part.call_id!r} follows no assistant tool call",
-                        location=f"messages[{index}]",
-                    )
-                if part.call_id not in pending:
-                    raise InvalidRequestError(
-                        f"tool result {part.call_id!r} answers no pending tool call",
-                        location=f"messages[{index}]",
-                    )
-                del pending[part.call_id]
-            continue
-        _raise_unanswered(pending, pending_from)
-        pending_from = -1
-        if message.role == "assistant":
-            calls = [p.id for p in message.content if isinstance(p, ToolCall)]
-            if calls:
-                if len(set(calls)) != len(calls):
-                    raise InvalidRequestError(
-                        "an assistant message repeats a tool call id",
-                        location=f"messages[{index}]",
-                    )
-                pending = dict.fromkeys(calls, index)
-                pending_from = index
-    _raise_unanswered(pending, pending_from)
-
-
-def _raise_unanswered(pending: dict[str, int], pending_from: int) -> None:
-    if pending:
-        first = next(iter(pending))
-        raise InvalidRequestError(
-            f"tool call {first!r} has no tool result in the messages that follow",
-            location=f"messages[{pending_from}]",
-        )
-
-
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
 
 
@@ -350,67 +311,25 @@ def breakpoint_messages(messages: tuple[Message, ...]) -> tuple[int | None, int 
     return newest, previous
 
 
-@dataclass(slots=True)
-class EncodeCache:
-    """Wire items encoded by the previous body build of one conversation.
+def breakpoint_options(request: Request) -> dict[int, Hashable]:
+    """Return the cache TTL of the messages that carry breakpoints (3) and (4), by index.
 
-    Keyed by (message, encoding options): a message that is unchanged and keeps the same
-    breakpoint is joined from its stored text; only new messages and messages whose breakpoint
-    moved are encoded. Entries not used by the latest build are dropped, so the cache holds one
-    request's worth of text. Keep one per conversation and provider.
+    The encoding options of :class:`EncodeCache`: a message whose option changes between two
+    builds (a breakpoint moved) is encoded again; the others are reused.
     """
-
-    entries: dict[tuple[Message, Hashable], bytes] = field(default_factory=dict)
-    """The stored wire bytes per (message, options)."""
-    hits: int = 0
-    """Messages joined from stored text over this cache's life."""
-    misses: int = 0
-    """Messages encoded over this cache's life."""
-
-    def encode_all(
-        self,
-        messages: tuple[Message, ...],
-        options: list[Hashable],
-        encode: Callable[[int, Message, Hashable], bytes],
-    ) -> list[bytes]:
-        """Return each message's wire bytes, reusing stored bytes where message and options match.
-
-        Args:
-            messages: The request's messages.
-            options: Per message, the hashable encoding options (breakpoint, TTL, id rewrites…).
-            encode: Encodes message ``i`` under its options.
-        """
-        fresh: dict[tuple[Message, Hashable], bytes] = {}
-        out: list[bytes] = []
-        for index, message in enumerate(messages):
-            key = (message, options[index])
-            text = self.entries.get(key)
-            if text is None:
-                text = encode(index, message, options[index])
-                self.misses += 1
-            else:
-                self.hits += 1
-            fresh[key] = text
-            out.append(text)
-        self.entries = fresh
-        return out
+    ttl: Hashable = request.params.cache_ttl
+    return {i: ttl for i in breakpoint_messages(request.messages) if i is not None}
 
 
-def encode_messages(
-    messages: tuple[Message, ...],
-    options: list[Hashable],
-    encode: Callable[[int, Message, Hashable], bytes],
-    cache: EncodeCache | None,
-) -> list[bytes]:
-    """Encode each message's wire bytes (UTF-8 JSON), through ``cache`` when one is given."""
-    if cache is not None:
-        return cache.encode_all(messages, options, encode)
-    return [encode(i, m, options[i]) for i, m in enumerate(messages)]
+def base64_text(image: Image) -> jsonbytes.Utf8:
+    """Return the base64 text of an image, as a string value the writer copies as is."""
+    return jsonbytes.Utf8(image.base64, plain=True)
 
 
-SUPPORTED_IMAGE_TYPES: Final = ("image/jpeg", "image/png", "image/gif", "image/webp")
-"""The image types every provider accepts (Anthropic vision docs: "image/jpeg, image/png,
-image/gif, image/webp"; OpenAI images guide: PNG, JPEG, WEBP, non-animated GIF)."""
+def data_url(image: Image) -> jsonbytes.Utf8:
+    """Return ``data:<mime>;base64,<data>`` for an image (OpenAI ``image_url``)."""
+    head = f"data:{image.mime_type};base64,".encode()
+    return jsonbytes.Utf8(head + image.base64)  # the mime type may need escaping
 
 
 def arguments_json(arguments: bytes, *, replace_invalid_utf8: bool = False) -> str:
@@ -434,34 +353,3 @@ def arguments_json(arguments: bytes, *, replace_invalid_utf8: bool = False) -> s
     if not arguments.strip():
         return "{}"
     return jsonbytes.dumps_text({"raw_arguments": arguments.decode("utf-8", "replace")})
-
-
-def check_images(messages: tuple[Message, ...]) -> None:
-    """Refuse an image whose type no provider accepts (A5 keeps such a declared type).
-
-    Raises:
-        InvalidRequestError: naming ``messages[i].content[j]`` and the type.
-    """
-    for index, message in enumerate(messages):
-        if message.role != "user":
-            continue
-        for position, part in enumerate(message.content):
-            if isinstance(part, Image) and part.mime_type not in SUPPORTED_IMAGE_TYPES:
-                raise InvalidRequestError(
-                    f"image type {part.mime_type!r} cannot be sent; providers accept "
-                    + ", ".join(SUPPORTED_IMAGE_TYPES),
-                    location=f"messages[{index}].content[{position}]",
-                )
-
-
-def check_request(request: Request) -> None:
-    """Run the checks every provider makes before building a body.
-
-    Raises:
-        InvalidRequestError: Unpaired tool calls/results, an image type no provider accepts,
-            or an empty model name.
-    """
-    if not request.model:
-        raise InvalidRequestError("the request names no model", location="model")
-    validate_pairing(request.messages)
-    check_images(request.messages)

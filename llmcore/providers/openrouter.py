@@ -66,9 +66,9 @@ from llmcore.providers.base import (
     ImportResult,
     ResponseMethods,
     ResponseSide,
-    breakpoint_messages,
+    breakpoint_options,
     check_request,
-    encode_messages,
+    encode_history,
 )
 from llmcore.request import CacheMode, CacheTtl, Request
 
@@ -121,15 +121,6 @@ def _encode_message(index: int, message: Message, option: Hashable) -> bytes:
     return openai_chat.join_wire(wire)
 
 
-def _message_options(request: Request, mode: CacheMode) -> list[Hashable]:
-    options: list[Hashable] = [None] * len(request.messages)
-    if mode == "breakpoints":
-        for index in breakpoint_messages(request.messages):
-            if index is not None:
-                options[index] = request.params.cache_ttl
-    return options
-
-
 class OpenRouterProvider(ResponseMethods):
     """The OpenRouter provider (``openrouter``): OpenAI Chat bodies with cache markers."""
 
@@ -147,14 +138,14 @@ class OpenRouterProvider(ResponseMethods):
                 ``params.extra`` key that collides with a key this body writes.
             EncodingError: A value cannot be written as JSON.
         """
-        check_request(request)
+        check_request(request, cache)
         mode = cache_mode(request)
         ttl = request.params.cache_ttl
         system = openai_chat.system_message(request)
         if system is not None and mode == "breakpoints":
             _mark_last_part([system], ttl)
-        options = _message_options(request, mode)
-        texts = encode_messages(request.messages, options, _encode_message, cache)
+        options = breakpoint_options(request) if mode == "breakpoints" else {}
+        texts = encode_history(request.messages, options, _encode_message, cache)
         body = openai_chat.body_fields(request, system, texts)
         if mode == "automatic":
             body["cache_control"] = cache_control(ttl)

@@ -5,8 +5,10 @@ checks, so each runs once per example (the ``ci`` profile: 2,000 examples per pr
 
 * **Encode cache.** The conversation is built request by request, the way an agent loop builds
   it: with one :class:`~llmcore.providers.base.EncodeCache` carried along, and cold. Both give
-  the same bytes, and the cached build encodes only the new messages plus at most the two
-  messages whose breakpoint moved (P3's (3) and (4)); unchanged history is joined from storage.
+  the same bytes, and the cached build encodes every new message (those after the longest
+  prefix it shares with the previous request) plus at most the two messages whose breakpoint
+  moved (P3's (3) and (4)); every other message is joined from storage
+  (``tests/providers/test_history.py`` pins the exact set).
 * **P4.** Request N+1's wire items (``messages[i]``, Responses ``input[i]``) are request N's
   items, byte for byte once ``cache_control`` / ``prompt_cache_breakpoint`` members are deleted,
   followed by new ones; every other top-level member (model, system, tools, params) unchanged.
@@ -71,26 +73,32 @@ def build_open(provider: str, conversation: Conversation) -> list[bytes]:
     p = get_provider(provider)
     cache = EncodeCache()
     bodies: list[bytes] = []
-    previous_len = 0
+    previous: tuple[Message, ...] = ()
     for number, request in enumerate(conversation.requests()):
-        misses = cache.misses
+        misses, hits = cache.misses, cache.hits
         body = p.build_body(request, cache=cache)
         cold = p.build_body(request)
         assert body == cold, (
             f"request {number}: cached build != cold build: {first_difference(body, cold)}"
         )
-        new = len(request.messages) - previous_len
+        shared = 0
+        while shared < min(len(previous), len(request.messages)) and (
+            previous[shared] == request.messages[shared]
+        ):
+            shared += 1
+        new = len(request.messages) - shared
         encoded = cache.misses - misses
-        assert encoded <= new + MOVABLE_BREAKPOINTS[provider], (
+        assert new <= encoded <= new + MOVABLE_BREAKPOINTS[provider], (
             f"request {number}: the cached build encoded {encoded} messages for {new} new ones"
         )
+        assert cache.hits - hits == len(request.messages) - encoded
         if bodies:
             problem = prefix_break(provider, bodies[-1], body)
             assert problem is None, (
                 f"P4 broken between requests {number - 1} and {number}: {problem}"
             )
         bodies.append(body)
-        previous_len = len(request.messages)
+        previous = request.messages
     return bodies
 
 

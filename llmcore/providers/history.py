@@ -1,0 +1,239 @@
+"""The history on the wire: the checks every body build makes and the encoded history.
+
+* :func:`check_request` — the model name, tool-call pairing (:func:`validate_pairing`) and
+  image types (:func:`check_images`), checked before any body is built.
+* :class:`EncodeCache` — the append-only encoded history of one conversation: each message is
+  checked and encoded once, when it first appears; a request costs the new messages' encoding
+  plus one join of the stored bytes (SPEC P2, P4).
+* :func:`encode_history` / :func:`wire_array` — a request's messages as the pieces of the
+  ``messages`` (or ``input``) array.
+
+A message's wire bytes are stored as a *piece*: each JSON value it becomes, preceded by a comma
+(``b',{"role":"user",…}'``; Chat writes one value per tool result); a message that becomes
+nothing is ``b""``. The array is the pieces joined, less the first comma.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+from llmcore import jsonbytes
+from llmcore.errors import InvalidRequestError
+from llmcore.messages import Image, Message, ToolCall, ToolResult
+from llmcore.request import Request
+
+__all__ = [
+    "SUPPORTED_IMAGE_TYPES",
+    "EncodeCache",
+    "MessageEncoder",
+    "check_images",
+    "check_request",
+    "encode_history",
+    "validate_pairing",
+    "wire_array",
+]
+
+MessageEncoder = Callable[[int, Message, Hashable], bytes]
+"""Encodes message ``i`` under its option (``None`` when it has none) into its piece."""
+
+SUPPORTED_IMAGE_TYPES: Final = ("image/jpeg", "image/png", "image/gif", "image/webp")
+"""The image types every provider accepts (Anthropic vision docs: "image/jpeg, image/png,
+image/gif, image/webp"; OpenAI images guide: PNG, JPEG, WEBP, non-animated GIF)."""
+
+
+def validate_pairing(messages: tuple[Message, ...], start: int = 0) -> None:
+    """Check that every tool call is answered and every tool result answers a call.
+
+    A ``tool`` message must follow an assistant message with tool calls (other ``tool`` messages
+    may stand between); together those tool messages must answer every call of that assistant
+    message, each exactly once, before any other message.
+
+    Args:
+        messages: The history.
+        start: Check from this index on; the messages before it must be a checked history
+            whose last message is settled (:func:`_settled`), so no call is pending there.
+
+    Raises:
+        InvalidRequestError: naming ``messages[i]`` and the orphaned or unanswered id.
+    """
+    pending: dict[str, int] = {}
+    pending_from = -1
+    for index in range(start, len(messages)):
+        message = messages[index]
+        if message.role == "tool":
+            for part in message.content:
+                assert isinstance(part, ToolResult)
+                if pending_from < 0:
+                    raise InvalidRequestError(
+                        f"tool result {part.call_id!r} follows no assistant tool call",
+                        location=f"messages[{index}]",
+                    )
+                if part.call_id not in pending:
+                    raise InvalidRequestError(
+                        f"tool result {part.call_id!r} answers no pending tool call",
+                        location=f"messages[{index}]",
+                    )
+                del pending[part.call_id]
+            continue
+        _raise_unanswered(pending, pending_from)
+        pending_from = -1
+        if message.role == "assistant":
+            calls = [p.id for p in message.content if isinstance(p, ToolCall)]
+            if calls:
+                if len(set(calls)) != len(calls):
+                    raise InvalidRequestError(
+                        "an assistant message repeats a tool call id",
+                        location=f"messages[{index}]",
+                    )
+                pending = dict.fromkeys(calls, index)
+                pending_from = index
+    _raise_unanswered(pending, pending_from)
+
+
+def _raise_unanswered(pending: dict[str, int], pending_from: int) -> None:
+    if pending:
+        first = next(iter(pending))
+        raise InvalidRequestError(
+            f"tool call {first!r} has no tool result in the messages that follow",
+            location=f"messages[{pending_from}]",
+        )
+
+
+def _settled(message: Message) -> bool:
+    """Whether no tool call is pending after ``message`` (a user message, or assistant text).
+
+    After such a message :func:`validate_pairing` is back at its empty starting state.
+    """
+    if message.role == "tool":
+        return False
+    return message.role == "user" or not any(isinstance(p, ToolCall) for p in message.content)
+
+
+def check_images(messages: tuple[Message, ...], start: int = 0) -> None:
+    """Refuse an image whose type no provider accepts (A5 keeps such a declared type).
+
+    Args:
+        messages: The history.
+        start: Check the messages from this index on.
+
+    Raises:
+        InvalidRequestError: naming ``messages[i].content[j]`` and the type.
+    """
+    for index in range(start, len(messages)):
+        message = messages[index]
+        if message.role != "user":
+            continue
+        for position, part in enumerate(message.content):
+            if isinstance(part, Image) and part.mime_type not in SUPPORTED_IMAGE_TYPES:
+                raise InvalidRequestError(
+                    f"image type {part.mime_type!r} cannot be sent; providers accept "
+                    + ", ".join(SUPPORTED_IMAGE_TYPES),
+                    location=f"messages[{index}].content[{position}]",
+                )
+
+
+def check_request(request: Request, cache: EncodeCache | None = None) -> None:
+    """Run the checks every provider makes before building a body.
+
+    With ``cache``, the messages it already holds (checked when they were first built) are not
+    checked again: pairing resumes at the last settled message before the first new one, and
+    images are checked in the new messages only.
+
+    Raises:
+        InvalidRequestError: Unpaired tool calls/results, an image type no provider accepts,
+            or an empty model name.
+    """
+    if not request.model:
+        raise InvalidRequestError("the request names no model", location="model")
+    messages = request.messages
+    known = cache.known(messages) if cache is not None else 0
+    resume = known
+    while resume > 0 and not _settled(messages[resume - 1]):
+        resume -= 1
+    validate_pairing(messages, resume)
+    check_images(messages, known)
+
+
+@dataclass(slots=True)
+class EncodeCache:
+    """The encoded history of one conversation, for one provider (append-only).
+
+    It keeps the messages of the latest build and each one's wire piece. The next build reuses
+    the pieces of the messages it shares with that one from the start (the same objects, or
+    equal values after a reopen), re-encodes the shared messages whose option changed (a cache
+    breakpoint moved, carried data came or went), and encodes the new messages, each once.
+    History that is edited rather than appended to is encoded again from the first change.
+    Keep one per conversation and provider.
+    """
+
+    hits: int = 0
+    """Messages whose stored piece was reused, over this cache's life."""
+    misses: int = 0
+    """Messages encoded, over this cache's life."""
+    _messages: tuple[Message, ...] = ()
+    _options: dict[int, Hashable] = field(default_factory=dict)
+    _pieces: list[bytes] = field(default_factory=list)
+
+    def known(self, messages: tuple[Message, ...]) -> int:
+        """Return how many leading messages of ``messages`` the latest build also began with."""
+        previous = self._messages
+        size = min(len(previous), len(messages))
+        if previous[:size] == messages[:size]:  # identity first, in C; values after a reopen
+            return size
+        for index in range(size):
+            if previous[index] is not messages[index] and previous[index] != messages[index]:
+                return index
+        return size  # pragma: no cover - the tuples compared unequal, so some item differs
+
+    def encode_all(
+        self,
+        messages: tuple[Message, ...],
+        options: Mapping[int, Hashable],
+        encode: MessageEncoder,
+    ) -> list[bytes]:
+        """Return each message's piece, encoding only what the latest build did not have.
+
+        Args:
+            messages: The request's messages.
+            options: The encoding options of the messages that have one (breakpoint TTL,
+                carried data), by index; every other message's option is ``None``.
+            encode: Encodes message ``i`` under its option.
+        """
+        known = self.known(messages)
+        pieces = self._pieces[:known]
+        previous = self._options
+        changed = previous.keys() | options.keys()
+        moved = sorted(i for i in changed if i < known and previous.get(i) != options.get(i))
+        for index in moved:
+            pieces[index] = encode(index, messages[index], options.get(index))
+        for index in range(known, len(messages)):
+            pieces.append(encode(index, messages[index], options.get(index)))
+        self.misses += len(moved) + len(messages) - known
+        self.hits += known - len(moved)
+        self._messages, self._options, self._pieces = messages, dict(options), pieces
+        return pieces
+
+
+def encode_history(
+    messages: tuple[Message, ...],
+    options: Mapping[int, Hashable],
+    encode: MessageEncoder,
+    cache: EncodeCache | None,
+) -> list[bytes]:
+    """Return each message's piece, through ``cache`` when one is given."""
+    if cache is not None:
+        return cache.encode_all(messages, options, encode)
+    return [encode(i, m, options.get(i)) for i, m in enumerate(messages)]
+
+
+def wire_array(pieces: list[bytes]) -> jsonbytes.RawArray:
+    """Return the JSON array of ``pieces`` (each a comma and one or more values, or empty).
+
+    The first comma is cut by a view, so each piece's bytes are copied once, into the body.
+    """
+    for index, piece in enumerate(pieces):
+        if piece:
+            return jsonbytes.RawArray.from_pieces([memoryview(piece)[1:], *pieces[index + 1 :]])
+    return jsonbytes.RawArray.from_pieces([])

@@ -129,7 +129,7 @@ def test_every_vendored_cassette_is_pinned(expected):
         p.relative_to(FOLDER).as_posix() for s in SOURCES for p in (FOLDER / s).rglob("*.yaml")
     }
     assert set(expected) == vendored
-    assert len(vendored) == 134
+    assert len(vendored) == 135
 
 
 def test_every_llmcore_verdict_holds(report, expected):

@@ -229,10 +229,13 @@ class Auditor:
             return ("file", inp.scope)
         return _PREFIX
 
-    def _chained(self, prep: Prepared, scope: Scope) -> tuple[_Conversation, Prepared] | None:
-        """The conversation and request of a recorded response this request continues.
+    def _chained(self, prep: Prepared, scope: Scope) -> tuple[_Conversation, Prepared, str] | None:
+        """The conversation and request this request continues on the server, and how.
 
-        Not under ``--group prefix``; under ``--group file`` only within the same file.
+        A ``previous_response_id`` naming a recorded response, or a ``conversation`` the
+        earlier request of the same key scope used (the server holds that conversation's items:
+        https://platform.openai.com/docs/guides/conversation-state). Not under
+        ``--group prefix``; under ``--group file`` only within the same file.
         """
         if self._group_by == "prefix" or prep.provider != "openai-responses":
             return None
@@ -240,9 +243,39 @@ class Auditor:
         found = self._responses.get(previous) if isinstance(previous, str) else None
         if found is not None and self._group_by == "file" and found[0].scope != scope:
             return None
-        return found
+        if found is not None:
+            conv, request = found
+            return (
+                conv,
+                request,
+                (f"joined: previous_response_id names the response to request {request.index}"),
+            )
+        named = prep.body.values.get("conversation")
+        if scope[0] != "key" or not (isinstance(named, str | dict) and named):
+            return None
+        latest = self._latest.get((scope, prep.provider))
+        if latest is None:
+            return None
+        return (
+            latest,
+            latest.last,
+            (
+                f"joined: the conversation parameter names the server-side conversation of request"
+                f" {latest.last.index}"
+            ),
+        )
 
     def _group(self, prep: Prepared, scope: Scope) -> tuple[_Conversation | None, str]:
+        """Find the conversation ``prep`` continues, with the rule that found it in words.
+
+        Longest shared run of history messages first; a compaction summary joins what its tail
+        continues. Inside a file or key scope, a request whose first message differs from the
+        latest one's, with the same model, tools and system, continues it (a break at that
+        message, issue 11) — in a file scope only when the request goes on past its first
+        message: a lone first message in a cassette is a fresh run of the test (pydantic-ai's
+        tool-search evaluations send one such prompt per run), while an explicit key says the
+        requests are one conversation.
+        """
         head = _head(prep)
         if head is None:
             return None, "new conversation: the request has no history messages"
@@ -263,6 +296,7 @@ class Auditor:
         latest = self._latest.get((scope, prep.provider))
         if (
             scope is not _PREFIX
+            and (scope[0] == "key" or len(prep.hist) - prep.lead > 1)
             and latest is not None
             and latest.last.model == prep.model  # the cache is per model
             and frame(latest.last) == frame(prep)
@@ -290,7 +324,13 @@ class Auditor:
                     ):
                         best, best_run = conv, run
         if best is None:
-            return None, "new conversation: a compaction summary with no earlier conversation"
+            latest = self._latest.get((scope, prep.provider))
+            if scope is _PREFIX or latest is None or latest.last.model != prep.model:
+                return None, "new conversation: a compaction summary with no earlier conversation"
+            return latest, (
+                f"joined by compaction: the history of request {latest.last.index} of its"
+                f" {scope[0]} scope was replaced by a summary"
+            )
         return best, (
             f"joined by compaction: {best_run} message{'s' if best_run != 1 else ''} after the "
             f"summary continue request {best.last.index}"
@@ -318,8 +358,7 @@ class Auditor:
         previous: Prepared | None
         old: Prepared | None
         if chained is not None:
-            conv, previous = chained
-            how = f"joined: previous_response_id names the response to request {previous.index}"
+            conv, previous, how = chained
             change = continuation(previous, prep)
             old = conv.last
         else:

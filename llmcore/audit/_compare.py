@@ -332,6 +332,10 @@ class _Walk:
                 self._kind(Verdict.THINKING_DROPPED)
                 self.pi, self.ci = self.pi + 1, self.ci + 1
                 return True
+        if c.provider == "openrouter" and b is not None:
+            if _shape.text_shorthand(a.parsed()) == _shape.text_shorthand(b.parsed()):
+                self.pi, self.ci = self.pi + 1, self.ci + 1
+                return True
         if c.provider == "openai-responses":
             if fa.type == "reasoning" and turn_over:
                 self._kind(Verdict.REASONING_DROPPED)
@@ -369,7 +373,7 @@ def _history(p: Prepared, c: Prepared) -> Change | None:
                 return _at(p, c, section, w.first, [Verdict.COMPACTION], "history compacted")
         if not w.allowed(a, b):
             return _break_at(p, c, section, (w.pi, w.ci), w.kinds, _edited_base(a, c, w.ci))
-    if w.first is None:
+    if w.first is None or not w.kinds:  # only equivalent forms differed (text shorthand)
         return None
     return _at(p, c, section, w.first, w.kinds, "allowed change")
 

@@ -664,7 +664,33 @@ class _Msg:
         self.turn_start = self.role == "user" and types.isdisjoint(_TOOL_RESULTS)
         self.has_thinking = bool(types & {"thinking", "redacted_thinking"})
         self.has_image = "image" in types
-        self.summary = self.role == "user" and _first_text(content).startswith(COMPACTION_HEAD)
+        self.summary = self.type == "compaction" or (
+            self.role == "user" and _first_text(content).startswith(COMPACTION_HEAD)
+        )
+
+
+_SHORTHAND_KEYS: Final = frozenset({"type", "text", "cache_control"})
+
+
+def text_shorthand(value: Any) -> Any:
+    """Return a chat message with a lone text part written as the plain string it stands for.
+
+    OpenRouter sends ``[{"type": "text", "text": t, "cache_control": …}]`` and ``t`` to the
+    model as the same prompt: recorded usage shows the whole earlier prompt read from the cache
+    after a breakpoint moved off a message and it went back to the string form (pydantic-ai's
+    OpenRouter cache cassettes). Other values are returned unchanged.
+    """
+    if not isinstance(value, dict):
+        return value
+    content = value.get("content")
+    if not (isinstance(content, list) and len(content) == 1 and isinstance(content[0], dict)):
+        return value
+    part = content[0]
+    if part.get("type") != "text" or not isinstance(part.get("text"), str):
+        return value
+    if not _SHORTHAND_KEYS.issuperset(part):
+        return value
+    return {**value, "content": part["text"]}
 
 
 def _first_text(content: Any) -> str:

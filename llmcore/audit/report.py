@@ -61,7 +61,9 @@ class Verdict(StrEnum):
     REASONING_DROPPED = "reasoning_dropped"
     """Allowed (M4): Responses reasoning items (and the ``id``/``status`` after them) left."""
     COMPACTION = "compaction"
-    """Allowed (C1): the history was replaced by a ``# Conversation so far`` summary."""
+    """Allowed (C1): the history was replaced by a ``# Conversation so far`` summary, or by
+    the ``compaction`` item OpenAI's ``/responses/compact`` returns
+    (https://platform.openai.com/docs/api-reference/responses/compact)."""
     DEFERRED_TOOLS = "deferred_tools"
     """Allowed: Anthropic tools marked ``defer_loading: true`` were added or removed. "Deferred
     tools are not included in the system-prompt prefix … The prefix is untouched, so prompt

@@ -146,7 +146,10 @@ def _total(
     if count is None:
         return None
     read = _field(obj, details, cached) if details else _field(obj, cached)
-    return RecordedUsage(input_tokens=count, cache_read_tokens=read, cache_write_tokens=0)
+    # OpenRouter adds the cache writes the upstream provider reported to the Chat shape
+    # (https://openrouter.ai/docs/features/prompt-caching): included in prompt_tokens.
+    write = _field(obj, details, "cache_write_tokens") if details else 0
+    return RecordedUsage(input_tokens=count, cache_read_tokens=read, cache_write_tokens=write)
 
 
 def _text_id(obj: Any) -> str | None:

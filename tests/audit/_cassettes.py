@@ -11,6 +11,7 @@ URIS = {
     "anthropic": "https://api.anthropic.com/v1/messages",
     "openai-chat": "https://api.openai.com/v1/chat/completions",
     "openai-responses": "https://api.openai.com/v1/responses",
+    "openrouter": "https://openrouter.ai/api/v1/chat/completions",
 }
 
 

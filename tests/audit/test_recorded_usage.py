@@ -39,6 +39,13 @@ def _usage(i: int, r: int, w: int) -> RecordedUsage:
             _usage(2048, 1024, 0),
         ),
         ({"prompt_tokens": 10}, _usage(10, 0, 0)),
+        (  # OpenRouter's Chat usage with the upstream cache writes
+            {
+                "prompt_tokens": 2572,
+                "prompt_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 2569},
+            },
+            _usage(2572, 0, 2569),
+        ),
         (
             {"input_tokens": 1500, "input_tokens_details": {"cached_tokens": 1280}},
             _usage(1500, 1280, 0),

@@ -99,7 +99,14 @@ def test_another_model_with_another_first_message_is_a_new_conversation(tmp_path
 def test_chat_system_messages_count_as_system_for_the_first_message_rule(tmp_path: Path):
     sys_msg = {"role": "system", "content": "Shared."}
     a = b.chat([sys_msg, {"role": "user", "content": "first"}])
-    c = b.chat([sys_msg, {"role": "user", "content": "second"}])
+    c = b.chat(
+        [
+            sys_msg,
+            {"role": "user", "content": "second"},
+            {"role": "assistant", "content": "ok"},
+            {"role": "user", "content": "go on"},
+        ]
+    )
     path = cas.write(
         tmp_path / "c.yaml", [cas.interaction(a, "openai-chat"), cas.interaction(c, "openai-chat")]
     )
@@ -142,9 +149,10 @@ def test_prompt_cache_key_separates_within_a_file_and_joins_across_files_with_gr
     assert by_key.requests[2].grouping == (
         "joined: shares 1 leading history message with request 0 (key prompt_cache_key=conv-a)"
     )
-    # --group file ignores the keys: b1 breaks a1's first message inside file 1.
+    # --group file ignores the keys: b1, a lone first message, is a fresh run inside file 1.
     by_file = audit_paths([one, two], group="file")
-    assert [r.verdict for r in by_file.requests] == [Verdict.NEW, Verdict.BREAK, Verdict.NEW]
+    assert [r.verdict for r in by_file.requests] == [Verdict.NEW, Verdict.NEW, Verdict.NEW]
+    assert [r.conversation for r in by_file.requests] == [0, 1, 2]
 
 
 def test_a_key_shared_by_unrelated_cassettes_does_not_join_them(tmp_path: Path):
@@ -312,3 +320,73 @@ def test_a_continuation_that_re_sends_the_held_input_says_so(tmp_path: Path):
         "server-side continuation of request 0's response: 2 appended input items; it re-sends"
         " 1 of request 0's input items, which the server already holds (they are counted twice)"
     )
+
+
+def test_a_lone_first_message_in_a_file_is_a_fresh_run_and_a_longer_one_is_a_break(
+    tmp_path: Path,
+):
+    first = b.anthropic([b.user("summarize")])
+    fresh = b.anthropic([b.user("describe")])
+    edited = b.anthropic([b.user("describe"), b.assistant("It is a note."), b.user("more")])
+    path = cas.write(
+        tmp_path / "t.yaml",
+        [cas.interaction(first), cas.interaction(fresh), cas.interaction(edited)],
+    )
+    r = audit_paths([path]).requests
+    assert [x.verdict for x in r] == [Verdict.NEW, Verdict.NEW, Verdict.STABLE]
+    alone = cas.write(tmp_path / "u.yaml", [cas.interaction(first), cas.interaction(edited)])
+    r = audit_paths([alone]).requests
+    assert [x.verdict for x in r] == [Verdict.NEW, Verdict.BREAK]
+    assert r[1].path == "messages[0].content[0].text" and r[1].divergence == "messages"
+
+
+def test_the_conversation_parameter_continues_the_server_side_conversation(tmp_path: Path):
+    user = {"role": "user", "content": "Weather in Paris?"}
+    out = {"type": "function_call_output", "call_id": "c1", "output": "18 C"}
+    first = _responses_body([user], conversation="conv_1")
+    second = _responses_body([out], conversation={"id": "conv_1"})
+    other = _responses_body([out], conversation="conv_2")
+    path = cas.write(
+        tmp_path / "r.yaml",
+        [cas.interaction(x, "openai-responses") for x in (first, second, other)],
+    )
+    r = audit_paths([path]).requests
+    assert [x.verdict for x in r] == [Verdict.NEW, Verdict.CONTINUATION, Verdict.NEW]
+    assert r[1].grouping.startswith(
+        "joined: the conversation parameter names the server-side conversation of request 0"
+    )
+    assert audit_paths([path], group="prefix").requests[1].verdict is Verdict.NEW
+
+
+def test_a_responses_compaction_item_replacing_the_history_is_compaction(tmp_path: Path):
+    user = {"role": "user", "content": "What is 2+2?"}
+    answer = {"role": "assistant", "content": "4"}
+    follow = {"role": "user", "content": "And 3+3?"}
+    item = {"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAAA"}
+    bodies = [
+        _responses_body([user]),
+        _responses_body([user, answer, follow]),
+        _responses_body([item, follow]),
+    ]
+    path = cas.write(tmp_path / "r.yaml", [cas.interaction(x, "openai-responses") for x in bodies])
+    r = audit_paths([path]).requests
+    assert [x.verdict for x in r] == [Verdict.NEW, Verdict.STABLE, Verdict.COMPACTION]
+    assert r[2].conversation == 0 and r[2].path == "input[0]"
+
+
+def test_openrouter_text_shorthand_is_the_same_prompt_and_other_edits_still_break(
+    tmp_path: Path,
+):
+    def body(first: object, *rest: dict) -> bytes:
+        messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": first}]
+        return jsonbytes.dumps(
+            {"model": "anthropic/claude-sonnet-4.6", "messages": messages + list(rest)}
+        )
+
+    part = [{"type": "text", "text": "Long prompt.", "cache_control": {"type": "ephemeral"}}]
+    more = ({"role": "assistant", "content": "ok"}, {"role": "user", "content": "next"})
+    bodies = [body(part), body("Long prompt.", *more), body("Long prompt!", *more)]
+    path = cas.write(tmp_path / "o.yaml", [cas.interaction(x, "openrouter") for x in bodies])
+    report = audit_paths([path])
+    assert [r.verdict for r in report.requests] == [Verdict.NEW, Verdict.STABLE, Verdict.BREAK]
+    assert report.requests[2].path == "messages[1].content"

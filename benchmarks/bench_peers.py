@@ -20,6 +20,7 @@ and named. Prints rich tables, writes ``results/bench_peers.json`` and
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import statistics
 import sys
@@ -46,7 +47,7 @@ from benchmarks.peer_drivers import (
     missing,
     session_points,
 )
-from benchmarks.peer_sessions import SessionStats, peer_session
+from benchmarks.peer_sessions import PROMPTS, SessionStats, peer_session
 from llmcore import jsonbytes
 from llmcore.messages import Message
 from llmcore.providers import get_provider
@@ -68,7 +69,7 @@ def available_peers() -> tuple[list[str], dict[str, str]]:
     for peer in PEER_MODULES:
         lacking = missing(peer)
         if lacking:
-            skipped[peer] = f"not installed (pip install -e '.[peers]'; missing {', '.join(lacking)})"
+            skipped[peer] = f"not installed (the 'peers' extra; missing {', '.join(lacking)})"
         else:
             found.append(peer)
     return found, skipped
@@ -138,6 +139,7 @@ def run(
     reps: int = 15,
     session_turns: int = SESSION_TURNS,
     session_reps: int = 1,
+    prompts: int = len(PROMPTS),
     peers: Sequence[str] | None = None,
     progress: Callable[[str], None] = lambda _: None,
 ) -> dict[str, Any]:
@@ -147,15 +149,17 @@ def run(
     series = all_series(chosen)
     exact = Exactness()
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # peers warn about model names and their own deprecations
+        warnings.simplefilter("ignore")  # peers warn about model names, deprecations, leaks
         timings = _timings(series, turns, reps, exact, progress)
         sessions = _sessions(series, session_turns, session_reps, exact, progress)
-        caches = _caches(series, progress)
+        caches = _caches(series, prompts, progress)
+        gc.collect()  # peers leave event loops and sockets to the collector: reap them here
     return {
         "meta": {
             "reps": reps,
             "sessionReps": session_reps,
             "sessionTurns": session_turns,
+            "emulatorPrompts": prompts,
             "versions": _versions(chosen),
         },
         "skipped": skipped,
@@ -214,7 +218,7 @@ def _sessions(series, session_turns, session_reps, exact, progress) -> list[dict
     ]
 
 
-def _caches(series, progress) -> list[dict[str, Any]]:
+def _caches(series, prompts, progress) -> list[dict[str, Any]]:
     rows = []
     done: set[Series] = set()
     for name, provider in series:
@@ -223,7 +227,7 @@ def _caches(series, progress) -> list[dict[str, Any]]:
             continue
         done.add(key)
         progress(f"emulator session: {key[0]} ({provider})")
-        stats: SessionStats = peer_session(*key)
+        stats: SessionStats = peer_session(*key, prompts)
         rows.append({"series": key[0], "provider": provider, **stats.to_json()})
     return rows
 

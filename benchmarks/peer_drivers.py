@@ -23,6 +23,7 @@ previous request of the series) then ``HTTPTransport.send`` over an ``httpx.Mock
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
 import os
@@ -257,7 +258,9 @@ def pydantic_history(messages: Sequence[Message]) -> list[Any]:
         elif message.role == "tool":
             returns = [
                 pm.ToolReturnPart(
-                    tool_name=r.tool_name, content=r.content.decode(), tool_call_id=r.call_id
+                    tool_name=r.tool_name,
+                    content=r.content.decode("utf-8", "replace"),
+                    tool_call_id=r.call_id,
                 )
                 for r in message.content
                 if isinstance(r, ToolResult)
@@ -334,6 +337,7 @@ class PydanticAIDriver(Driver):
         )
         self.history = pydantic_history(messages)
         self.messages = list(messages)
+        self.loop = asyncio.new_event_loop()  # an async application's loop, kept across calls
 
     def prepare(self, k: int) -> Callable[[], object]:
         last = self.messages[k - 1]
@@ -346,14 +350,13 @@ class PydanticAIDriver(Driver):
         def call() -> object:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                return self.agent.run_sync(prompt, message_history=history)
+                return self.loop.run_until_complete(self.agent.run(prompt, message_history=history))
 
         return call
 
     def close(self) -> None:
-        import asyncio
-
-        asyncio.run(self.http.aclose())
+        self.loop.run_until_complete(self.http.aclose())
+        self.loop.close()
 
 
 class LlmcoreDriver(Driver):
@@ -374,8 +377,10 @@ class LlmcoreDriver(Driver):
         """Carry a fresh encode cache through the request before ``k`` (incremental only)."""
         self.cache = EncodeCache()
         if self.incremental and k > 1:
-            self.p.build_body(request(self.provider, self.messages[: previous(self.messages, k)]),
-                              cache=self.cache)
+            self.p.build_body(
+                request(self.provider, self.messages[: previous(self.messages, k)]),
+                cache=self.cache,
+            )
 
     def prepare(self, k: int) -> Callable[[], object]:
         req = request(self.provider, self.messages[:k])

@@ -9,7 +9,7 @@ the peer's own way:
 * anthropic SDK: dict messages, the response's ``content`` appended as the assistant turn,
   top-level ``cache_control`` (automatic caching);
 * openai SDK: dict messages, the response's ``message`` appended (caching is automatic);
-* pydantic-ai: ``Agent.run_sync(prompt, message_history=result.all_messages())`` with the tools
+* pydantic-ai: ``await Agent.run(prompt, message_history=result.all_messages())`` with the tools
   as functions; ``anthropic_cache=True`` on Anthropic;
 * LiteLLM: ``litellm.completion`` with Chat-shaped messages, the response's ``message``
   appended; ``cache_control_injection_points`` (system and last message) on Anthropic.
@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from benchmarks.peer_drivers import pydantic_model
@@ -34,6 +35,7 @@ from llmcore.audit import audit_bodies
 from llmcore.emulator import AGENT_TOOLS, AgentWorkspace, Emulator, ManualClock
 from llmcore.emulator.session import PROMPTS, SYSTEM
 
+Prompts = Sequence[str]
 SESSION_MODELS = {"anthropic": "claude-sonnet-4-6", "openai-chat": "gpt-4o"}
 
 
@@ -112,7 +114,7 @@ def data_url(image: tuple[bytes, str]) -> str:
     return f"data:{image[1]};base64,{base64.b64encode(image[0]).decode()}"
 
 
-def anthropic_sdk_session(base_url: str, recorder: Recorder) -> None:
+def anthropic_sdk_session(base_url: str, recorder: Recorder, prompts: Prompts) -> None:
     import anthropic
     import httpx2
 
@@ -121,7 +123,7 @@ def anthropic_sdk_session(base_url: str, recorder: Recorder) -> None:
     workspace = AgentWorkspace()
     messages: list[dict[str, Any]] = []
     tools = anthropic_tools()
-    for prompt in PROMPTS:
+    for prompt in prompts:
         messages.append({"role": "user", "content": prompt})
         while True:
             response = client.messages.create(
@@ -156,12 +158,14 @@ def anthropic_sdk_session(base_url: str, recorder: Recorder) -> None:
 
 
 def chat_loop(
-    create: Callable[[list[dict[str, Any]]], Any], as_message: Callable[[Any], Any]
+    create: Callable[[list[dict[str, Any]]], Any],
+    as_message: Callable[[Any], Any],
+    prompts: Prompts,
 ) -> None:
     """The Chat-shaped tool loop shared by the openai SDK and LiteLLM."""
     workspace = AgentWorkspace()
     messages: list[Any] = [{"role": "system", "content": SYSTEM}]
-    for prompt in PROMPTS:
+    for prompt in prompts:
         messages.append({"role": "user", "content": prompt})
         while True:
             message = create(messages).choices[0].message
@@ -180,7 +184,7 @@ def chat_loop(
                 messages.append({"role": "user", "content": images})
 
 
-def openai_sdk_session(base_url: str, recorder: Recorder) -> None:
+def openai_sdk_session(base_url: str, recorder: Recorder, prompts: Prompts) -> None:
     import httpx2
     import openai
 
@@ -196,11 +200,11 @@ def openai_sdk_session(base_url: str, recorder: Recorder) -> None:
             messages=messages,  # type: ignore[arg-type]
         )
 
-    chat_loop(create, lambda message: message)
+    chat_loop(create, lambda message: message, prompts)
     http.close()
 
 
-def litellm_session(provider: str, base_url: str, recorder: Recorder) -> None:
+def litellm_session(provider: str, base_url: str, recorder: Recorder, prompts: Prompts) -> None:
     import httpx
     import httpx2
     import litellm
@@ -234,16 +238,15 @@ def litellm_session(provider: str, base_url: str, recorder: Recorder) -> None:
             **extra,
         )
 
-    chat_loop(create, lambda message: message)
+    chat_loop(create, lambda message: message, prompts)
     http.close()
 
 
-def pydantic_ai_session(provider: str, base_url: str, recorder: Recorder) -> None:
+def pydantic_ai_session(provider: str, base_url: str, recorder: Recorder, prompts: Prompts) -> None:
     import asyncio
 
     import httpx2
     from pydantic_ai import Agent, BinaryContent, Tool, ToolReturn
-
 
     transport = recording_transport(httpx2, recorder, asynchronous=True)
     http = httpx2.AsyncClient(transport=transport)
@@ -275,20 +278,23 @@ def pydantic_ai_session(provider: str, base_url: str, recorder: Recorder) -> Non
     if provider == "anthropic":
         settings["anthropic_cache"] = True
     agent: Any = Agent(model, instructions=SYSTEM, tools=tools, model_settings=settings)
-    history: list[Any] = []
-    for prompt in PROMPTS:
-        history = agent.run_sync(prompt, message_history=history).all_messages()
-    asyncio.run(http.aclose())
+
+    async def play() -> None:
+        history: list[Any] = []
+        for prompt in prompts:
+            history = (await agent.run(prompt, message_history=history)).all_messages()
+        await http.aclose()
+
+    asyncio.run(play())
 
 
-PEER_SESSIONS: dict[tuple[str, str], Callable[[str, Recorder], None]] = {
+PEER_SESSIONS: dict[tuple[str, str], Callable[[str, Recorder, Prompts], None]] = {
     ("anthropic SDK", "anthropic"): anthropic_sdk_session,
     ("openai SDK", "openai-chat"): openai_sdk_session,
-    ("pydantic-ai", "anthropic"): lambda url, rec: pydantic_ai_session("anthropic", url, rec),
-    ("pydantic-ai", "openai-chat"): lambda url, rec: pydantic_ai_session("openai-chat", url, rec),
-    ("LiteLLM", "anthropic"): lambda url, rec: litellm_session("anthropic", url, rec),
-    ("LiteLLM", "openai-chat"): lambda url, rec: litellm_session("openai-chat", url, rec),
+    **{("pydantic-ai", p): partial(pydantic_ai_session, p) for p in SESSION_MODELS},
+    **{("LiteLLM", p): partial(litellm_session, p) for p in SESSION_MODELS},
 }
+"""The agent loop of each (peer, provider); llmcore's is added below its definition."""
 
 
 # ------------------------------------------------------------------ measurements
@@ -389,9 +395,7 @@ def tool_arguments(provider: str, body: bytes) -> list[tuple[str, str]]:
     ]
 
 
-def argument_share(
-    provider: str, requests: list[bytes], responses: list[bytes]
-) -> tuple[int, int]:
+def argument_share(provider: str, requests: list[bytes], responses: list[bytes]) -> tuple[int, int]:
     """(tool calls sent back, of them byte for byte) over the session.
 
     Each call the emulator produced (in its response) is looked up, by id, in the first
@@ -425,15 +429,15 @@ def stats(provider: str, recorder: Recorder) -> SessionStats:
     )
 
 
-def peer_session(peer: str, provider: str) -> SessionStats:
-    """Play the scripted session with ``peer`` on ``provider`` against a fresh emulator."""
+def peer_session(peer: str, provider: str, prompts: int = len(PROMPTS)) -> SessionStats:
+    """Play the first ``prompts`` user turns of the script with ``peer`` on a fresh emulator."""
     recorder = Recorder()
     with Emulator(clock=ManualClock()) as emulator:
-        PEER_SESSIONS[(peer, provider)](emulator.base_url, recorder)
+        PEER_SESSIONS[(peer, provider)](emulator.base_url, recorder, PROMPTS[:prompts])
     return stats(provider, recorder)
 
 
-def llmcore_session(base_url: str, recorder: Recorder, provider: str) -> None:
+def llmcore_session(provider: str, base_url: str, recorder: Recorder, prompts: Prompts) -> None:
     """llmcore's own agent loop: a :class:`~llmcore.runner.Runner` turn per prompt."""
     import httpx
 
@@ -456,12 +460,9 @@ def llmcore_session(base_url: str, recorder: Recorder, provider: str) -> None:
         params=Params(max_tokens=1024),
     )
     conversation = Conversation()
-    for prompt in PROMPTS:
+    for prompt in prompts:
         runner.run_turn(conversation, prompt)
     http.close()
 
 
-PEER_SESSIONS[("llmcore", "anthropic")] = lambda url, rec: llmcore_session(url, rec, "anthropic")
-PEER_SESSIONS[("llmcore", "openai-chat")] = lambda url, rec: llmcore_session(
-    url, rec, "openai-chat"
-)
+PEER_SESSIONS.update({("llmcore", p): partial(llmcore_session, p) for p in SESSION_MODELS})

@@ -34,6 +34,7 @@ def draw(result: dict[str, Any], path: Path) -> None:
     left.set_yticks(y, labels, fontsize=8)
     left.invert_yaxis()
     left.set_xscale("log")
+    left.set_xlim(right=max(values) * 8)
     left.set_xlabel("ms to the wire (median, log scale)")
     left.set_title(f"turn-{largest} request: time to the wire")
     for i, r in enumerate(rows):
@@ -47,9 +48,7 @@ def draw(result: dict[str, Any], path: Path) -> None:
     y2 = list(range(len(cache)))
     height = 0.27
     right.barh([v - height for v in y2], [c["hitRate"] for c in cache], height, label="hit rate")
-    right.barh(
-        y2, [c["theoreticalHitRate"] for c in cache], height, label="theoretical maximum"
-    )
+    right.barh(y2, [c["theoreticalHitRate"] for c in cache], height, label="theoretical maximum")
     right.barh(
         [v + height for v in y2],
         [c["argumentShare"] for c in cache],
@@ -61,7 +60,7 @@ def draw(result: dict[str, Any], path: Path) -> None:
     right.set_xlim(0, 1.0)
     right.set_xlabel("share")
     right.set_title("scripted agent session on the emulator")
-    right.legend(loc="lower left", fontsize=7)
+    right.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=3, fontsize=7)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, format="png")

@@ -13,8 +13,8 @@ agent session on loopback; its hit rate, the auditor's theoretical maximum for t
 sent, and the share of tool-call arguments it sent back byte for byte.
 
 Peers are installed by ``pip install -e '.[peers]'``; a peer that is not installed is skipped
-and named. Prints rich tables, writes ``results/bench_peers.json`` and
-``results/bench_peers.png``. Run: ``python benchmarks/bench_peers.py [--reps R]``.
+and named. Prints rich tables, writes ``results/bench_peers.json``, ``results/bench_peers.png``
+and the tables as Markdown (``results/bench_peers.md``). Run: ``python benchmarks/bench_peers.py [--reps R]``.
 """
 
 from __future__ import annotations
@@ -299,6 +299,33 @@ def cache_table(result: dict[str, Any]) -> Table:
     return table
 
 
+def markdown(result: dict[str, Any]) -> str:
+    """The two tables as Markdown (for README)."""
+    turns = sorted({r["turns"] for r in result["timings"]})
+    by = {(r["series"], r["provider"], r["turns"]): r for r in result["timings"]}
+    sessions = {(r["series"], r["provider"]): r for r in result["sessions"]}
+    requests = result["sessions"][0]["requests"] if result["sessions"] else 0
+    head = ["series", "provider", *(f"N={n} ms" for n in turns), f"session ({requests} req.) s"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for key in dict.fromkeys((r["series"], r["provider"]) for r in result["timings"]):
+        cells = [key[0], key[1]]
+        for n in turns:
+            row = by[(*key, n)]
+            cells.append(f"{row['medianMs']:.2f} ({_ratio(row['ratioToIncremental'])})")
+        s = sessions[key]
+        cells.append(f"{s['totalMs'] / 1000:.2f} ({_ratio(s['ratioToIncremental'])})")
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "| series | provider | requests | hit rate | theoretical max | args byte-exact |"]
+    lines.append("|---|---|---|---|---|---|")
+    for row in result["cache"]:
+        lines.append(
+            f"| {row['series']} | {row['provider']} | {row['requests']} | {row['hitRate']:.1%} "
+            f"| {row['theoreticalHitRate']:.1%} | {row['argumentsExact']}/{row['arguments']} "
+            f"({row['argumentShare']:.0%}) |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=int(os.environ.get("BENCH_REPS", "15")))
@@ -329,7 +356,8 @@ def main() -> None:
     draw(result, args.out / "bench_peers.png")
     if args.chart is not None:
         draw(result, args.chart)
-    out.print(f"wrote {args.out / 'bench_peers.json'} and {args.out / 'bench_peers.png'}")
+    (args.out / "bench_peers.md").write_text(markdown(result), encoding="utf-8")
+    out.print(f"wrote bench_peers.json, .png and .md to {args.out}", markup=False)
 
 
 if __name__ == "__main__":

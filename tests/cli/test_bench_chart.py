@@ -19,14 +19,10 @@ def result_of(legs, events):
         for _ in range(count):
             n = len(rows) + 1
             usage = Usage(input=100 + 7 * n, cache_read=50 * n, cache_write=n % 3 * 40)
+            event = events.get(n, "")
             rows.append(
                 BenchRow(
-                    request=n,
-                    turn=n,
-                    provider=provider,
-                    model=model,
-                    usage=usage,
-                    event=events.get(n, ""),
+                    request=n, turn=n, provider=provider, model=model, usage=usage, event=event
                 )
             )
     return BenchResult(

@@ -14,7 +14,8 @@ sent, and the share of tool-call arguments it sent back byte for byte.
 
 Peers are installed by ``pip install -e '.[peers]'``; a peer that is not installed is skipped
 and named. Prints rich tables, writes ``results/bench_peers.json``, ``results/bench_peers.png``
-and the tables as Markdown (``results/bench_peers.md``). Run: ``python benchmarks/bench_peers.py [--reps R]``.
+and the tables as Markdown (``results/bench_peers.md``). Run:
+``python benchmarks/bench_peers.py [--reps R] [--session-turns T] [--chart PATH]``.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ byte. A peer that is not installed is skipped, naming the extra that installs it
 
 import pytest
 
-from benchmarks.bench_peers import run, timing_table
+from benchmarks.bench_peers import markdown, run, timing_table
 from benchmarks.peer_drivers import PEER_MODULES, PEER_PROVIDERS, missing
 
 PEERS = list(PEER_MODULES)
@@ -85,3 +85,13 @@ def test_missing_peers_are_named_with_the_extra(sample):
 def test_table_has_a_row_per_series(sample):
     table = timing_table(sample)
     assert table.row_count == len({(r["series"], r["provider"]) for r in sample["timings"]})
+
+
+def test_markdown_tables_carry_every_series(sample):
+    lines = markdown(sample).splitlines()
+    timing_rows = [line for line in lines if line.startswith("| llmcore incremental |")]
+    assert len(timing_rows) == 2 and all("(1.00x)" in line for line in timing_rows)
+    assert "| llmcore | anthropic | 4 |" in "\n".join(lines)  # first prompt: 4 requests
+    # a header row per table, a row per timing series and per emulator session
+    rows = sum(line.startswith("| ") for line in lines)
+    assert rows == 2 + len(sample["timings"]) + len(sample["cache"])

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import typer
 
@@ -27,13 +28,17 @@ from llmcore.cli._common import fail, one_line_errors, require_extra
 from llmcore.providers import PROVIDER_NAMES
 
 if TYPE_CHECKING:
+    from matplotlib.backend_bases import RendererBase
+    from matplotlib.figure import Figure
+    from matplotlib.text import Text
+    from matplotlib.transforms import Bbox
     from rich.console import Console
     from rich.progress import Progress
     from rich.table import Table
 
     from llmcore.bench import BenchResult, BenchRow
 
-__all__ = ["register"]
+__all__ = ["chart_figure", "register"]
 
 _EMBEDDED_REQUESTS = 24
 """Requests the embedded session makes (the emulator's built-in agent script)."""
@@ -133,31 +138,115 @@ def _summary(result: BenchResult) -> list[str]:
     ]
 
 
-def _chart(result: BenchResult, path: Path) -> None:
+_LEG_COLORS: Final = ("#457b9d", "#e76f51", "#6a4c93", "#2a9d8f")
+"""Background colours of the provider legs, in order (repeated when there are more)."""
+_LABEL_STEP: Final = 0.07
+"""Vertical distance between two rows of event labels (fraction of the axes height)."""
+
+
+def _legs(rows: Sequence[BenchRow]) -> list[tuple[str, str, int, int]]:
+    """The session's provider legs: (provider, model, first request, last request), in order."""
+    legs: list[tuple[str, str, int, int]] = []
+    for row in rows:
+        if legs and legs[-1][:2] == (row.provider, row.model):
+            legs[-1] = (*legs[-1][:3], row.request)
+        else:
+            legs.append((row.provider, row.model, row.request, row.request))
+    return legs
+
+
+def _place_labels(labels: Sequence[Text], renderer: RendererBase) -> None:
+    """Move each label down by rows of :data:`_LABEL_STEP` until it overlaps no label before it.
+
+    Labels are placed left to right; each starts at the top row, so a label moves down only
+    when an earlier one takes its place.
+    """
+    placed: list[Bbox] = []
+    for label in labels:
+        x, top = label.get_position()
+        row = 0
+        while True:
+            label.set_position((x, top - row * _LABEL_STEP))
+            box = label.get_window_extent(renderer)
+            if not any(box.overlaps(other) for other in placed):
+                break
+            row += 1
+        placed.append(box)
+
+
+def chart_figure(result: BenchResult) -> Figure:
+    """The bench chart: stacked prompt tokens per request, provider legs and events.
+
+    Each provider leg is a shaded band named (provider and model) in the legend; each event
+    (``first image``, ``reopened``, ``switched``) is a dashed line before its request with its
+    name in the headroom above the bars, labels moved to lower rows so no two overlap.
+
+    Returns:
+        The drawn matplotlib figure (the caller saves and closes it).
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
 
     rows = result.rows
     x = [r.request for r in rows]
-    fig, ax = plt.subplots(figsize=(10, 4.5), dpi=100)
+    fig, ax = plt.subplots(figsize=(11, 4.8), dpi=100)
+    handles: list[Any] = []
+    for index, (provider, model, first, last) in enumerate(_legs(rows)):
+        color = _LEG_COLORS[index % len(_LEG_COLORS)]
+        ax.axvspan(first - 0.5, last + 0.5, color=color, alpha=0.12, linewidth=0)
+        name = f"{provider} · {model} (requests {first}–{last})"
+        handles.append(Patch(facecolor=color, alpha=0.3, label=name))
     read = [r.usage.cache_read for r in rows]
     write = [r.usage.cache_write for r in rows]
     plain = [r.usage.input for r in rows]
     ax.bar(x, read, label="cache read", color="#2a9d8f")
     ax.bar(x, write, bottom=read, label="cache write", color="#e9c46a")
     ax.bar(x, plain, bottom=[a + b for a, b in zip(read, write, strict=True)], label="input")
+    tallest = max((r.prompt_tokens for r in rows), default=0) or 1
+    ax.set_ylim(0, tallest * 1.45)  # the bars use the lower 69 %; event labels the rest
+    labels = []
     for r in rows:
         if r.event:
-            ax.annotate(r.event, (r.request, r.prompt_tokens), ha="center", va="bottom", size=8)
+            ax.axvline(r.request - 0.5, color="#555555", linestyle="--", linewidth=0.8)
+            where = ax.get_xaxis_transform()  # x in requests, y in axes fraction
+            labels.append(
+                ax.text(
+                    r.request - 0.5,
+                    0.97,
+                    r.event,
+                    transform=where,
+                    ha="center",
+                    va="top",
+                    size=8,
+                    bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.0},
+                )
+            )
     ax.set_xlabel("request")
     ax.set_ylabel("prompt tokens")
     ax.set_title(
         f"hit rate {result.hit_rate:.1%} (theoretical maximum {result.theoretical_hit_rate:.1%})"
     )
-    ax.legend(loc="upper left")
+    bars, names = ax.get_legend_handles_labels()
+    ax.legend(
+        handles=[*bars, *handles],
+        labels=[*names, *(h.get_label() for h in handles)],
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        fontsize=8,
+    )
     fig.tight_layout()
+    fig.canvas.draw()
+    _place_labels(labels, fig.canvas.get_renderer())  # type: ignore[attr-defined]
+    return fig
+
+
+def _chart(result: BenchResult, path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    fig = chart_figure(result)
     temp = _temp_name(path)
     try:
         fig.savefig(temp, format="png")

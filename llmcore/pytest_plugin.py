@@ -16,8 +16,8 @@ When the audit runs:
 * after teardown, for cassettes a fixture saves then (pytest-recording in a recording run): a
   break is reported as an error at teardown, since the file does not exist before.
 
-Cassettes saved by another serializer than YAML (vcrpy's ``serializer="json"``) are not audited
-and are listed in the terminal summary.
+Cassettes in vcrpy's YAML or JSON serializer (``.yaml``/``.yml``/``.json`` files) are audited;
+files of other serializers are not, and are listed in the terminal summary.
 
 A test whose body failed, was skipped or xfailed is not audited. A break in a test marked
 ``@pytest.mark.llmcore_cache_boundary(reason="...")`` (optionally ``request=N``: only request
@@ -57,7 +57,8 @@ _INI: Final = "llmcore_audit"
 _AUDITED: Final = "llmcore_audit_cassettes"
 _EXEMPT: Final = "llmcore_cache_boundary"
 _NOT_AUDITED: Final = "llmcore_audit_skipped"
-_YAML: Final = (".yaml", ".yml")
+_CASSETTE_SUFFIXES: Final = (".yaml", ".yml", ".json")
+"""vcrpy's YAML serializer and its ``serializer="json"``; other serializers are listed."""
 _HINT: Final = (
     f'if the boundary is intended, mark the test @pytest.mark.{MARKER}(reason="why"), '
     "optionally with request=N"
@@ -263,8 +264,10 @@ class _CassetteAudit:
         audited = 0
         for path in paths:
             shown = self._shown(path)
-            if path.suffix.lower() not in _YAML and path.is_file():
-                item.user_properties.append((_NOT_AUDITED, f"{shown}: not a YAML cassette"))
+            if path.suffix.lower() not in _CASSETTE_SUFFIXES and path.is_file():
+                item.user_properties.append(
+                    (_NOT_AUDITED, f"{shown}: not a YAML or JSON cassette file")
+                )
                 continue
             try:
                 records = _breaks(path)

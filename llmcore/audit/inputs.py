@@ -213,6 +213,8 @@ def _json(path: Path, data: bytes, skipped: list[str], strict: bool) -> list[Aud
         raise AuditInputError(
             "the JSON is nested too deeply to read (Python's recursion limit)", location=str(path)
         ) from None
+    if isinstance(value, dict) and "interactions" in value:  # vcrpy's serializer="json"
+        return _cassette_doc(path, value, [], skipped, strict)
     if isinstance(value, dict) and "request" in value:
         return [replace(_case(path, value), file=str(path))]
     if isinstance(value, dict) and ("messages" in value or "input" in value):
@@ -388,6 +390,13 @@ def _load_cassette(path: Path, data: bytes) -> tuple[Any, list[int]]:
 
 def _cassette(path: Path, data: bytes, skipped: list[str], strict: bool = True) -> list[AuditInput]:
     doc, lines = _load_cassette(path, data)
+    return _cassette_doc(path, doc, lines, skipped, strict)
+
+
+def _cassette_doc(
+    path: Path, doc: Any, lines: list[int], skipped: list[str], strict: bool
+) -> list[AuditInput]:
+    """Read a parsed cassette (YAML, or vcrpy's JSON serializer: the same document)."""
     interactions = doc.get("interactions") if isinstance(doc, dict) else None
     if not isinstance(interactions, list):
         if strict:

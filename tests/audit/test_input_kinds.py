@@ -310,3 +310,15 @@ def test_a_truncated_body_in_a_folder_is_listed_and_refused_by_name(tmp_path: Pa
     assert err.startswith(f"llmcore: --strict: 1 input skipped (first: {cut}:2: interactions[0]")
     code, out, err = _run([cut])
     assert (code, out) == (EXIT_INPUT, "") and err.startswith(f"llmcore: {cut}:2: interactions[0]")
+
+
+def test_a_json_cassette_is_read_like_a_yaml_one(tmp_path: Path):
+    doc = yaml.safe_load(_cassette([b.anthropic([b.user("hi")]), b.anthropic([b.user("ho")])]))
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(doc))
+    report = audit_paths([path])
+    assert [r.source for r in report.requests] == [
+        f"{path}: interactions[0]",
+        f"{path}: interactions[1]",
+    ]
+    assert all(r.file == str(path) for r in report.requests)

@@ -321,13 +321,16 @@ def test_an_unreadable_cassette_fails_with_its_name(pytester: pytest.Pytester) -
     assert "Traceback" not in result.stdout.str()
 
 
-def test_a_json_cassette_is_listed_not_audited(pytester: pytest.Pytester) -> None:
+def test_a_json_cassette_is_audited_and_another_serializer_is_listed(
+    pytester: pytest.Pytester,
+) -> None:
     (pytester.path / "c.json").write_text(
         json.dumps(
             {"interactions": yaml.safe_load(cassette_text(BREAKING))["interactions"], "version": 1}
         ),
         encoding="utf-8",
     )
+    (pytester.path / "c.cbor").write_bytes(b"\xa0")
     pytester.makepyfile(
         test_json="""
         import vcr
@@ -335,15 +338,22 @@ def test_a_json_cassette_is_listed_not_audited(pytester: pytest.Pytester) -> Non
         def test_json():
             with vcr.use_cassette("c.json", serializer="json", record_mode="none") as cassette:
                 assert len(cassette.data) == 2
+
+        def test_other(monkeypatch):
+            import vcr.cassette
+            monkeypatch.setattr(vcr.cassette.Cassette, "_load", lambda self: None)
+            with vcr.use_cassette("c.cbor", record_mode="none"):
+                pass
         """
     )
     result = pytester.runpytest_inprocess("--llmcore-audit")
-    result.assert_outcomes(passed=1)
+    result.assert_outcomes(passed=1, failed=1)
+    out = result.stdout.str()
+    assert "c.json" in out and f"offset {BREAK_OFFSET}" in out
     result.stdout.fnmatch_lines(
         [
-            "0 cassette file(s) audited; 0 break(s) exempt *",
             "1 cassette file(s) not audited:",
-            "  test_json.py::test_json: c.json: not a YAML cassette",
+            "  test_json.py::test_other: c.cbor: not a YAML or JSON cassette file",
         ]
     )
 

@@ -9,6 +9,8 @@ from hypothesis import strategies as st
 from llmcore import jsonbytes
 from llmcore.errors import EncodingError
 
+from .examples import examples
+
 json_values = st.recursive(
     st.none()
     | st.booleans()
@@ -169,6 +171,8 @@ def test_utf8_edges():
         jsonbytes.dumps_text(jsonbytes.Utf8(b"x"))
 
 
+@pytest.mark.full_count
+@settings(max_examples=examples(full=2000, sample=300))
 @given(st.lists(json_values, max_size=5))
 def test_dumps_items_and_pieces_make_the_array(values):
     piece = jsonbytes.dumps_items(values)

@@ -124,7 +124,7 @@ def check_reopen(
 
 @pytest.mark.full_count
 @pytest.mark.parametrize("provider", PROVIDER_NAMES)
-@settings(max_examples=examples(full=2000, sample=400))
+@settings(max_examples=examples(full=2000, sample=250))
 @given(data=st.data())
 def test_p4_p5_encode_cache(provider, data):
     conversation = data.draw(conversations(provider), label="conversation")

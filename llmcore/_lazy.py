@@ -10,7 +10,11 @@ __all__ = ["lazy_names"]
 
 
 def lazy_names(
-    package: str, homes: Mapping[str, str], namespace: MutableMapping[str, Any]
+    package: str,
+    homes: Mapping[str, str],
+    namespace: MutableMapping[str, Any],
+    *,
+    extra: str | None = None,
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """Return a package's module ``__getattr__`` and ``__dir__`` for names loaded on first use.
 
@@ -19,6 +23,9 @@ def lazy_names(
         homes: Each public name and the module it lives in.
         namespace: The package's ``globals()``; a loaded name is stored there, so the module is
             imported once and later accesses are plain attribute reads.
+        extra: The extra that installs the package's third-party dependencies, or ``None``:
+            a name whose module needs a missing one raises
+            :class:`~llmcore.errors.MissingDependencyError` naming it.
 
     Returns:
         ``(__getattr__, __dir__)``; ``__getattr__`` raises ``AttributeError`` for a name that
@@ -29,7 +36,19 @@ def lazy_names(
         home = homes.get(name)
         if home is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(home), name)
+        try:
+            module = importlib.import_module(home)
+        except ModuleNotFoundError as exc:
+            missing = (exc.name or "").partition(".")[0]
+            if extra is None or not missing or missing == "llmcore":
+                raise
+            from llmcore.errors import MissingDependencyError
+
+            raise MissingDependencyError(
+                f"{package}.{name} needs the {extra!r} extra ({missing} is not installed):"
+                f" pip install 'llmcore[{extra}]'"
+            ) from exc
+        value = getattr(module, name)
         namespace[name] = value
         return value
 

@@ -52,6 +52,7 @@ __all__ = [
     "InvalidMessageError",
     "InvalidRequestError",
     "LLMCoreError",
+    "MissingDependencyError",
     "ProviderError",
     "RequestFileError",
     "ResponseParseError",
@@ -83,6 +84,14 @@ class LLMCoreError(Exception):
 
 class UserError(LLMCoreError):
     """The caller gave llmcore something it cannot use."""
+
+
+class MissingDependencyError(UserError, ImportError):
+    """An optional dependency is not installed: the message names the extra to install.
+
+    Also an :class:`ImportError`, so ``except ImportError`` around an optional import keeps
+    working.
+    """
 
 
 class InvalidMessageError(UserError):

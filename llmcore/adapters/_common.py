@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from llmcore.errors import UserError
+from llmcore.errors import MissingDependencyError
 from llmcore.messages import Message, Text
 
 __all__ = [
@@ -65,10 +65,6 @@ class Converted(Generic[M]):
     system: list[dict[str, Any]] = field(default_factory=list)
     """Forms that pass the system prompt apart from the messages (Anthropic ``system``): its
     blocks; empty for forms that hold it in ``messages`` or when there is none."""
-
-
-class MissingDependencyError(UserError):
-    """An adapter's optional dependency is not installed (install the named extra)."""
 
 
 def plain(item: Any, nested: tuple[str, ...]) -> Any:

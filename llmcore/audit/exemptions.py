@@ -7,12 +7,13 @@ file that ``llmcore audit --exemptions FILE`` reads, YAML or JSON, a list of ent
       request: 3          # optional: only this request of the file
       reason: the test swaps the system prompt on purpose
 
-``file`` matches a record's file by glob (:func:`fnmatch.fnmatchcase` on the whole path, or
-:meth:`pathlib.PurePath.match` from the right: ``test_x.yaml`` matches
+``file`` matches a record's file — the path as the audit was given it, so relative to the current
+folder when the command line named a relative path — by glob (:func:`fnmatch.fnmatchcase` on the
+whole path, or :meth:`pathlib.PurePath.match` from the right: ``test_x.yaml`` matches
 ``cassettes/test_x.yaml``). ``request`` is the number the record's source shows: a cassette's
-interaction index (``interactions[3]`` → 3) or a JSONL line number (``run.jsonl:3`` → 3);
-without it every request of the file is covered. ``reason`` is a non-empty string: an exemption
-without one is an error, as is any other key.
+interaction index (``interactions[3]`` → 3) or a JSONL line number (``run.jsonl:3`` → 3); without it
+every request of the file is covered. ``reason`` is a non-empty string: an exemption without one is
+an error, as is any other key.
 
 An exempted break stays a break in the report, with the reason beside it; it no longer fails
 the run (:attr:`~llmcore.audit.report.RequestRecord.failing`).
@@ -41,6 +42,7 @@ __all__ = [
     "exemption_for",
     "load_exemptions",
     "parse_exemptions",
+    "unmatched_exemptions",
 ]
 
 ENTRY_KEYS: Final = frozenset({"file", "request", "reason"})
@@ -150,3 +152,16 @@ def apply_exemptions(report: AuditReport, exemptions: Sequence[Exemption]) -> Au
         found = exemption_for(record, exemptions) if record.verdict is Verdict.BREAK else None
         records.append(replace(record, exemption=found.reason) if found else record)
     return replace(report, requests=tuple(records))
+
+
+def unmatched_exemptions(report: AuditReport, exemptions: Sequence[Exemption]) -> list[int]:
+    """Return the indexes of the exemptions that cover no request of ``report``.
+
+    Such an entry names a file the audit did not read (a typo, or a path relative to another
+    folder); ``llmcore audit`` warns about each one.
+    """
+    return [
+        i
+        for i, exemption in enumerate(exemptions)
+        if not any(exemption.covers(record) for record in report.requests)
+    ]

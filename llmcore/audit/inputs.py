@@ -96,8 +96,7 @@ def read_inputs(
             )
             for file in files:
                 if file.suffix.lower() not in _SUFFIXES:
-                    skipped.append(f"{file}: not a cassette, JSONL or JSON file")
-                    continue
+                    continue  # a README, a license, code: not an input at all
                 inputs.extend(read_path(file, skipped, strict=False))
         elif path.is_file():
             inputs.extend(read_path(path, skipped, strict=True))

@@ -257,11 +257,17 @@ def audit_command(
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
     from llmcore.audit import audit_paths
-    from llmcore.audit.exemptions import apply_exemptions, load_exemptions
+    from llmcore.audit.exemptions import apply_exemptions, load_exemptions, unmatched_exemptions
 
     try:
         exempt = load_exemptions(exemptions) if exemptions is not None else ()
         report = apply_exemptions(audit_paths(paths, provider, _read_stdin, group=group), exempt)
+        for i in unmatched_exemptions(report, exempt):
+            print(
+                f"llmcore: warning: {exemptions}: entries[{i}]: file {exempt[i].file!r} matched"
+                " no audited request",
+                file=err,
+            )
         for warning in report.warnings:
             print(f"llmcore: warning: {warning}", file=err)
         if not report.requests:

@@ -93,4 +93,4 @@ starlette and uvicorn, so a name loads its module on first access (PEP 562) and 
 agent and clock modules stay usable without them."""
 
 
-__getattr__, __dir__ = _lazy_names(__name__, _HOMES, globals())
+__getattr__, __dir__ = _lazy_names(__name__, _HOMES, globals(), extra="emulator")

@@ -185,3 +185,17 @@ def test_jsonl_requests_are_exempted_by_line_number(tmp_path: Path):
     on_line_3 = [Exemption(file="run.jsonl", request=3, reason="a new system prompt")]
     assert apply_exemptions(report, on_line_3).stable
     assert not apply_exemptions(report, [Exemption(file="run.jsonl", request=2, reason="x")]).stable
+
+
+def test_cli_warns_about_an_entry_that_matches_no_request(broken: Path, tmp_path: Path):
+    ex = tmp_path / "exemptions.yaml"
+    ex.write_text(
+        "- file: test_swap.yaml\n  reason: the test swaps the prompt\n"
+        "- file: cassettes/typo.yaml\n  reason: a path that names nothing\n"
+    )
+    code, _, err = _run([broken], ex)
+    assert code == EXIT_STABLE
+    assert err == (
+        f"llmcore: warning: {ex}: entries[1]: file 'cassettes/typo.yaml' matched no audited"
+        " request\n"
+    )

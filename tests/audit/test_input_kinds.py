@@ -253,8 +253,6 @@ def test_real_pydantic_ai_cassettes(tmp_path: Path):
     assert sorted(s.split(": ", 1)[1] for s in report.skipped) == [
         "a protobuf (gRPC) cassette (binary payloads, no HTTP requests)",
         "a websocket cassette (messages sent and received, no HTTP requests)",
-        "not a cassette, JSONL or JSON file",
-        "not a cassette, JSONL or JSON file",
     ]
     assert _run([DATA], strict=True)[0] == EXIT_INPUT
 

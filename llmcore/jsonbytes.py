@@ -171,15 +171,28 @@ def _utf8_literal(value: Utf8) -> list[bytes]:
     data = value.data
     if not value.plain:
         if not data.isascii():
-            try:
-                data.decode("utf-8")
-            except UnicodeDecodeError:
-                data = data.decode("utf-8", "replace").encode("utf-8")
+            data = _valid_utf8(data)
         found = data.translate(None, _NOT_ESCAPED)
         if found:
             for byte in sorted(set(found), key=lambda b: b != 0x5C):
                 data = data.replace(bytes((byte,)), _ESCAPES[byte])
     return [b'"', data, b'"']
+
+
+def _valid_utf8(data: bytes) -> bytes:
+    """Return ``data`` with each invalid UTF-8 sequence replaced by U+FFFD (``EF BF BD``).
+
+    The same bytes as ``data.decode("utf-8", "replace").encode("utf-8")``, but only the text
+    from the first invalid byte on is decoded again: everything before it was just checked, and
+    it ends on a character boundary, so the replacing decoder starts there in the state it
+    would have reached (valid text, the common case, is checked once and returned as it is).
+    """
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        start = exc.start
+        return data[:start] + data[start:].decode("utf-8", "replace").encode("utf-8")
+    return data
 
 
 def encode_str(value: str) -> str:
@@ -268,20 +281,21 @@ def _write_other(value: Any, out: list[Any]) -> None:
         out.append(_scalar(value))
 
 
-_KEYS: Final[dict[str, str]] = {}
-"""Object keys already written, as ``"key":`` (request bodies use a few dozen keys)."""
+_KEYS: Final[dict[tuple[str, str], str]] = {}
+"""Object keys already written, with the separator before them, as ``{"key":`` or ``,"key":``
+(request bodies use a few dozen keys, so each member costs one look-up and one piece)."""
 _KEYS_MAX: Final = 4096
 
 
-def _key(key: Any) -> str:
-    literal = _KEYS.get(key)
+def _key(key: Any, separator: str) -> str:
+    literal = _KEYS.get((separator, key))
     if literal is not None:
         return literal
     if not isinstance(key, str):
         raise EncodingError(f"object key {key!r} is not a string")
-    literal = _encode_basestring(key) + ":"
+    literal = separator + _encode_basestring(key) + ":"
     if len(_KEYS) < _KEYS_MAX and type(key) is str:
-        _KEYS[key] = literal
+        _KEYS[separator, key] = literal
     return literal
 
 
@@ -289,17 +303,12 @@ def _compact(value: Any, out: list[Any]) -> None:
     """Write ``value`` compactly in insertion key order (the request-body path of :func:`dumps`).
 
     The same output as the general writer with ``sort=False, indent=None``: the exact types of
-    request bodies are dispatched first, subclasses and other types by the general checks.
+    request bodies are dispatched by one table look-up, subclasses and other types by the
+    general checks.
     """
-    kind = type(value)
-    if kind is str:
-        out.append(_encode_basestring(value))
-    elif kind is dict:
-        _compact_object(value, out)
-    elif kind is list or kind is tuple:
-        _compact_array(value, out)
-    elif kind is Raw:
-        out.append(value.text)
+    write = _EXACT.get(type(value))
+    if write is not None:
+        write(value, out)
     elif isinstance(value, str):
         out.append(_encode_basestring(value))
     elif isinstance(value, Mapping):
@@ -316,9 +325,11 @@ def _compact_object(value: Mapping[Any, Any], out: list[Any]) -> None:
         return
     separator = "{"
     for key, item in value.items():
-        out.append(separator)
-        out.append(_key(key))
-        _compact(item, out)
+        out.append(_key(key, separator))
+        if type(item) is str:
+            out.append(_encode_basestring(item))
+        else:
+            _compact(item, out)
         separator = ","
     out.append("}")
 
@@ -333,6 +344,20 @@ def _compact_array(value: Sequence[Any], out: list[Any]) -> None:
         _compact(item, out)
         separator = ","
     out.append("]")
+
+
+_EXACT: Final[dict[type, Callable[[Any, list[Any]], None]]] = {
+    str: lambda value, out: out.append(_encode_basestring(value)),
+    dict: _compact_object,
+    list: _compact_array,
+    tuple: _compact_array,
+    Raw: lambda value, out: out.append(value.text),
+    Utf8: lambda value, out: out.append(_utf8_literal(value)),
+    bool: lambda value, out: out.append(_CONSTANTS[value]),
+    type(None): lambda value, out: out.append("null"),
+    int: lambda value, out: out.append(_int(value)),
+}
+"""The writers of the exact types request bodies hold (:func:`_compact`)."""
 
 
 def _write_object(

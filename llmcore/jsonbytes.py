@@ -151,6 +151,26 @@ class Utf8:
         return hash(self.data)
 
 
+class _Pieces(list[Any]):
+    """The writer's output: ``str`` pieces, and lists of bytes pieces at :attr:`marks`.
+
+    Text is joined and encoded once per run between bytes pieces (:func:`_finish`); the marks
+    say where those runs end, so joining never looks at each piece's type.
+    """
+
+    __slots__ = ("marks",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.marks: list[int] = []
+        """The indexes of the pieces that are lists of bytes (or views), in order."""
+
+    def add_bytes(self, pieces: list[bytes | memoryview]) -> None:
+        """Append bytes pieces that are copied into the output as they are."""
+        self.marks.append(len(self))
+        self.append(pieces)
+
+
 _ESCAPED: Final = bytes(range(0x20)) + b'"\\'
 """The bytes :func:`encode_str` escapes (``"``, backslash, and C0 controls); nothing else is."""
 _NOT_ESCAPED: Final = bytes(b for b in range(256) if b not in _ESCAPED)
@@ -160,7 +180,7 @@ _ESCAPES: Final[dict[int, bytes]] = {
 """Each escaped byte's escape, taken from :func:`encode_str` itself (``\\n``, ``\\u001f``)."""
 
 
-def _utf8_literal(value: Utf8) -> list[bytes]:
+def _utf8_literal(value: Utf8) -> list[bytes | memoryview]:
     """Return the JSON string literal of ``value`` as pieces: quote, escaped bytes, quote.
 
     The bytes are those :func:`encode_str` gives for ``value.data.decode("utf-8", "replace")``,
@@ -257,7 +277,7 @@ def _scalar(value: Any) -> str:
     raise EncodingError(f"cannot write a {type(value).__name__} as JSON")
 
 
-def _write(value: Any, out: list[Any], sort: bool, indent: str | None, depth: int) -> None:
+def _write(value: Any, out: _Pieces, sort: bool, indent: str | None, depth: int) -> None:
     if indent is None and not sort:
         _compact(value, out)
     elif isinstance(value, str):
@@ -270,13 +290,13 @@ def _write(value: Any, out: list[Any], sort: bool, indent: str | None, depth: in
         _write_other(value, out)
 
 
-def _write_other(value: Any, out: list[Any]) -> None:
+def _write_other(value: Any, out: _Pieces) -> None:
     if isinstance(value, RawArray):
         out.append("[")
-        out.append(value.pieces)
+        out.add_bytes(value.pieces)
         out.append("]")
     elif isinstance(value, Utf8):
-        out.append(_utf8_literal(value))
+        out.add_bytes(_utf8_literal(value))
     else:
         out.append(_scalar(value))
 
@@ -299,7 +319,7 @@ def _key(key: Any, separator: str) -> str:
     return literal
 
 
-def _compact(value: Any, out: list[Any]) -> None:
+def _compact(value: Any, out: _Pieces) -> None:
     """Write ``value`` compactly in insertion key order (the request-body path of :func:`dumps`).
 
     The same output as the general writer with ``sort=False, indent=None``: the exact types of
@@ -319,7 +339,7 @@ def _compact(value: Any, out: list[Any]) -> None:
         _write_other(value, out)
 
 
-def _compact_object(value: Mapping[Any, Any], out: list[Any]) -> None:
+def _compact_object(value: Mapping[Any, Any], out: _Pieces) -> None:
     if not value:
         out.append("{}")
         return
@@ -334,7 +354,7 @@ def _compact_object(value: Mapping[Any, Any], out: list[Any]) -> None:
     out.append("}")
 
 
-def _compact_array(value: Sequence[Any], out: list[Any]) -> None:
+def _compact_array(value: Sequence[Any], out: _Pieces) -> None:
     if not value:
         out.append("[]")
         return
@@ -346,13 +366,13 @@ def _compact_array(value: Sequence[Any], out: list[Any]) -> None:
     out.append("]")
 
 
-_EXACT: Final[dict[type, Callable[[Any, list[Any]], None]]] = {
+_EXACT: Final[dict[type, Callable[[Any, _Pieces], None]]] = {
     str: lambda value, out: out.append(_encode_basestring(value)),
     dict: _compact_object,
     list: _compact_array,
     tuple: _compact_array,
     Raw: lambda value, out: out.append(value.text),
-    Utf8: lambda value, out: out.append(_utf8_literal(value)),
+    Utf8: lambda value, out: out.add_bytes(_utf8_literal(value)),
     bool: lambda value, out: out.append(_CONSTANTS[value]),
     type(None): lambda value, out: out.append("null"),
     int: lambda value, out: out.append(_int(value)),
@@ -361,7 +381,7 @@ _EXACT: Final[dict[type, Callable[[Any, list[Any]], None]]] = {
 
 
 def _write_object(
-    value: Mapping[Any, Any], out: list[Any], sort: bool, indent: str | None, depth: int
+    value: Mapping[Any, Any], out: _Pieces, sort: bool, indent: str | None, depth: int
 ) -> None:
     if not value:
         out.append("{}")
@@ -388,7 +408,7 @@ def _write_object(
 
 
 def _write_array(
-    value: Sequence[Any], out: list[Any], sort: bool, indent: str | None, depth: int
+    value: Sequence[Any], out: _Pieces, sort: bool, indent: str | None, depth: int
 ) -> None:
     if not value:
         out.append("[]")
@@ -413,29 +433,23 @@ def _encode(text: str) -> bytes:
         raise EncodingError("a string holds a lone surrogate, which has no UTF-8 form") from exc
 
 
-def _finish(out: list[Any]) -> bytes:
+def _finish(out: _Pieces) -> bytes:
     """Join the writer's pieces: text runs are encoded once each; bytes are copied once."""
-    parts: list[Any] = []
+    if not out.marks:
+        return _encode("".join(out))
+    parts: list[bytes | memoryview] = []
     start = 0
-    for index, piece in enumerate(out):
-        kind = type(piece)
-        if kind is str:
-            continue
+    for index in out.marks:
         if start < index:
             parts.append(_encode("".join(out[start:index])))
-        if kind is list:
-            parts.extend(piece)
-        else:
-            parts.append(piece)
+        parts.extend(out[index])
         start = index + 1
-    if not parts:
-        return _encode("".join(out))
     if start < len(out):
         parts.append(_encode("".join(out[start:])))
     return b"".join(parts)
 
 
-def _write_guarded(value: Any, out: list[Any], sort: bool, indent: str | None) -> None:
+def _write_guarded(value: Any, out: _Pieces, sort: bool, indent: str | None) -> None:
     try:
         _write(value, out, sort, indent, 0)
     except RecursionError:
@@ -449,9 +463,9 @@ def dumps_text(value: Any) -> str:
         EncodingError: ``value`` holds NaN, an infinity, a non-string key or a foreign type, or
             nests too deeply for the recursive writer (far beyond :data:`MAX_DEPTH`).
     """
-    out: list[Any] = []
+    out = _Pieces()
     _write_guarded(value, out, False, None)
-    if any(type(piece) is not str for piece in out):
+    if out.marks:
         raise EncodingError("a RawArray or Utf8 value can only be written as bytes (use dumps)")
     return "".join(out)
 
@@ -470,7 +484,7 @@ def dumps(value: Any, *, indent: int | None = None) -> bytes:
     Raises:
         EncodingError: NaN, an infinity, a non-string key, a lone surrogate or a foreign type.
     """
-    out: list[Any] = []
+    out = _Pieces()
     _write_guarded(value, out, False, None if indent is None else " " * indent)
     return _finish(out)
 
@@ -484,7 +498,7 @@ def dumps_items(values: Iterable[Any]) -> bytes:
     Raises:
         EncodingError: As for :func:`dumps`.
     """
-    out: list[Any] = []
+    out = _Pieces()
     for value in values:
         out.append(",")
         _write_guarded(value, out, False, None)
@@ -501,7 +515,7 @@ def dumps_sorted(value: Any, *, indent: int | None = None) -> bytes:
     Raises:
         EncodingError: As for :func:`dumps`.
     """
-    out: list[Any] = []
+    out = _Pieces()
     _write_guarded(value, out, True, None if indent is None else " " * indent)
     return _finish(out)
 

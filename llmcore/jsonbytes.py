@@ -343,15 +343,22 @@ def _compact_object(value: Mapping[Any, Any], out: _Pieces) -> None:
     if not value:
         out.append("{}")
         return
+    append = out.append
     separator = "{"
-    for key, item in value.items():
-        out.append(_key(key, separator))
-        if type(item) is str:
-            out.append(_encode_basestring(item))
+    for key, item in value.items():  # _key and _compact inlined for their common cases
+        literal = _KEYS.get((separator, key))
+        append(_key(key, separator) if literal is None else literal)
+        kind = type(item)
+        if kind is str:
+            append(_encode_basestring(item))
         else:
-            _compact(item, out)
+            write = _EXACT.get(kind)
+            if write is None:
+                _compact(item, out)
+            else:
+                write(item, out)
         separator = ","
-    out.append("}")
+    append("}")
 
 
 def _compact_array(value: Sequence[Any], out: _Pieces) -> None:

@@ -179,9 +179,19 @@ class EncodeCache:
     _messages: tuple[Message, ...] = ()
     _options: dict[int, Hashable] = field(default_factory=dict)
     _pieces: list[bytes] = field(default_factory=list)
+    _asked: tuple[Message, ...] | None = None
+    """The messages :meth:`known` was last asked about (a build asks twice: checks, encoding)."""
+    _answer: int = 0
 
     def known(self, messages: tuple[Message, ...]) -> int:
         """Return how many leading messages of ``messages`` the latest build also began with."""
+        if messages is self._asked:
+            return self._answer
+        self._answer = self._shared(messages)
+        self._asked = messages
+        return self._answer
+
+    def _shared(self, messages: tuple[Message, ...]) -> int:
         previous = self._messages
         size = min(len(previous), len(messages))
         if previous[:size] == messages[:size]:  # identity first, in C; values after a reopen
@@ -217,6 +227,7 @@ class EncodeCache:
         self.misses += len(moved) + len(messages) - known
         self.hits += known - len(moved)
         self._messages, self._options, self._pieces = messages, dict(options), pieces
+        self._asked = None
         return pieces
 
 
@@ -250,14 +261,17 @@ def history_array(
     pieces = cache.encode_all(
         messages, options, lambda i, m, o: jsonbytes.dumps_items(values(i, m, o))
     )
-    return wire_array([jsonbytes.dumps_items(head), *pieces] if head else pieces)
+    return wire_array(pieces, jsonbytes.dumps_items(head))
 
 
-def wire_array(pieces: list[bytes]) -> jsonbytes.RawArray:
-    """Return the JSON array of ``pieces`` (each a comma and one or more values, or empty).
+def wire_array(pieces: list[bytes], head: bytes = b"") -> jsonbytes.RawArray:
+    """Return the JSON array of ``head`` and ``pieces`` (each a comma and values, or empty).
 
-    The first comma is cut by a view, so each piece's bytes are copied once, into the body.
+    The first comma is cut by a view, so each piece's bytes are copied once, into the body; the
+    list of pieces is copied once (the cache keeps its own).
     """
+    if head:
+        return jsonbytes.RawArray.from_pieces([memoryview(head)[1:], *pieces])
     for index, piece in enumerate(pieces):
         if piece:
             return jsonbytes.RawArray.from_pieces([memoryview(piece)[1:], *pieces[index + 1 :]])

@@ -151,6 +151,26 @@ class Utf8:
         return hash(self.data)
 
 
+class _Pieces(list[Any]):
+    """The writer's output: ``str`` pieces, and lists of bytes pieces at :attr:`marks`.
+
+    Text is joined and encoded once per run between bytes pieces (:func:`_finish`); the marks
+    say where those runs end, so joining never looks at each piece's type.
+    """
+
+    __slots__ = ("marks",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.marks: list[int] = []
+        """The indexes of the pieces that are lists of bytes (or views), in order."""
+
+    def add_bytes(self, pieces: list[bytes | memoryview]) -> None:
+        """Append bytes pieces that are copied into the output as they are."""
+        self.marks.append(len(self))
+        self.append(pieces)
+
+
 _ESCAPED: Final = bytes(range(0x20)) + b'"\\'
 """The bytes :func:`encode_str` escapes (``"``, backslash, and C0 controls); nothing else is."""
 _NOT_ESCAPED: Final = bytes(b for b in range(256) if b not in _ESCAPED)
@@ -160,7 +180,7 @@ _ESCAPES: Final[dict[int, bytes]] = {
 """Each escaped byte's escape, taken from :func:`encode_str` itself (``\\n``, ``\\u001f``)."""
 
 
-def _utf8_literal(value: Utf8) -> list[bytes]:
+def _utf8_literal(value: Utf8) -> list[bytes | memoryview]:
     """Return the JSON string literal of ``value`` as pieces: quote, escaped bytes, quote.
 
     The bytes are those :func:`encode_str` gives for ``value.data.decode("utf-8", "replace")``,
@@ -171,15 +191,28 @@ def _utf8_literal(value: Utf8) -> list[bytes]:
     data = value.data
     if not value.plain:
         if not data.isascii():
-            try:
-                data.decode("utf-8")
-            except UnicodeDecodeError:
-                data = data.decode("utf-8", "replace").encode("utf-8")
+            data = _valid_utf8(data)
         found = data.translate(None, _NOT_ESCAPED)
         if found:
             for byte in sorted(set(found), key=lambda b: b != 0x5C):
                 data = data.replace(bytes((byte,)), _ESCAPES[byte])
     return [b'"', data, b'"']
+
+
+def _valid_utf8(data: bytes) -> bytes:
+    """Return ``data`` with each invalid UTF-8 sequence replaced by U+FFFD (``EF BF BD``).
+
+    The same bytes as ``data.decode("utf-8", "replace").encode("utf-8")``, but only the text
+    from the first invalid byte on is decoded again: everything before it was just checked, and
+    it ends on a character boundary, so the replacing decoder starts there in the state it
+    would have reached (valid text, the common case, is checked once and returned as it is).
+    """
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        start = exc.start
+        return data[:start] + data[start:].decode("utf-8", "replace").encode("utf-8")
+    return data
 
 
 def encode_str(value: str) -> str:
@@ -244,7 +277,7 @@ def _scalar(value: Any) -> str:
     raise EncodingError(f"cannot write a {type(value).__name__} as JSON")
 
 
-def _write(value: Any, out: list[Any], sort: bool, indent: str | None, depth: int) -> None:
+def _write(value: Any, out: _Pieces, sort: bool, indent: str | None, depth: int) -> None:
     if indent is None and not sort:
         _compact(value, out)
     elif isinstance(value, str):
@@ -257,49 +290,45 @@ def _write(value: Any, out: list[Any], sort: bool, indent: str | None, depth: in
         _write_other(value, out)
 
 
-def _write_other(value: Any, out: list[Any]) -> None:
+def _write_other(value: Any, out: _Pieces) -> None:
     if isinstance(value, RawArray):
         out.append("[")
-        out.append(value.pieces)
+        out.add_bytes(value.pieces)
         out.append("]")
     elif isinstance(value, Utf8):
-        out.append(_utf8_literal(value))
+        out.add_bytes(_utf8_literal(value))
     else:
         out.append(_scalar(value))
 
 
-_KEYS: Final[dict[str, str]] = {}
-"""Object keys already written, as ``"key":`` (request bodies use a few dozen keys)."""
+_KEYS: Final[dict[tuple[str, str], str]] = {}
+"""Object keys already written, with the separator before them, as ``{"key":`` or ``,"key":``
+(request bodies use a few dozen keys, so each member costs one look-up and one piece)."""
 _KEYS_MAX: Final = 4096
 
 
-def _key(key: Any) -> str:
-    literal = _KEYS.get(key)
+def _key(key: Any, separator: str) -> str:
+    literal = _KEYS.get((separator, key))
     if literal is not None:
         return literal
     if not isinstance(key, str):
         raise EncodingError(f"object key {key!r} is not a string")
-    literal = _encode_basestring(key) + ":"
+    literal = separator + _encode_basestring(key) + ":"
     if len(_KEYS) < _KEYS_MAX and type(key) is str:
-        _KEYS[key] = literal
+        _KEYS[separator, key] = literal
     return literal
 
 
-def _compact(value: Any, out: list[Any]) -> None:
+def _compact(value: Any, out: _Pieces) -> None:
     """Write ``value`` compactly in insertion key order (the request-body path of :func:`dumps`).
 
     The same output as the general writer with ``sort=False, indent=None``: the exact types of
-    request bodies are dispatched first, subclasses and other types by the general checks.
+    request bodies are dispatched by one table look-up, subclasses and other types by the
+    general checks.
     """
-    kind = type(value)
-    if kind is str:
-        out.append(_encode_basestring(value))
-    elif kind is dict:
-        _compact_object(value, out)
-    elif kind is list or kind is tuple:
-        _compact_array(value, out)
-    elif kind is Raw:
-        out.append(value.text)
+    write = _EXACT.get(type(value))
+    if write is not None:
+        write(value, out)
     elif isinstance(value, str):
         out.append(_encode_basestring(value))
     elif isinstance(value, Mapping):
@@ -310,20 +339,29 @@ def _compact(value: Any, out: list[Any]) -> None:
         _write_other(value, out)
 
 
-def _compact_object(value: Mapping[Any, Any], out: list[Any]) -> None:
+def _compact_object(value: Mapping[Any, Any], out: _Pieces) -> None:
     if not value:
         out.append("{}")
         return
+    append = out.append
     separator = "{"
-    for key, item in value.items():
-        out.append(separator)
-        out.append(_key(key))
-        _compact(item, out)
+    for key, item in value.items():  # _key and _compact inlined for their common cases
+        literal = _KEYS.get((separator, key))
+        append(_key(key, separator) if literal is None else literal)
+        kind = type(item)
+        if kind is str:
+            append(_encode_basestring(item))
+        else:
+            write = _EXACT.get(kind)
+            if write is None:
+                _compact(item, out)
+            else:
+                write(item, out)
         separator = ","
-    out.append("}")
+    append("}")
 
 
-def _compact_array(value: Sequence[Any], out: list[Any]) -> None:
+def _compact_array(value: Sequence[Any], out: _Pieces) -> None:
     if not value:
         out.append("[]")
         return
@@ -335,8 +373,22 @@ def _compact_array(value: Sequence[Any], out: list[Any]) -> None:
     out.append("]")
 
 
+_EXACT: Final[dict[type, Callable[[Any, _Pieces], None]]] = {
+    str: lambda value, out: out.append(_encode_basestring(value)),
+    dict: _compact_object,
+    list: _compact_array,
+    tuple: _compact_array,
+    Raw: lambda value, out: out.append(value.text),
+    Utf8: lambda value, out: out.add_bytes(_utf8_literal(value)),
+    bool: lambda value, out: out.append(_CONSTANTS[value]),
+    type(None): lambda value, out: out.append("null"),
+    int: lambda value, out: out.append(_int(value)),
+}
+"""The writers of the exact types request bodies hold (:func:`_compact`)."""
+
+
 def _write_object(
-    value: Mapping[Any, Any], out: list[Any], sort: bool, indent: str | None, depth: int
+    value: Mapping[Any, Any], out: _Pieces, sort: bool, indent: str | None, depth: int
 ) -> None:
     if not value:
         out.append("{}")
@@ -363,7 +415,7 @@ def _write_object(
 
 
 def _write_array(
-    value: Sequence[Any], out: list[Any], sort: bool, indent: str | None, depth: int
+    value: Sequence[Any], out: _Pieces, sort: bool, indent: str | None, depth: int
 ) -> None:
     if not value:
         out.append("[]")
@@ -388,29 +440,23 @@ def _encode(text: str) -> bytes:
         raise EncodingError("a string holds a lone surrogate, which has no UTF-8 form") from exc
 
 
-def _finish(out: list[Any]) -> bytes:
+def _finish(out: _Pieces) -> bytes:
     """Join the writer's pieces: text runs are encoded once each; bytes are copied once."""
-    parts: list[Any] = []
+    if not out.marks:
+        return _encode("".join(out))
+    parts: list[bytes | memoryview] = []
     start = 0
-    for index, piece in enumerate(out):
-        kind = type(piece)
-        if kind is str:
-            continue
+    for index in out.marks:
         if start < index:
             parts.append(_encode("".join(out[start:index])))
-        if kind is list:
-            parts.extend(piece)
-        else:
-            parts.append(piece)
+        parts.extend(out[index])
         start = index + 1
-    if not parts:
-        return _encode("".join(out))
     if start < len(out):
         parts.append(_encode("".join(out[start:])))
     return b"".join(parts)
 
 
-def _write_guarded(value: Any, out: list[Any], sort: bool, indent: str | None) -> None:
+def _write_guarded(value: Any, out: _Pieces, sort: bool, indent: str | None) -> None:
     try:
         _write(value, out, sort, indent, 0)
     except RecursionError:
@@ -424,9 +470,9 @@ def dumps_text(value: Any) -> str:
         EncodingError: ``value`` holds NaN, an infinity, a non-string key or a foreign type, or
             nests too deeply for the recursive writer (far beyond :data:`MAX_DEPTH`).
     """
-    out: list[Any] = []
+    out = _Pieces()
     _write_guarded(value, out, False, None)
-    if any(type(piece) is not str for piece in out):
+    if out.marks:
         raise EncodingError("a RawArray or Utf8 value can only be written as bytes (use dumps)")
     return "".join(out)
 
@@ -445,7 +491,7 @@ def dumps(value: Any, *, indent: int | None = None) -> bytes:
     Raises:
         EncodingError: NaN, an infinity, a non-string key, a lone surrogate or a foreign type.
     """
-    out: list[Any] = []
+    out = _Pieces()
     _write_guarded(value, out, False, None if indent is None else " " * indent)
     return _finish(out)
 
@@ -459,7 +505,7 @@ def dumps_items(values: Iterable[Any]) -> bytes:
     Raises:
         EncodingError: As for :func:`dumps`.
     """
-    out: list[Any] = []
+    out = _Pieces()
     for value in values:
         out.append(",")
         _write_guarded(value, out, False, None)
@@ -476,7 +522,7 @@ def dumps_sorted(value: Any, *, indent: int | None = None) -> bytes:
     Raises:
         EncodingError: As for :func:`dumps`.
     """
-    out: list[Any] = []
+    out = _Pieces()
     _write_guarded(value, out, True, None if indent is None else " " * indent)
     return _finish(out)
 

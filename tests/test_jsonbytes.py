@@ -179,3 +179,41 @@ def test_dumps_items_and_pieces_make_the_array(values):
     assert piece == b"".join(b"," + jsonbytes.dumps(v) for v in values)
     pieces = [memoryview(piece)[1:]] if piece else []
     assert jsonbytes.dumps(jsonbytes.RawArray.from_pieces(pieces)) == jsonbytes.dumps(values)
+
+
+# The writer's fast paths give the bytes of the reference paths they stand in for.
+def replaced(data: bytes) -> bytes:
+    return data.decode("utf-8", "replace").encode("utf-8")
+
+
+utf8_runs = st.lists(
+    st.binary(max_size=8)
+    | texts_with_specials.map(lambda t: t.encode("utf-8", "surrogatepass"))
+    | st.sampled_from([b"\xf0\x9f\x98", b"\xe6\x97", b"\xc3", b"\xed\xa0\x80", b"\x80", b"\xff"]),
+    max_size=12,
+)
+
+
+@settings(max_examples=300)
+@given(utf8_runs, st.integers(min_value=0, max_value=3))
+def test_invalid_utf8_is_repaired_as_a_full_replacing_decode_would(runs, scale):
+    # Long runs too: the repair decodes again only from the first invalid byte on.
+    data = b"".join(runs) * (1 + 1000 * scale)
+    assert jsonbytes._valid_utf8(data) == replaced(data)
+    assert jsonbytes.dumps(jsonbytes.Utf8(data)) == str_path(data)
+
+
+@settings(max_examples=300)
+@given(json_values)
+def test_compact_writer_matches_the_general_writer(value):
+    # dumps takes the exact-type fast paths; dumps_sorted(indent=None) on a value without dicts
+    # of several keys goes through the general per-type checks: same bytes where order agrees.
+    wrapped = {"k": value, "t": [True, False, None, 0, -(2**70), 1.5, jsonbytes.Utf8(b"x\n")]}
+    compact = jsonbytes.dumps(wrapped)
+    assert json.loads(compact) == json.loads(jsonbytes.dumps_sorted(wrapped))
+    assert compact == json.dumps(
+        {"k": value, "t": [True, False, None, 0, -(2**70), 1.5, "x\n"]},
+        ensure_ascii=False,
+        separators=(",", ":"),
+        allow_nan=False,
+    ).encode("utf-8")

@@ -1,7 +1,7 @@
 """What every provider module implements, and the provider-neutral pieces they share.
 
 * :class:`Provider` — the Protocol (it names no provider; a provider imports only the core).
-* :func:`check_request`, :func:`validate_pairing`, :class:`EncodeCache`, :func:`encode_history`,
+* :func:`check_request`, :func:`validate_pairing`, :class:`EncodeCache`, :func:`history_array`,
   :func:`wire_array` — the history's checks and its encoded form
   (:mod:`llmcore.providers.history`, re-exported here).
 * :func:`rewrite_id` — the pure, injective-in-practice rewrite of tool-call ids a provider rejects.
@@ -29,7 +29,7 @@ from llmcore.providers.history import (
     EncodeCache,
     check_images,
     check_request,
-    encode_history,
+    history_array,
     validate_pairing,
     wire_array,
 )
@@ -55,7 +55,7 @@ __all__ = [
     "data_url",
     "check_images",
     "check_request",
-    "encode_history",
+    "history_array",
     "rewrite_id",
     "validate_pairing",
     "wire_array",

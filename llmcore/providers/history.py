@@ -5,8 +5,8 @@
 * :class:`EncodeCache` — the append-only encoded history of one conversation: each message is
   checked and encoded once, when it first appears; a request costs the new messages' encoding
   plus one join of the stored bytes (SPEC P2, P4).
-* :func:`encode_history` / :func:`wire_array` — a request's messages as the pieces of the
-  ``messages`` (or ``input``) array.
+* :func:`history_array` / :func:`wire_array` — a request's messages as the ``messages`` (or
+  ``input``) array: joined from the cache's pieces, or (no cache) one list written in one pass.
 
 A message's wire bytes are stored as a *piece*: each JSON value it becomes, preceded by a comma
 (``b',{"role":"user",…}'``; Chat writes one value per tool result); a message that becomes
@@ -15,9 +15,9 @@ nothing is ``b""``. The array is the pieces joined, less the first comma.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 from llmcore import jsonbytes
 from llmcore.errors import InvalidRequestError
@@ -28,15 +28,19 @@ __all__ = [
     "SUPPORTED_IMAGE_TYPES",
     "EncodeCache",
     "MessageEncoder",
+    "MessageValues",
     "check_images",
     "check_request",
-    "encode_history",
+    "history_array",
     "validate_pairing",
     "wire_array",
 ]
 
 MessageEncoder = Callable[[int, Message, Hashable], bytes]
 """Encodes message ``i`` under its option (``None`` when it has none) into its piece."""
+
+MessageValues = Callable[[int, Message, Hashable], list[Any]]
+"""Returns the JSON values message ``i`` becomes under its option (none, one, or several)."""
 
 SUPPORTED_IMAGE_TYPES: Final = ("image/jpeg", "image/png", "image/gif", "image/webp")
 """The image types every provider accepts (Anthropic vision docs: "image/jpeg, image/png,
@@ -175,9 +179,19 @@ class EncodeCache:
     _messages: tuple[Message, ...] = ()
     _options: dict[int, Hashable] = field(default_factory=dict)
     _pieces: list[bytes] = field(default_factory=list)
+    _asked: tuple[Message, ...] | None = None
+    """The messages :meth:`known` was last asked about (a build asks twice: checks, encoding)."""
+    _answer: int = 0
 
     def known(self, messages: tuple[Message, ...]) -> int:
         """Return how many leading messages of ``messages`` the latest build also began with."""
+        if messages is self._asked:
+            return self._answer
+        self._answer = self._shared(messages)
+        self._asked = messages
+        return self._answer
+
+    def _shared(self, messages: tuple[Message, ...]) -> int:
         previous = self._messages
         size = min(len(previous), len(messages))
         if previous[:size] == messages[:size]:  # identity first, in C; values after a reopen
@@ -213,26 +227,51 @@ class EncodeCache:
         self.misses += len(moved) + len(messages) - known
         self.hits += known - len(moved)
         self._messages, self._options, self._pieces = messages, dict(options), pieces
+        self._asked = None
         return pieces
 
 
-def encode_history(
+def history_array(
     messages: tuple[Message, ...],
     options: Mapping[int, Hashable],
-    encode: MessageEncoder,
+    values: MessageValues,
     cache: EncodeCache | None,
-) -> list[bytes]:
-    """Return each message's piece, through ``cache`` when one is given."""
-    if cache is not None:
-        return cache.encode_all(messages, options, encode)
-    return [encode(i, m, options.get(i)) for i, m in enumerate(messages)]
+    head: Sequence[Any] = (),
+) -> jsonbytes.RawArray | list[Any]:
+    """Return the array of ``head`` and the messages' values, for :func:`jsonbytes.dumps`.
 
+    With ``cache``, each message's piece (its values written by :func:`jsonbytes.dumps_items`)
+    comes from the cache or is encoded once, and the array joins the pieces. Without one (a
+    cold build), every message's values go into one list that the writer writes in the same
+    pass as the rest of the body, so each message's bytes are copied once, into the body. The
+    bytes are the same either way: a piece is its values' bytes, each after a comma.
 
-def wire_array(pieces: list[bytes]) -> jsonbytes.RawArray:
-    """Return the JSON array of ``pieces`` (each a comma and one or more values, or empty).
-
-    The first comma is cut by a view, so each piece's bytes are copied once, into the body.
+    Args:
+        messages: The request's messages.
+        options: The encoding options of the messages that have one, by index.
+        values: Returns message ``i``'s JSON values under its option.
+        cache: The conversation's encode cache, or ``None``.
+        head: Values written before the messages' (Chat's ``system`` message).
     """
+    if cache is None:
+        array = list(head)
+        for index, message in enumerate(messages):
+            array.extend(values(index, message, options.get(index)))
+        return array
+    pieces = cache.encode_all(
+        messages, options, lambda i, m, o: jsonbytes.dumps_items(values(i, m, o))
+    )
+    return wire_array(pieces, jsonbytes.dumps_items(head))
+
+
+def wire_array(pieces: list[bytes], head: bytes = b"") -> jsonbytes.RawArray:
+    """Return the JSON array of ``head`` and ``pieces`` (each a comma and values, or empty).
+
+    The first comma is cut by a view, so each piece's bytes are copied once, into the body; the
+    list of pieces is copied once (the cache keeps its own).
+    """
+    if head:
+        return jsonbytes.RawArray.from_pieces([memoryview(head)[1:], *pieces])
     for index, piece in enumerate(pieces):
         if piece:
             return jsonbytes.RawArray.from_pieces([memoryview(piece)[1:], *pieces[index + 1 :]])

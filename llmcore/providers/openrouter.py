@@ -68,7 +68,6 @@ from llmcore.providers.base import (
     ResponseSide,
     breakpoint_options,
     check_request,
-    encode_history,
 )
 from llmcore.request import CacheMode, CacheTtl, Request
 
@@ -114,11 +113,11 @@ def _mark_last_part(wire: list[dict[str, Any]], ttl: CacheTtl) -> None:
             return
 
 
-def _encode_message(index: int, message: Message, option: Hashable) -> bytes:
+def _message_values(index: int, message: Message, option: Hashable) -> list[dict[str, Any]]:
     wire = openai_chat.wire_messages(message)
     if option is not None:
         _mark_last_part(wire, "1h" if option == "1h" else "5m")
-    return openai_chat.join_wire(wire)
+    return wire
 
 
 class OpenRouterProvider(ResponseMethods):
@@ -145,8 +144,8 @@ class OpenRouterProvider(ResponseMethods):
         if system is not None and mode == "breakpoints":
             _mark_last_part([system], ttl)
         options = breakpoint_options(request) if mode == "breakpoints" else {}
-        texts = encode_history(request.messages, options, _encode_message, cache)
-        body = openai_chat.body_fields(request, system, texts)
+        messages = openai_chat.messages_array(request, options, _message_values, cache, system)
+        body = openai_chat.body_fields(request, messages)
         if mode == "automatic":
             body["cache_control"] = cache_control(ttl)
         imp.put_extra(body, request.params)

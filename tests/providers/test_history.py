@@ -153,6 +153,8 @@ def test_wire_array_cuts_the_first_comma_only():
     assert jsonbytes.dumps(wire_array([b"", b",1", b"", b",2,3"])) == b"[1,2,3]"
     assert jsonbytes.dumps(wire_array([b""])) == b"[]"
     assert jsonbytes.dumps(wire_array([])) == b"[]"
+    assert jsonbytes.dumps(wire_array([b"", b",1"], b',{"s":0}')) == b'[{"s":0},1]'
+    assert jsonbytes.dumps(wire_array([], b",0")) == b"[0]"
 
 
 def test_an_image_is_base64_encoded_once_and_the_cache_is_not_part_of_its_value():

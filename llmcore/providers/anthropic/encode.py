@@ -58,9 +58,8 @@ from llmcore.providers.base import (
     base64_text,
     breakpoint_options,
     check_request,
-    encode_history,
+    history_array,
     rewrite_id,
-    wire_array,
 )
 from llmcore.request import CacheTtl, Request, ToolChoiceName
 
@@ -123,14 +122,14 @@ def _block(part: MessageContent) -> dict[str, Any] | None:
             assert_never(part)
 
 
-def _encode_message(index: int, message: Message, option: Hashable) -> bytes:
+def _message_values(index: int, message: Message, option: Hashable) -> list[dict[str, Any]]:
     ttl, carried = option if isinstance(option, tuple) else (option, ())
     blocks: list[Any] = [b for b in (_block(part) for part in message.content) if b is not None]
     if ttl is not None:
         blocks[-1]["cache_control"] = breakpoint_dict(ttl)
     role = "user" if message.role == "tool" else message.role
     head = [jsonbytes.Raw(text) for text in carried]
-    return jsonbytes.dumps_items([{"role": role, "content": head + blocks}])
+    return [{"role": role, "content": head + blocks}]
 
 
 def breakpoint_dict(ttl: Hashable) -> dict[str, str]:
@@ -214,7 +213,6 @@ def build_body(
     check_request(request, cache)
     body = _head(request)
     options = _message_options(request, carry)
-    pieces = encode_history(request.messages, options, _encode_message, cache)
-    body["messages"] = wire_array(pieces)
+    body["messages"] = history_array(request.messages, options, _message_values, cache)
     _tail(request, body)
     return jsonbytes.dumps(body)

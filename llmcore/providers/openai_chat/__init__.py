@@ -18,7 +18,7 @@ from llmcore.providers.openai_chat import encode
 from llmcore.providers.openai_chat.encode import (
     TOOL_ERROR_TEXT,
     body_fields,
-    join_wire,
+    messages_array,
     system_message,
     tool_arguments,
     wire_id,
@@ -43,7 +43,7 @@ __all__ = [
     "TOOL_ERROR_TEXT",
     "body_fields",
     "error_from_body",
-    "join_wire",
+    "messages_array",
     "map_finish_reason",
     "parse_completion",
     "parse_usage",

@@ -61,7 +61,7 @@ https://platform.openai.com/docs/guides/prompt-caching.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from typing import Any, Final, assert_never
 
 from llmcore import jsonbytes
@@ -74,10 +74,10 @@ from llmcore.providers.base import (
     arguments_json,
     check_request,
     data_url,
-    encode_history,
+    history_array,
     rewrite_id,
-    wire_array,
 )
+from llmcore.providers.history import MessageValues
 from llmcore.request import Request, ToolChoiceName
 
 TOOL_ERROR_TEXT: Final = "[tool error]"
@@ -169,23 +169,36 @@ def wire_messages(message: Message) -> list[dict[str, Any]]:
     return [_parts_message(message)]
 
 
-def join_wire(wire: list[dict[str, Any]]) -> bytes:
-    """Return wire messages as the piece that goes inside ``messages``.
-
-    Each one's JSON bytes, preceded by a comma (:func:`~llmcore.providers.history.wire_array`
-    cuts the first).
-    """
-    return jsonbytes.dumps_items(wire)
-
-
-def _encode_message(index: int, message: Message, option: Hashable) -> bytes:
-    return join_wire(wire_messages(message))
+def _message_values(index: int, message: Message, option: Hashable) -> list[dict[str, Any]]:
+    return wire_messages(message)
 
 
 def system_message(request: Request) -> dict[str, Any] | None:
     """Return the leading ``system`` message (one text part per non-empty block), or ``None``."""
     parts = [_text_part(text) for text in request.system if text]
     return {"role": "system", "content": parts} if parts else None
+
+
+def messages_array(
+    request: Request,
+    options: Mapping[int, Hashable],
+    values: MessageValues,
+    cache: EncodeCache | None,
+    system: dict[str, Any] | None = None,
+) -> jsonbytes.RawArray | list[Any]:
+    """Return the ``messages`` array: ``system`` (default :func:`system_message`), then history.
+
+    Args:
+        request: The neutral request.
+        options: The messages' encoding options, by index (OpenRouter's breakpoints).
+        values: Returns a message's wire messages (:func:`wire_messages`, or OpenRouter's).
+        cache: The conversation's encode cache, or ``None``.
+        system: The system message to send in place of :func:`system_message`'s.
+    """
+    if system is None:
+        system = system_message(request)
+    head = [system] if system is not None else []
+    return history_array(request.messages, options, values, cache, head)
 
 
 def _tool_choice(choice: object) -> str | dict[str, Any]:
@@ -211,22 +224,19 @@ def _tools(request: Request) -> list[dict[str, Any]]:
     return tools
 
 
-def body_fields(
-    request: Request, system: dict[str, Any] | None, texts: list[bytes]
-) -> dict[str, Any]:
+def body_fields(request: Request, messages: jsonbytes.RawArray | list[Any]) -> dict[str, Any]:
     """Return the body's modeled fields in key order, ``params.extra`` not yet appended.
 
     Args:
         request: The neutral request.
-        system: The leading system message (see :func:`system_message`), or ``None``.
-        texts: Each history message's piece (see :func:`join_wire`), in order.
+        messages: The ``messages`` array, system message first
+            (:func:`~llmcore.providers.history.history_array`).
     """
     params = request.params
     body: dict[str, Any] = {"model": request.model}
     if params.max_tokens is not None:
         body["max_completion_tokens"] = params.max_tokens
-    head = [jsonbytes.dumps_items([system])] if system is not None else []
-    body["messages"] = wire_array(head + texts)
+    body["messages"] = messages
     tools = _tools(request)
     if tools:
         body["tools"] = tools
@@ -244,7 +254,6 @@ def build_body(
 ) -> bytes:
     """Return the body bytes for ``request`` (the provider class documents it)."""
     check_request(request, cache)
-    texts = encode_history(request.messages, {}, _encode_message, cache)
-    body = body_fields(request, system_message(request), texts)
+    body = body_fields(request, messages_array(request, {}, _message_values, cache))
     imp.put_extra(body, request.params)
     return jsonbytes.dumps(body)

@@ -88,9 +88,8 @@ from llmcore.providers.base import (
     arguments_json,
     check_request,
     data_url,
-    encode_history,
+    history_array,
     rewrite_id,
-    wire_array,
 )
 from llmcore.request import Params, Request, ToolChoiceName
 
@@ -182,11 +181,11 @@ def _items(message: Message) -> list[dict[str, Any]]:
     return [_result_item(part) for part in message.content]
 
 
-def _encode_message(index: int, message: Message, option: Hashable) -> bytes:
+def _message_values(index: int, message: Message, option: Hashable) -> list[Any]:
     if isinstance(option, tuple) and option:
-        carried = ",".join(str(text) for text in option).encode("utf-8")
-        return b"," + carried if carried else b""
-    return jsonbytes.dumps_items(_items(message))
+        carried = ",".join(str(text) for text in option)
+        return [jsonbytes.Raw(carried)] if carried else []
+    return _items(message)
 
 
 def _message_options(request: Request, carry: Carry | None) -> dict[int, Hashable]:
@@ -259,7 +258,6 @@ def build_body(
     _check_params(request.params)
     body = _head(request)
     options = _message_options(request, carry)
-    pieces = encode_history(request.messages, options, _encode_message, cache)
-    body["input"] = wire_array(pieces)
+    body["input"] = history_array(request.messages, options, _message_values, cache)
     _tail(request, body)
     return jsonbytes.dumps(body)

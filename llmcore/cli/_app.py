@@ -1,22 +1,107 @@
-"""The ``llmcore`` typer application: one module per command group, registered here (SPEC R2).
+"""The ``llmcore`` typer application: one module per command group, loaded on use (SPEC R2).
 
 Every command prints errors as one line on stderr (``llmcore: <where>: <what>``) and exits 2;
 usage errors too (:class:`~llmcore.cli._common.OneLineErrorGroup`). Loading this module loads
-typer and the command modules, not what the commands use (rich, the emulator, httpx,
-matplotlib): each command imports those when it runs.
+typer, not the command modules: :class:`LazyCommandGroup` lists every command from
+:data:`COMMANDS` (its name and one-line summary) and imports a command's module only when that
+command runs or shows its own help. The root ``--help`` imports none of them (issue 12).
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+import importlib
+from typing import Annotated, Any, Final
 
 import typer
+from typer.core import TyperCommand
 
 import llmcore
-from llmcore.cli import audit, bench, bodies, chat, compact, emulate, verify
 from llmcore.cli._common import OneLineErrorGroup
 
-__all__ = ["app"]
+__all__ = ["COMMANDS", "LazyCommandGroup", "app"]
+
+COMMANDS: Final[dict[str, tuple[str, str]]] = {
+    "body": (
+        "llmcore.cli.bodies",
+        "Write exactly the body bytes PROVIDER would be sent (no trailing newline).",
+    ),
+    "import": (
+        "llmcore.cli.bodies",
+        "Turn a recorded PROVIDER body (or corpus case) into a request file on stdout.",
+    ),
+    "audit": (
+        "llmcore.cli.audit",
+        "Check the prefix invariant (P4) over recorded request bodies, in order.",
+    ),
+    "emulate": (
+        "llmcore.cli.emulate",
+        "Run the local provider emulator (Anthropic Messages, OpenAI Chat and Responses).",
+    ),
+    "verify": (
+        "llmcore.cli.verify",
+        "Check that the next body is byte-identical after saving and reopening ARCHIVE (P5).",
+    ),
+    "compact": (
+        "llmcore.cli.compact",
+        "Summarize every turn but the last two of ARCHIVE with one model call (C1–C3).",
+    ),
+    "bench": (
+        "llmcore.cli.bench",
+        "Run the scripted agent session and report its prompt-cache hit rate.",
+    ),
+    "chat": (
+        "llmcore.cli.chat",
+        "A terminal agent over the workspace, with sessions (S1–S6); the emulator by default.",
+    ),
+}
+"""Each command, in help order: the module whose ``register(app)`` adds it, and the first
+paragraph of its help (a test checks it against the command's docstring)."""
+
+
+class _Summary(TyperCommand):
+    """A command's name and summary for the root help, standing in until the command is used."""
+
+
+def load_commands(module: str) -> dict[str, Any]:
+    """Import ``module`` and return the click commands its ``register(app)`` adds, by name."""
+    registrar = typer.Typer()
+    importlib.import_module(module).register(registrar)
+    return dict(typer.main.get_group(registrar).commands)
+
+
+class LazyCommandGroup(OneLineErrorGroup):
+    """The ``llmcore`` group: commands known by name and summary, each module loaded on use.
+
+    While the group's own help is written the commands are their summaries (nothing imported);
+    :meth:`get_command` otherwise replaces a summary by the real command, importing its module
+    (and whatever that module imports) then.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """Build the group with a summary for each command of :data:`COMMANDS`."""
+        super().__init__(*args, **kwargs)
+        self._listing = False
+        for name, (_, summary) in COMMANDS.items():
+            self.commands.setdefault(name, _Summary(name=name, help=summary, callback=None))
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        """The command ``cmd_name``: its summary while listing, else the loaded command."""
+        command = self.commands.get(cmd_name)
+        if isinstance(command, _Summary) and not self._listing:
+            for name, loaded in load_commands(COMMANDS[cmd_name][0]).items():
+                self.commands[name] = loaded
+        if self._listing:
+            return command
+        return super().get_command(ctx, cmd_name)
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        """Write the group's help from the summaries, importing no command module."""
+        self._listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
+
 
 app = typer.Typer(
     name="llmcore",
@@ -24,15 +109,8 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    cls=OneLineErrorGroup,
+    cls=LazyCommandGroup,
 )
-bodies.register(app)
-audit.register(app)
-emulate.register(app)
-verify.register(app)
-compact.register(app)
-bench.register(app)
-chat.register(app)
 
 
 def _print_version(value: bool) -> None:

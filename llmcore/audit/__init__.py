@@ -20,7 +20,8 @@ responses' usage (:mod:`llmcore.audit.usage`) sits beside the estimated figures;
 are exempted with a reason (:mod:`llmcore.audit.exemptions`).
 
 It reads wire bodies on its own and shares no code with llmcore's provider modules (V4): only
-the generic helpers :mod:`llmcore.jsonbytes`, :mod:`llmcore.tokens` and :mod:`llmcore.errors`.
+the generic helpers :mod:`llmcore.jsonbytes`, :mod:`llmcore.tokens` and :mod:`llmcore.errors`
+(and :mod:`llmcore._lazy`, which loads each public name's module on first use).
 
 Leaves out: printing (``llmcore audit``, :mod:`llmcore.cli.audit`).
 """

@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TypedDict
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -77,6 +78,16 @@ def _run_once(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float
     return wall, cpu
 
 
+class Row(TypedDict):
+    """One command's medians (ms), as multiples of ``python -c pass``, and its target (ms)."""
+
+    wall_ms: float
+    cpu_ms: float
+    wall_x_python: float
+    cpu_x_python: float
+    target_ms: int | None
+
+
 BASELINE = " [baseline]"
 """Suffix of a command's name when it runs the baseline tree."""
 
@@ -93,7 +104,7 @@ def _with_baseline(
     return both
 
 
-def measure(runs: int, baseline: Path | None = None) -> dict[str, dict[str, float]]:
+def measure(runs: int, baseline: Path | None = None) -> dict[str, Row]:
     with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp:
         request = Path(tmp) / "request.json"
         request.write_text(json.dumps(SMALL_REQUEST), encoding="utf-8")
@@ -111,7 +122,7 @@ def measure(runs: int, baseline: Path | None = None) -> dict[str, dict[str, floa
                 cpus[name].append(cpu)
     base_wall = statistics.median(walls["python -c pass"])
     base_cpu = statistics.median(cpus["python -c pass"])
-    rows = {}
+    rows: dict[str, Row] = {}
     for name in commands:
         wall, cpu = statistics.median(walls[name]), statistics.median(cpus[name])
         rows[name] = {
@@ -124,7 +135,7 @@ def measure(runs: int, baseline: Path | None = None) -> dict[str, dict[str, floa
     return rows
 
 
-def _print_table(rows: dict[str, dict[str, float]]) -> None:
+def _print_table(rows: dict[str, Row]) -> None:
     names = [name for name in rows if not name.endswith(BASELINE)]
     if not any(name.endswith(BASELINE) for name in rows):
         print(f"{'command':44} {'wall ms':>8} {'cpu ms':>8} {'× pass':>7} {'target':>7}")

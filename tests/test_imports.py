@@ -82,16 +82,13 @@ NOT_ON_HELP = (
 )
 """The root help is written from the commands' names and summaries: no command module loads."""
 NOT_ON_BODY = (
-    *(
-        m
-        for m in NOT_ON_HELP
-        if m not in ("pydantic", "llmcore.cli.bodies", "llmcore.audit._shape")
-    ),
+    *(m for m in NOT_ON_HELP if m not in ("llmcore.cli.bodies", "llmcore.audit._shape")),
     "llmcore.transport",
     "llmcore.archive",
     "llmcore.audit.inputs",
 )
-"""``body`` sends nothing and saves nothing; of the auditor it loads only the shape check."""
+"""``body`` sends nothing and saves nothing, builds no pydantic adapter (its values are plain
+text and paths) and of the auditor loads only the shape check."""
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,8 @@ command runs or shows its own help. The root ``--help`` imports none of them (is
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any, Final
 
 import typer
@@ -63,10 +65,71 @@ class _Summary(TyperCommand):
 
 
 def load_commands(module: str) -> dict[str, Any]:
-    """Import ``module`` and return the click commands its ``register(app)`` adds, by name."""
+    """Import ``module`` and return the click commands its ``register(app)`` adds, by name.
+
+    Each ``str``, :class:`~pathlib.Path` and ``bool`` parameter gets :func:`light_coercion`.
+    """
     registrar = typer.Typer()
     importlib.import_module(module).register(registrar)
-    return dict(typer.main.get_group(registrar).commands)
+    commands = dict(typer.main.get_group(registrar).commands)
+    for command in commands.values():
+        for param in command.params:
+            light_coercion(param)
+    return commands
+
+
+def light_coercion(param: Any) -> bool:
+    """Coerce a plain ``str``, ``Path`` or ``bool`` parameter without a pydantic adapter.
+
+    typer 0.29 validates every value through a pydantic ``TypeAdapter`` built on first use, so
+    any command that runs loads pydantic (about a third of ``llmcore body``'s start-up). A
+    ``str`` value given as text is already the result; a ``Path`` value goes through typer's own
+    path checks (``exists``, ``dir_okay``, ``allow_dash``, …) from :class:`~pathlib.Path`, which
+    is what the adapter would have produced; a flag's ``bool`` is already the result. Any other
+    value (an empty string too, which pydantic keeps apart from ``Path("")``, that is ``.``),
+    or a typer without these internals, keeps typer's own coercion.
+
+    Returns:
+        Whether ``param`` now coerces without pydantic.
+    """
+    try:
+        from typer._coercion import RuntimeParam
+        from typer._param_types import coerce_cli_path
+    except ImportError:  # another typer: its own coercion stays
+        return False
+    descriptor = getattr(param, "type_descriptor", None)
+    if (
+        descriptor is None
+        or getattr(param, "_runtime_param", False) is not None
+        or descriptor.parameter_info.parser is not None
+        or descriptor.file_annotation is not None
+        or descriptor.annotation not in (str, Path, bool)
+        or descriptor.parameter_info.path_type not in (None, Path)
+    ):
+        return False
+
+    @dataclass(frozen=True)
+    class _Text(RuntimeParam):
+        def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
+            if self.annotation is bool and isinstance(value, bool):
+                return value
+            if self.annotation is bool or not isinstance(value, str) or value == "":
+                return _typer_coercion(param).coerce(value, param=param, ctx=ctx)
+            if self.annotation is str:
+                return value
+            return coerce_cli_path(
+                Path(value), self.parameter_info, path_type=Path, param=param, ctx=ctx
+            )
+
+    param._runtime_param = _Text(descriptor.parameter_info, descriptor.annotation)
+    return True
+
+
+def _typer_coercion(param: Any) -> Any:
+    """The coercion typer itself gives ``param`` (its pydantic adapter)."""
+    from typer._coercion import build_runtime_param
+
+    return build_runtime_param(param.type_descriptor)
 
 
 class LazyCommandGroup(OneLineErrorGroup):
@@ -83,6 +146,15 @@ class LazyCommandGroup(OneLineErrorGroup):
         self._listing = False
         for name, (_, summary) in COMMANDS.items():
             self.commands.setdefault(name, _Summary(name=name, help=summary, callback=None))
+        for param in self.params:
+            light_coercion(param)
+
+    def get_help_option(self, ctx: Any) -> Any:
+        """The group's ``--help`` option, coerced without pydantic (:func:`light_coercion`)."""
+        option = super().get_help_option(ctx)
+        if option is not None:
+            light_coercion(option)
+        return option
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         """The command ``cmd_name``: its summary while listing, else the loaded command."""
@@ -92,7 +164,10 @@ class LazyCommandGroup(OneLineErrorGroup):
                 self.commands[name] = loaded
         if self._listing:
             return command
-        return super().get_command(ctx, cmd_name)
+        command = super().get_command(ctx, cmd_name)
+        if command is not None and command.get_help_option(ctx) is not None:
+            light_coercion(command.get_help_option(ctx))
+        return command
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         """Write the group's help from the summaries, importing no command module."""

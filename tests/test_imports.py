@@ -28,6 +28,7 @@ def run(*args):
     sys.argv = ["llmcore", *args]
     from llmcore.cli import main
     real, sys.stdout = sys.stdout, io.TextIOWrapper(io.BytesIO())
+    code = 0
     try:
         main()
     except SystemExit as exc:
@@ -38,6 +39,7 @@ def run(*args):
 request = sys.argv[1]
 import llmcore
 steps = {"import": {"exit": 0, "modules": loaded()}}
+steps["version"] = run("--version")
 steps["help"] = run("--help")
 steps["body"] = run("body", "-p", "anthropic", request)
 print(json.dumps(steps))
@@ -61,9 +63,32 @@ NOT_ON_IMPORT = (
     "httpx",
     "yaml",
 )
-NOT_ON_HELP = ("llmcore.emulator", "uvicorn", "starlette", "matplotlib", "numpy", "httpx")
-NOT_ON_BODY = (*NOT_ON_HELP, "llmcore.transport", "llmcore.archive")
-"""``body`` sends nothing and saves nothing; it does load the auditor (its shape check)."""
+NOT_ON_VERSION = ("typer", "click", "rich", "pydantic", "llmcore.cli._app")
+"""``--version`` alone is answered before the application is built."""
+COMMAND_MODULES = tuple(
+    f"llmcore.cli.{name}" for name in ("audit", "bench", "bodies", "chat", "compact", "emulate")
+) + ("llmcore.cli.verify",)
+NOT_ON_HELP = (
+    "llmcore.emulator",
+    "uvicorn",
+    "starlette",
+    "matplotlib",
+    "numpy",
+    "httpx",
+    "pydantic",
+    "llmcore.audit._shape",
+    "llmcore.audit._auditor",
+    *COMMAND_MODULES,
+)
+"""The root help is written from the commands' names and summaries: no command module loads."""
+NOT_ON_BODY = (
+    *(m for m in NOT_ON_HELP if m not in ("llmcore.cli.bodies", "llmcore.audit._shape")),
+    "llmcore.transport",
+    "llmcore.archive",
+    "llmcore.audit.inputs",
+)
+"""``body`` sends nothing and saves nothing, builds no pydantic adapter (its values are plain
+text and paths) and of the auditor loads only the shape check."""
 
 
 @pytest.fixture(scope="module")
@@ -79,6 +104,7 @@ def steps(tmp_path_factory) -> dict[str, list[str]]:
     result = json.loads(done.stdout)
     assert {step: value["exit"] for step, value in result.items()} == {
         "import": 0,
+        "version": 0,
         "help": 0,
         "body": 0,
     }, done.stderr
@@ -90,13 +116,19 @@ def test_import_llmcore_loads_nothing_heavy(steps) -> None:
     assert [m for m in NOT_ON_IMPORT if m in steps["import"]] == []
 
 
-def test_help_loads_no_server_and_no_chart(steps) -> None:
-    assert "llmcore.cli._app" in steps["help"]  # the commands are registered
+def test_version_builds_no_application(steps) -> None:
+    assert "llmcore.cli" in steps["version"]
+    assert [m for m in NOT_ON_VERSION if m in steps["version"]] == []
+
+
+def test_help_loads_no_command_module_no_server_and_no_chart(steps) -> None:
+    assert "llmcore.cli._app" in steps["help"]  # the application was built
     assert [m for m in NOT_ON_HELP if m in steps["help"]] == []
 
 
 def test_body_loads_the_provider_and_nothing_it_does_not_use(steps) -> None:
     assert "llmcore.providers.anthropic" in steps["body"]  # it built the body
+    assert {"llmcore.cli.bodies", "llmcore.audit._shape"} <= set(steps["body"])  # shape check
     assert [m for m in NOT_ON_BODY if m in steps["body"]] == []
 
 
@@ -190,3 +222,35 @@ def test_every_extra_module_is_installed_here() -> None:
     assert {extra: _extras.missing_extra(extra) for extra in _extras.EXTRAS} == dict.fromkeys(
         _extras.EXTRAS
     )
+
+
+# ------------------------------------------ the root help's summaries are the commands' own
+
+
+def test_each_summary_is_the_first_paragraph_of_its_commands_help() -> None:
+    from llmcore.cli._app import COMMANDS, load_commands
+
+    loaded = {}
+    for module in dict.fromkeys(module for module, _ in COMMANDS.values()):
+        loaded.update(load_commands(module))
+    assert set(loaded) == set(COMMANDS)  # every registered command is listed, and only those
+    assert {name: loaded[name].help.split("\n\n")[0] for name in COMMANDS} == {
+        name: summary for name, (_, summary) in COMMANDS.items()
+    }
+
+
+def test_the_root_help_lists_the_summaries_and_a_command_runs_from_its_module() -> None:
+    from llmcore.cli import app
+    from llmcore.cli._app import COMMANDS
+
+    help_ = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "200"})
+    assert help_.exit_code == 0
+    panel = [row for row in help_.output.split("─ Commands ─")[1].splitlines() if "│" in row]
+    assert [tuple(line.strip("│ ").split(None, 1)) for line in panel] == [
+        (name, summary) for name, (_, summary) in COMMANDS.items()
+    ]
+    version = CliRunner().invoke(app, ["--version"])
+    assert (version.exit_code, version.output) == (0, f"llmcore {llmcore.__version__}\n")
+    typo = CliRunner().invoke(app, ["bodyy"])
+    assert typo.exit_code == 2
+    assert "Did you mean 'body'?" in typo.stderr

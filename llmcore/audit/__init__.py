@@ -20,7 +20,8 @@ responses' usage (:mod:`llmcore.audit.usage`) sits beside the estimated figures;
 are exempted with a reason (:mod:`llmcore.audit.exemptions`).
 
 It reads wire bodies on its own and shares no code with llmcore's provider modules (V4): only
-the generic helpers :mod:`llmcore.jsonbytes`, :mod:`llmcore.tokens` and :mod:`llmcore.errors`.
+the generic helpers :mod:`llmcore.jsonbytes`, :mod:`llmcore.tokens` and :mod:`llmcore.errors`
+(and :mod:`llmcore._lazy`, which loads each public name's module on first use).
 
 Leaves out: printing (``llmcore audit``, :mod:`llmcore.cli.audit`).
 """
@@ -29,28 +30,68 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from llmcore.audit._auditor import Auditor, audit_bodies
-from llmcore.audit._shape import (
-    ANTHROPIC_MIN_TOKENS,
-    PROVIDERS,
-    minimum_tokens,
-    wire_conflict,
-    wire_shape,
-)
-from llmcore.audit.inputs import read_inputs
-from llmcore.audit.matcher import BodyDifference, body_matcher, first_difference, normalize_body
-from llmcore.audit.report import (
-    DIVERGENCES,
-    GROUPING_RULE,
-    GROUPINGS,
-    AuditInput,
-    AuditInputError,
-    AuditReport,
-    RecordedUsage,
-    RequestRecord,
-    Verdict,
-)
+from llmcore._lazy import lazy_names as _lazy_names
+
+if TYPE_CHECKING:
+    from llmcore.audit._auditor import Auditor, audit_bodies
+    from llmcore.audit._shape import (
+        ANTHROPIC_MIN_TOKENS,
+        PROVIDERS,
+        minimum_tokens,
+        wire_conflict,
+        wire_shape,
+    )
+    from llmcore.audit.inputs import read_inputs
+    from llmcore.audit.matcher import (
+        BodyDifference,
+        body_matcher,
+        first_difference,
+        normalize_body,
+    )
+    from llmcore.audit.report import (
+        DIVERGENCES,
+        GROUPING_RULE,
+        GROUPINGS,
+        AuditInput,
+        AuditInputError,
+        AuditReport,
+        RecordedUsage,
+        RequestRecord,
+        Verdict,
+    )
+
+_HOMES: dict[str, str] = {
+    **dict.fromkeys(["Auditor", "audit_bodies"], "llmcore.audit._auditor"),
+    **dict.fromkeys(
+        ["ANTHROPIC_MIN_TOKENS", "PROVIDERS", "minimum_tokens", "wire_conflict", "wire_shape"],
+        "llmcore.audit._shape",
+    ),
+    "read_inputs": "llmcore.audit.inputs",
+    **dict.fromkeys(
+        ["BodyDifference", "body_matcher", "first_difference", "normalize_body"],
+        "llmcore.audit.matcher",
+    ),
+    **dict.fromkeys(
+        [
+            "DIVERGENCES",
+            "GROUPING_RULE",
+            "GROUPINGS",
+            "AuditInput",
+            "AuditInputError",
+            "AuditReport",
+            "RecordedUsage",
+            "RequestRecord",
+            "Verdict",
+        ],
+        "llmcore.audit.report",
+    ),
+}
+"""Each public name but :func:`audit_paths` and the module it is loaded from on first use, so
+that ``from llmcore.audit import wire_conflict`` loads the shape check and not the auditor."""
+
+__getattr__, __dir__ = _lazy_names(__name__, _HOMES, globals())
 
 __all__ = [
     "ANTHROPIC_MIN_TOKENS",
@@ -95,6 +136,9 @@ def audit_paths(
         AuditInputError: An input is missing or malformed (names the file and line or index).
         UnknownProviderError: ``provider`` is not a known name.
     """
+    from llmcore.audit._auditor import Auditor, audit_bodies
+    from llmcore.audit.inputs import read_inputs
+
     Auditor(provider, group)  # an unknown grouping is refused before any file is read
     inputs, skipped = read_inputs(paths, stdin)
     return audit_bodies(inputs, provider, skipped=skipped, group=group)

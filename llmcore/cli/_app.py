@@ -1,22 +1,182 @@
-"""The ``llmcore`` typer application: one module per command group, registered here (SPEC R2).
+"""The ``llmcore`` typer application: one module per command group, loaded on use (SPEC R2).
 
 Every command prints errors as one line on stderr (``llmcore: <where>: <what>``) and exits 2;
 usage errors too (:class:`~llmcore.cli._common.OneLineErrorGroup`). Loading this module loads
-typer and the command modules, not what the commands use (rich, the emulator, httpx,
-matplotlib): each command imports those when it runs.
+typer, not the command modules: :class:`LazyCommandGroup` lists every command from
+:data:`COMMANDS` (its name and one-line summary) and imports a command's module only when that
+command runs or shows its own help. The root ``--help`` imports none of them (issue 12).
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Final
 
 import typer
+from typer.core import TyperCommand
 
 import llmcore
-from llmcore.cli import audit, bench, bodies, chat, compact, emulate, verify
 from llmcore.cli._common import OneLineErrorGroup
 
-__all__ = ["app"]
+__all__ = ["COMMANDS", "LazyCommandGroup", "app"]
+
+COMMANDS: Final[dict[str, tuple[str, str]]] = {
+    "body": (
+        "llmcore.cli.bodies",
+        "Write exactly the body bytes PROVIDER would be sent (no trailing newline).",
+    ),
+    "import": (
+        "llmcore.cli.bodies",
+        "Turn a recorded PROVIDER body (or corpus case) into a request file on stdout.",
+    ),
+    "audit": (
+        "llmcore.cli.audit",
+        "Check the prefix invariant (P4) over recorded request bodies, in order.",
+    ),
+    "emulate": (
+        "llmcore.cli.emulate",
+        "Run the local provider emulator (Anthropic Messages, OpenAI Chat and Responses).",
+    ),
+    "verify": (
+        "llmcore.cli.verify",
+        "Check that the next body is byte-identical after saving and reopening ARCHIVE (P5).",
+    ),
+    "compact": (
+        "llmcore.cli.compact",
+        "Summarize every turn but the last two of ARCHIVE with one model call (C1–C3).",
+    ),
+    "bench": (
+        "llmcore.cli.bench",
+        "Run the scripted agent session and report its prompt-cache hit rate.",
+    ),
+    "chat": (
+        "llmcore.cli.chat",
+        "A terminal agent over the workspace, with sessions (S1–S6); the emulator by default.",
+    ),
+}
+"""Each command, in help order: the module whose ``register(app)`` adds it, and the first
+paragraph of its help (a test checks it against the command's docstring)."""
+
+
+class _Summary(TyperCommand):
+    """A command's name and summary for the root help, standing in until the command is used."""
+
+
+def load_commands(module: str) -> dict[str, Any]:
+    """Import ``module`` and return the click commands its ``register(app)`` adds, by name.
+
+    Each ``str``, :class:`~pathlib.Path` and ``bool`` parameter gets :func:`light_coercion`.
+    """
+    registrar = typer.Typer()
+    importlib.import_module(module).register(registrar)
+    commands = dict(typer.main.get_group(registrar).commands)
+    for command in commands.values():
+        for param in command.params:
+            light_coercion(param)
+    return commands
+
+
+def light_coercion(param: Any) -> bool:
+    """Coerce a plain ``str``, ``Path`` or ``bool`` parameter without a pydantic adapter.
+
+    typer 0.29 validates every value through a pydantic ``TypeAdapter`` built on first use, so
+    any command that runs loads pydantic (about a third of ``llmcore body``'s start-up). A
+    ``str`` value given as text is already the result; a ``Path`` value goes through typer's own
+    path checks (``exists``, ``dir_okay``, ``allow_dash``, …) from :class:`~pathlib.Path`, which
+    is what the adapter would have produced; a flag's ``bool`` is already the result. Any other
+    value (an empty string too, which pydantic keeps apart from ``Path("")``, that is ``.``),
+    or a typer without these internals, keeps typer's own coercion.
+
+    Returns:
+        Whether ``param`` now coerces without pydantic.
+    """
+    try:
+        from typer._coercion import RuntimeParam
+        from typer._param_types import coerce_cli_path
+    except ImportError:  # another typer: its own coercion stays
+        return False
+    descriptor = getattr(param, "type_descriptor", None)
+    if (
+        descriptor is None
+        or getattr(param, "_runtime_param", False) is not None
+        or descriptor.parameter_info.parser is not None
+        or descriptor.file_annotation is not None
+        or descriptor.annotation not in (str, Path, bool)
+        or descriptor.parameter_info.path_type not in (None, Path)
+    ):
+        return False
+
+    @dataclass(frozen=True)
+    class _Text(RuntimeParam):
+        def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
+            if self.annotation is bool and isinstance(value, bool):
+                return value
+            if self.annotation is bool or not isinstance(value, str) or value == "":
+                return _typer_coercion(param).coerce(value, param=param, ctx=ctx)
+            if self.annotation is str:
+                return value
+            return coerce_cli_path(
+                Path(value), self.parameter_info, path_type=Path, param=param, ctx=ctx
+            )
+
+    param._runtime_param = _Text(descriptor.parameter_info, descriptor.annotation)
+    return True
+
+
+def _typer_coercion(param: Any) -> Any:
+    """The coercion typer itself gives ``param`` (its pydantic adapter)."""
+    from typer._coercion import build_runtime_param
+
+    return build_runtime_param(param.type_descriptor)
+
+
+class LazyCommandGroup(OneLineErrorGroup):
+    """The ``llmcore`` group: commands known by name and summary, each module loaded on use.
+
+    While the group's own help is written the commands are their summaries (nothing imported);
+    :meth:`get_command` otherwise replaces a summary by the real command, importing its module
+    (and whatever that module imports) then.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """Build the group with a summary for each command of :data:`COMMANDS`."""
+        super().__init__(*args, **kwargs)
+        self._listing = False
+        for name, (_, summary) in COMMANDS.items():
+            self.commands.setdefault(name, _Summary(name=name, help=summary, callback=None))
+        for param in self.params:
+            light_coercion(param)
+
+    def get_help_option(self, ctx: Any) -> Any:
+        """The group's ``--help`` option, coerced without pydantic (:func:`light_coercion`)."""
+        option = super().get_help_option(ctx)
+        if option is not None:
+            light_coercion(option)
+        return option
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        """The command ``cmd_name``: its summary while listing, else the loaded command."""
+        command = self.commands.get(cmd_name)
+        if isinstance(command, _Summary) and not self._listing:
+            for name, loaded in load_commands(COMMANDS[cmd_name][0]).items():
+                self.commands[name] = loaded
+        if self._listing:
+            return command
+        command = super().get_command(ctx, cmd_name)
+        if command is not None and command.get_help_option(ctx) is not None:
+            light_coercion(command.get_help_option(ctx))
+        return command
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        """Write the group's help from the summaries, importing no command module."""
+        self._listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
+
 
 app = typer.Typer(
     name="llmcore",
@@ -24,15 +184,8 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    cls=OneLineErrorGroup,
+    cls=LazyCommandGroup,
 )
-bodies.register(app)
-audit.register(app)
-emulate.register(app)
-verify.register(app)
-compact.register(app)
-bench.register(app)
-chat.register(app)
 
 
 def _print_version(value: bool) -> None:

@@ -9,11 +9,11 @@ note. Everything else in the four content cases converts without loss.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from llmcore.errors import UserError
+from llmcore.errors import RequestFileError, UserError
 from llmcore.messages import Message, Text
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "History",
     "MissingDependencyError",
     "Note",
+    "listed",
     "omitted_image_text",
     "plain",
     "utf8_text",
@@ -69,6 +70,19 @@ class Converted(Generic[M]):
 
 class MissingDependencyError(UserError):
     """An adapter's optional dependency is not installed (install the named extra)."""
+
+
+def listed(items: Iterable[Any] | Any, where: str) -> list[Any]:
+    """Return ``items`` (a list, tuple or other iterable of messages or blocks) as a list.
+
+    Raises:
+        RequestFileError: ``items`` is not such an iterable (``None``, a number, a string, a
+            mapping), naming ``where``.
+    """
+    if isinstance(items, str | bytes | bytearray | dict) or not isinstance(items, Iterable):
+        found = "None" if items is None else type(items).__name__
+        raise RequestFileError(f"expected a list, found {found}", location=where)
+    return list(items)
 
 
 def plain(item: Any, nested: tuple[str, ...]) -> Any:

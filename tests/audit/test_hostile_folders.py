@@ -1,5 +1,7 @@
 """A folder run survives any one bad file inside it: the file is listed, the others audited.
 
+And standard input that is closed is named in one line, not an internal error.
+
 Each case is an input that once aborted the whole run with exit 2 when found in a folder (a
 cassette that is not YAML, binary junk, a bad ``request.method``, a JSONL envelope with a
 number for its body, a file that cannot be read), although the same file named on the command
@@ -79,3 +81,10 @@ def test_a_symlink_loop_in_a_folder_ends(tmp_path: Path):
     (tmp_path / "loop" / "up").symlink_to("..", target_is_directory=True)
     report = audit_paths([tmp_path])
     assert {r.file for r in report.requests} == {str(good)} and len(report.requests) == 2
+
+
+def test_standard_input_closed_is_named_in_one_line(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr("sys.stdin", None)  # what Python sets when started with `<&-`
+    code, out, err = _run([Path("-")])
+    assert (code, out) == (EXIT_INPUT, "")
+    assert err == "llmcore: <stdin>: cannot read: standard input is closed\n"

@@ -31,10 +31,8 @@ SCALARS = (
     | st.binary(max_size=8)
     | st.dates()
 )
-VALUES = st.recursive(
-    SCALARS,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(KEYS, inner, max_size=4),
-    max_leaves=12,
+VALUES: st.SearchStrategy[object] = st.deferred(
+    lambda: SCALARS | st.lists(VALUES, max_size=3) | st.dictionaries(KEYS, VALUES, max_size=3)
 )
 ENTRIES = st.lists(
     st.fixed_dictionaries(

@@ -9,11 +9,11 @@ note. Everything else in the four content cases converts without loss.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from llmcore.errors import MissingDependencyError
+from llmcore.errors import MissingDependencyError, RequestFileError
 from llmcore.messages import Message, Text
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "History",
     "MissingDependencyError",
     "Note",
+    "listed",
     "omitted_image_text",
     "plain",
     "utf8_text",
@@ -65,6 +66,19 @@ class Converted(Generic[M]):
     system: list[dict[str, Any]] = field(default_factory=list)
     """Forms that pass the system prompt apart from the messages (Anthropic ``system``): its
     blocks; empty for forms that hold it in ``messages`` or when there is none."""
+
+
+def listed(items: Iterable[Any] | Any, where: str) -> list[Any]:
+    """Return ``items`` (a list, tuple or other iterable of messages or blocks) as a list.
+
+    Raises:
+        RequestFileError: ``items`` is not such an iterable (``None``, a number, a string, a
+            mapping), naming ``where``.
+    """
+    if isinstance(items, str | bytes | bytearray | dict) or not isinstance(items, Iterable):
+        found = "None" if items is None else type(items).__name__
+        raise RequestFileError(f"expected a list, found {found}", location=where)
+    return list(items)
 
 
 def plain(item: Any, nested: tuple[str, ...]) -> Any:

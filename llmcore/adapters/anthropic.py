@@ -40,6 +40,7 @@ from llmcore.adapters._common import (
     Converted,
     History,
     Note,
+    listed,
     omitted_image_text,
     plain,
     utf8_text,
@@ -100,10 +101,14 @@ def to_history(messages: Iterable[Any], *, system: str | Iterable[Any] | None = 
         UnsupportedContentError: Content outside the four cases (documents, server tools, URL
             images, a ``system`` role inside the conversation, …).
     """
-    body: dict[str, Any] = {"messages": [plain(item, _NESTED) for item in messages]}
+    body: dict[str, Any] = {
+        "messages": [plain(item, _NESTED) for item in listed(messages, "messages")]
+    }
     if system is not None:
         body["system"] = (
-            system if isinstance(system, str) else [plain(block, ()) for block in system]
+            system
+            if isinstance(system, str)
+            else [plain(block, ()) for block in listed(system, "system")]
         )
     reader = _Reader()
     blocks = reader.system(body, _ROOT)

@@ -45,6 +45,7 @@ from llmcore.adapters._common import (
     Converted,
     History,
     Note,
+    listed,
     omitted_image_text,
     plain,
     utf8_text,
@@ -95,7 +96,7 @@ def to_history(messages: Iterable[Any]) -> History:
         UnsupportedContentError: Content outside the four cases (audio, files, URL images,
             legacy function calls, a system message after the conversation started, …).
     """
-    body = {"messages": [plain(item, _NESTED) for item in messages]}
+    body = {"messages": [plain(item, _NESTED) for item in listed(messages, "messages")]}
     reader = _Reader()
     system = reader.system(body, _ROOT)
     history = tuple(reader.messages(body, _ROOT))

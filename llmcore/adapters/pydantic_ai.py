@@ -54,6 +54,7 @@ from llmcore.adapters._common import (
     History,
     MissingDependencyError,
     Note,
+    listed,
     omitted_image_text,
     utf8_text,
 )
@@ -89,7 +90,7 @@ class _Reader(imp.Importer):
         self.out: list[Message] = []
 
     def read(self, messages: Iterable[Any]) -> History:
-        for index, message in enumerate(messages):
+        for index, message in enumerate(listed(messages, "messages")):
             at = f"messages[{index}]"
             if isinstance(message, pm.ModelRequest):
                 self.request(message, at)
@@ -108,7 +109,7 @@ class _Reader(imp.Importer):
         if message.instructions is not None:
             self.note(f"{at}.instructions: not kept (pydantic-ai renders them on every run)")
         results: list[ToolResult] = []
-        for index, part in enumerate(message.parts):
+        for index, part in enumerate(listed(message.parts, f"{at}.parts")):
             where = f"{at}.parts[{index}]"
             if isinstance(part, pm.ToolReturnPart):
                 results.append(self.tool_result(part, where))
@@ -127,6 +128,11 @@ class _Reader(imp.Importer):
         if isinstance(part, pm.SystemPromptPart):
             if self.out:
                 self.note(f"{at}: a system prompt part was moved to the system prompt")
+            if not isinstance(part.content, str):
+                found = type(part.content).__name__
+                raise RequestFileError(
+                    f"expected a string, found {found}", location=f"{at}.content"
+                )
             self.system_blocks.append(part.content)
         elif isinstance(part, pm.UserPromptPart):
             self.out.append(imp.make_message("user", self.user_content(part, at), at))
@@ -140,7 +146,7 @@ class _Reader(imp.Importer):
         if isinstance(part.content, str):
             return (Text(text=part.content),)
         out: list[MessageContent] = []
-        for index, item in enumerate(part.content):
+        for index, item in enumerate(listed(part.content, f"{at}.content")):
             where = f"{at}.content[{index}]"
             if isinstance(item, str):
                 out.append(Text(text=item))
@@ -194,7 +200,7 @@ class _Reader(imp.Importer):
 
     def response(self, message: pm.ModelResponse, at: str) -> None:
         parts: list[MessageContent] = []
-        for index, part in enumerate(message.parts):
+        for index, part in enumerate(listed(message.parts, f"{at}.parts")):
             where = f"{at}.parts[{index}]"
             if isinstance(part, pm.TextPart):
                 parts.append(Text(text=part.content))
@@ -296,7 +302,7 @@ def from_history(
     out: list[pm.ModelMessage] = []
     pending: list[pm.ModelRequestPart] = [pm.SystemPromptPart(content=text) for text in system]
     previous: str | None = None
-    for index, message in enumerate(messages):
+    for index, message in enumerate(listed(messages, "messages")):
         at = f"messages[{index}]"
         if pending and (message.role == "assistant" or previous == message.role == "tool"):
             out.append(pm.ModelRequest(parts=pending))

@@ -91,11 +91,26 @@ def _entry(value: Any, where: str) -> Exemption:
         raise ExemptionError(
             "'reason' is required: say why this boundary is intended", location=where
         )
+    for key, text in (("file", file), ("reason", reason)):
+        if not _encodes(text):
+            raise ExemptionError(
+                f"{key!r} holds a lone surrogate, which has no UTF-8 form",
+                location=f"{where}.{key}",
+            )
     if request is not None and (
         isinstance(request, bool) or not isinstance(request, int) or request < 0
     ):
         raise ExemptionError("'request' must be a whole number of 0 or more", location=where)
     return Exemption(file=file, reason=reason.strip(), request=request)
+
+
+def _encodes(text: str) -> bool:
+    r"""Whether ``text`` has a UTF-8 form (a JSON ``\ud800`` escape gives one that has not)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def parse_exemptions(entries: Any, source: str) -> tuple[Exemption, ...]:

@@ -78,11 +78,13 @@ def read_inputs(
             :func:`read_stdin`). Without it, ``-`` is a file name like any other.
 
     Returns:
-        The inputs, and the files or interactions passed over (with the reason).
+        The inputs, and the files or interactions passed over (with the reason). A file found
+        in a folder that cannot be read or is malformed is passed over (``file:line: reason``),
+        and its inputs are :attr:`~AuditInput.skippable`.
 
     Raises:
-        AuditInputError: A path is missing, a file is unreadable or malformed (names the file
-            and line or index).
+        AuditInputError: A path is missing, a file named in ``paths`` is unreadable or
+            malformed (names the file and line or index).
     """
     inputs: list[AuditInput] = []
     skipped: list[str] = []
@@ -97,7 +99,12 @@ def read_inputs(
             for file in files:
                 if file.suffix.lower() not in _SUFFIXES:
                     continue  # a README, a license, code: not an input at all
-                inputs.extend(read_path(file, skipped, strict=False))
+                try:  # one bad file found in a folder is listed, never the end of the run
+                    found = read_path(file, skipped, strict=False)
+                except AuditInputError as exc:
+                    skipped.append(f"{exc.location or file}: {exc.message}")
+                    continue
+                inputs.extend(replace(one, skippable=True) for one in found)
         elif path.is_file():
             inputs.extend(read_path(path, skipped, strict=True))
         elif path.exists():

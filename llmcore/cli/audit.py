@@ -310,6 +310,8 @@ def _read_stdin() -> bytes:
     from llmcore.audit import AuditInputError
     from llmcore.audit.inputs import STDIN_NAME
 
+    if sys.stdin is None:  # started with standard input closed (`<&-`)
+        raise AuditInputError("cannot read: standard input is closed", location=STDIN_NAME)
     try:
         return sys.stdin.buffer.read()
     except OSError as exc:

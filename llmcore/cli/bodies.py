@@ -89,6 +89,8 @@ def _is_stdin(path: Path) -> bool:
 
 def _read_stdin() -> bytes:
     """All of standard input's bytes; a failed read is a one-line error."""
+    if sys.stdin is None:  # started with standard input closed (`<&-`)
+        raise RequestFileError("cannot read (standard input is closed)", location=_STDIN)
     try:
         return sys.stdin.buffer.read()
     except OSError as exc:

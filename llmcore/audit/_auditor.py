@@ -147,7 +147,7 @@ class Auditor:
                 location="--group",
             )
         self._group_by = group
-        self._responses: dict[str, tuple[_Conversation, Prepared]] = {}
+        self._responses: dict[tuple[str | None, str], tuple[_Conversation, Prepared]] = {}
         self._latest: dict[tuple[Scope, str], _Conversation] = {}
         self._provider = provider
         self._cache = ItemCache()
@@ -229,18 +229,29 @@ class Auditor:
             return ("file", inp.scope)
         return _PREFIX
 
-    def _chained(self, prep: Prepared, scope: Scope) -> tuple[_Conversation, Prepared, str] | None:
+    def _response_key(self, file: str | None, response_id: str) -> tuple[str | None, str]:
+        """Where a recorded response id is looked up: within its file, except under ``key``."""
+        return (None if self._group_by == "key" else file, response_id)
+
+    def _chained(
+        self, prep: Prepared, scope: Scope, file: str | None
+    ) -> tuple[_Conversation, Prepared, str] | None:
         """The conversation and request this request continues on the server, and how.
 
-        A ``previous_response_id`` naming a recorded response, or a ``conversation`` the
-        earlier request of the same key scope used (the server holds that conversation's items:
+        A ``previous_response_id`` naming a response recorded earlier in the same file (in any
+        file under ``--group key``), or a ``conversation`` the earlier request of the same key
+        scope used (the server holds that conversation's items:
         https://platform.openai.com/docs/guides/conversation-state). Not under
-        ``--group prefix``; under ``--group file`` only within the same file.
+        ``--group prefix``.
         """
         if self._group_by == "prefix" or prep.provider != "openai-responses":
             return None
         previous = prep.body.values.get("previous_response_id")
-        found = self._responses.get(previous) if isinstance(previous, str) else None
+        found = (
+            self._responses.get(self._response_key(file, previous))
+            if isinstance(previous, str)
+            else None
+        )
         if found is not None and self._group_by == "file" and found[0].scope != scope:
             return None
         if found is not None:
@@ -353,7 +364,7 @@ class Auditor:
 
     def _judge(self, prep: Prepared, inp: AuditInput) -> RequestRecord:
         scope = self._scope(inp, prep)
-        chained = self._chained(prep, scope)
+        chained = self._chained(prep, scope, inp.file)
         change: Change | None
         previous: Prepared | None
         old: Prepared | None
@@ -376,7 +387,7 @@ class Auditor:
             conv.last, conv.active = prep, prep.index
         self._index(conv, old)
         if inp.response_id is not None:
-            self._responses[inp.response_id] = (conv, prep)
+            self._responses[self._response_key(inp.file, inp.response_id)] = (conv, prep)
         verdict = Verdict.NEW if previous is None else Verdict.STABLE
         detail = None
         if previous is not None and previous.model != prep.model:

@@ -390,3 +390,21 @@ def test_openrouter_text_shorthand_is_the_same_prompt_and_other_edits_still_brea
     report = audit_paths([path])
     assert [r.verdict for r in report.requests] == [Verdict.NEW, Verdict.STABLE, Verdict.BREAK]
     assert report.requests[2].path == "messages[1].content"
+
+
+def test_a_response_id_reused_in_another_file_does_not_join_the_files(tmp_path: Path):
+    user = {"role": "user", "content": "Weather in Paris?"}
+    follow = {"role": "user", "content": "And tomorrow?"}
+    one = cas.write(
+        tmp_path / "1.yaml",
+        [cas.interaction(_responses_body([user]), "openai-responses", _response("r1"))],
+    )
+    two = cas.write(
+        tmp_path / "2.yaml",
+        [cas.interaction(_responses_body([follow], previous_response_id="r1"), "openai-responses")],
+    )
+    r = audit_paths([one, two]).requests
+    assert [x.verdict for x in r] == [Verdict.NEW, Verdict.NEW]
+    assert r[0].conversation != r[1].conversation
+    by_key = audit_paths([one, two], group="key").requests
+    assert [x.verdict for x in by_key] == [Verdict.NEW, Verdict.CONTINUATION]

@@ -205,14 +205,7 @@ def _break(p: Prepared, c: Prepared, section: str, where: tuple[int, int]) -> Ch
     )
 
 
-def deferred(info: ItemInfo) -> bool:
-    """Whether a tool definition is marked ``defer_loading: true`` (Anthropic tool search)."""
-    got = info.extra.get("deferred")
-    if got is None:
-        value = info.parsed()
-        got = isinstance(value, dict) and value.get("defer_loading") is True
-        info.extra["deferred"] = got
-    return bool(got)
+deferred = _shape.deferred
 
 
 def _kept(c: Prepared, section: str, items: list[ItemInfo]) -> list[tuple[int, ItemInfo]]:

@@ -807,13 +807,29 @@ def _counted(section: str, value: Any) -> bool:
     return section == "system" and isinstance(value, dict)
 
 
+def deferred(info: ItemInfo) -> bool:
+    """Whether a tool definition is marked ``defer_loading: true`` (Anthropic tool search).
+
+    Such a tool is not part of the cached prefix: "Deferred tools are not included in the
+    system-prompt prefix" (Anthropic, *Tool use with prompt caching*,
+    https://platform.claude.com/docs/en/agents-and-tools/tool-use/tool-use-with-prompt-caching).
+    """
+    got = info.extra.get("deferred")
+    if got is None:
+        value = info.parsed()
+        got = isinstance(value, dict) and value.get("defer_loading") is True
+        info.extra["deferred"] = got
+    return bool(got)
+
+
 def token_items(body: ScannedBody, provider: str, anthropic: bool) -> list[TokenItem]:
     """Return the body's prefix items in cache order, as :mod:`llmcore.tokens` defines them.
 
     Anthropic rule: each tool, each system block (a string system is one item), each content
     block of each message (a string content is one item); keys carry the message index and role
     so a block moved to another message never matches. OpenAI rule: each tool, the
-    instructions, each ``messages[i]`` / ``input[i]`` item.
+    instructions, each ``messages[i]`` / ``input[i]`` item. Anthropic tools marked
+    ``defer_loading: true`` are left out (:func:`deferred`).
     """
     out: list[TokenItem] = []
     sections = SECTIONS[provider]
@@ -827,6 +843,8 @@ def token_items(body: ScannedBody, provider: str, anthropic: bool) -> list[Token
         else:
             for info in infos:
                 if section in _STRING_ONLY and not _counted(section, info.parsed()):
+                    continue
+                if anthropic and section == "tools" and deferred(info):
                     continue
                 data, count = _whole(info)
                 out.append(((section, data), data, count, section))

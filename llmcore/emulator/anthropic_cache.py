@@ -164,12 +164,15 @@ def linearize(body: dict[str, Any], spans: Spans | None = None) -> list[PrefixIt
         spans: Item source texts from :func:`~llmcore.emulator.scan.scan_body` (memo keys).
 
     Returns:
-        The items in prefix order.
+        The items in prefix order. Tools marked ``defer_loading: true`` are not among them:
+        "Deferred tools are not included in the system-prompt prefix" (Anthropic, *Tool use
+        with prompt caching*).
     """
     spans = spans if spans is not None else {}
     items = [
         _item(f"tools.{index}", "tools", b"", tool, spans)
         for index, tool in enumerate(body.get("tools") or ())
+        if not (isinstance(tool, dict) and tool.get("defer_loading") is True)
     ]
     system = body.get("system")
     if isinstance(system, str) and system:

@@ -146,3 +146,15 @@ def test_deferred_tools_retries_and_shorter_reruns_never_break(words, cut, defer
     assert rec.verdict is not Verdict.BREAK
     assert Verdict.BREAK not in rec.changes
     assert rec.compared_with == 0
+
+
+def test_deferred_tools_are_not_counted_in_the_prefix_and_keep_it_cacheable():
+    msgs = b.session()
+    plain = b.anthropic(msgs[:3], tools=[SEARCH, _tool("read_file")])
+    with_deferred = b.anthropic(
+        msgs[:3], tools=[SEARCH, _tool("read_file"), _tool("deploy", True), _tool("rollback", True)]
+    )
+    again, both = audit_bodies([plain, plain]), audit_bodies([plain, with_deferred])
+    assert both.requests[1].verdict is Verdict.DEFERRED_TOOLS
+    assert both.requests[1].total_tokens == again.requests[1].total_tokens > 0
+    assert both.requests[1].max_cacheable_tokens == again.requests[1].max_cacheable_tokens

@@ -322,3 +322,15 @@ def test_growing_conversation_with_rolling_breakpoints_hits_previous_turn(api: A
         messages.append({"role": "assistant", "content": [text_block(15, f"a{turn}")]})
     assert totals[0] == (0, 1225, 0)
     assert totals[1:] == [(1225 + 40 * (n - 1), 40, 0) for n in range(1, 5)]
+
+
+def test_deferred_tools_are_outside_the_prefix(api: Api) -> None:
+    """Anthropic, Tool use with prompt caching: deferred tools are not in the prefix."""
+    tool = {"name": "read_file", "input_schema": {"type": "object", "properties": {}}}
+    deferred = {**tool, "name": "deploy", "defer_loading": True, "description": "x " * 400}
+    system = [text_block(1200, "sys", cache_control=ephemeral())]
+    first = body(system, [text_block(10, "q")], tools=[tool])
+    second = body(system, [text_block(10, "q")], tools=[deferred, tool])
+    read, write, fresh = io(api.usage(first))
+    assert read == 0 and write > 1200
+    assert io(api.usage(second)) == (write, 0, fresh)

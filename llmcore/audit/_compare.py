@@ -33,7 +33,7 @@ from llmcore.audit._scan import (
 )
 from llmcore.audit.report import Verdict
 
-__all__ = ["Change", "Prepared", "compare", "continuation", "deferred", "divergence", "frame"]
+__all__ = ["Change", "Prepared", "compare", "continuation", "divergence", "frame"]
 
 _THINKING: Final = frozenset({"thinking", "redacted_thinking"})
 _ID_STATUS: Final = frozenset({"id", "status"})
@@ -205,9 +205,6 @@ def _break(p: Prepared, c: Prepared, section: str, where: tuple[int, int]) -> Ch
     )
 
 
-deferred = _shape.deferred
-
-
 def _kept(c: Prepared, section: str, items: list[ItemInfo]) -> list[tuple[int, ItemInfo]]:
     """The items of a fixed section that are in the cached prefix, with their indices.
 
@@ -215,7 +212,7 @@ def _kept(c: Prepared, section: str, items: list[ItemInfo]) -> list[tuple[int, I
     """
     if section != "tools" or c.provider != "anthropic":
         return list(enumerate(items))
-    return [(j, info) for j, info in enumerate(items) if not deferred(info)]
+    return [(j, info) for j, info in enumerate(items) if not _shape.deferred(info)]
 
 
 def frame(p: Prepared) -> tuple[str, ...]:
@@ -276,8 +273,8 @@ def _deferred_change(p: Prepared, c: Prepared, section: str) -> Change:
         offset = byte_offset(c.body, c.body.starts[section][j])
     else:
         offset = _missing_offset(c, section)
-    added = sum(1 for info in cur_all if deferred(info)) - sum(
-        1 for info in prev_all if deferred(info)
+    added = sum(1 for info in cur_all if _shape.deferred(info)) - sum(
+        1 for info in prev_all if _shape.deferred(info)
     )
     return Change(
         verdict=Verdict.DEFERRED_TOOLS,

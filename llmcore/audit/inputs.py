@@ -427,7 +427,7 @@ def _cassette_doc(
             skipped.append(f"{where}: {got}")
         else:  # errors found while auditing the body name the line too
             got = _recorded(got, interaction, str(path), index)
-            out.append(replace(got, location=where.replace(str(path), at, 1), skippable=not strict))
+            out.append(replace(got, location=where.replace(str(path), at, 1)))
     return out
 
 

@@ -115,7 +115,7 @@ class AuditInput:
     wire shape (:func:`llmcore.audit._shape.shape_from_uri`) and, for Gemini and Bedrock, the
     model when the body names none."""
     skippable: bool = False
-    """``True`` for a cassette's body found by walking a folder: a body the auditor cannot
+    """``True`` for a body found by walking a folder: a body the auditor cannot
     read (recorders truncate some) is then listed in :attr:`AuditReport.skipped` with the
     reason instead of failing the run (``--strict`` still exits 2)."""
     key_order_recorded: bool = True

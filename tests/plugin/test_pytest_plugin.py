@@ -255,7 +255,11 @@ def test_plain_vcrpy_context_manager_and_several_cassettes(pytester: pytest.Pyte
 
 
 def test_a_recorded_break_fails_after_the_cassette_is_saved(pytester: pytest.Pytester) -> None:
-    """Recording: a ``with`` block saves during the body (failure); the fixture at teardown."""
+    """Recording: a ``with`` block saves during the body (failure); the fixture at teardown.
+
+    The inner tests record only the in-test server on 127.0.0.1 (the ``server`` fixture): no
+    request leaves the machine.
+    """
     pytester.makeconftest(SERVER.format(answer=RESPONSE))
     pytester.makepyfile(
         test_record=f"""

@@ -65,6 +65,18 @@ def unsupported(feature: str, at: str) -> UnsupportedContentError:
     )
 
 
+def typed(kind: Any, noun: str) -> str:
+    """Name an object by its ``type`` for errors: ``"input_audio part"``, ``"part with no 'type'"``.
+
+    A missing or non-string ``type`` is said as such, never printed as ``None``.
+    """
+    if isinstance(kind, str) and kind:
+        return f"{kind} {noun}"
+    if kind is None:
+        return f"{noun} with no 'type'"
+    return f"{noun} with 'type' {kind!r}"
+
+
 def need_obj(value: Any, at: str) -> dict[str, Any]:
     """Return ``value`` if it is a JSON object, else raise naming ``at``."""
     if not isinstance(value, dict):
@@ -181,7 +193,7 @@ def text_blocks(value: Any, at: str) -> list[str]:
         obj = need_obj(block, where)
         kind = obj.get("type")
         if kind not in ("text", "input_text", "output_text"):
-            raise unsupported(f"{kind} block", where)
+            raise unsupported(typed(kind, "block"), where)
         texts.append(need_str(obj, "text", where))
     return texts
 

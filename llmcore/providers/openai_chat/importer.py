@@ -151,7 +151,7 @@ class _Importer(imp.Importer):
         if kind == "image_url":
             self.part_keys(obj, {"type", "image_url"}, at)
             return self.image(obj.get("image_url"), f"{at}.image_url")
-        raise imp.unsupported(f"{kind} part", at)
+        raise imp.unsupported(imp.typed(kind, "part"), at)
 
     def part_keys(self, obj: dict[str, Any], allowed: set[str], at: str) -> None:
         extra = set(obj) - allowed - {"cache_control", "prompt_cache_breakpoint"}
@@ -183,7 +183,7 @@ class _Importer(imp.Importer):
     def tool_call(self, item: Any, at: str) -> ToolCall:
         obj = imp.need_obj(item, at)
         if obj.get("type", "function") != "function":
-            raise imp.unsupported(f"{obj.get('type')} tool call", at)
+            raise imp.unsupported(imp.typed(obj.get("type"), "tool call"), at)
         unknown = sorted(set(obj) - {"id", "type", "function"})
         if unknown:
             raise imp.unsupported(f"tool call field {unknown[0]!r}", at)
@@ -221,7 +221,7 @@ class _Importer(imp.Importer):
     def tool(self, item: Any, at: str) -> imp.Tool:
         obj = imp.need_obj(item, at)
         if obj.get("type") != "function" or set(obj) - {"type", "function"}:
-            raise imp.unsupported(f"{obj.get('type')} tool", at)
+            raise imp.unsupported(imp.typed(obj.get("type"), "tool"), at)
         function = imp.need_obj(obj.get("function"), f"{at}.function")
         unknown = set(function) - {"name", "description", "parameters", "strict"}
         if unknown:

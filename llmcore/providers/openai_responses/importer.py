@@ -139,7 +139,7 @@ class _Importer(imp.Importer):
         elif kind == "reasoning":
             self.note(f"{at}: dropped a reasoning item (provider-only data, M4)")
         else:
-            raise imp.unsupported(f"{kind} item", at)
+            raise imp.unsupported(imp.typed(kind, "item"), at)
 
     def check_keys(self, obj: dict[str, Any], allowed: frozenset[str], kind: str, at: str) -> None:
         """Refuse fields llmcore cannot carry; note the provider-only ones dropped."""
@@ -182,7 +182,7 @@ class _Importer(imp.Importer):
             where = f"{at}[{index}]"
             obj = imp.need_obj(part, where)
             if obj.get("type") not in ("output_text", "input_text"):
-                raise imp.unsupported(f"{obj.get('type')} part", where)
+                raise imp.unsupported(imp.typed(obj.get("type"), "part"), where)
             if obj.get("annotations"):
                 self.note(f"{where}: dropped annotations (citations are not kept, M4)")
             text = imp.need_str(obj, "text", where)
@@ -206,7 +206,7 @@ class _Importer(imp.Importer):
             elif kind == "input_image":
                 parts.append(self.image(obj, where))
             else:
-                raise imp.unsupported(f"{kind} part", where)
+                raise imp.unsupported(imp.typed(kind, "part"), where)
         return parts
 
     def image(self, obj: dict[str, Any], at: str) -> Image:
@@ -250,7 +250,7 @@ class _Importer(imp.Importer):
             where = f"{at}.tools[{index}]"
             tool = imp.need_obj(item, where)
             if tool.get("type") != "function":
-                raise imp.unsupported(f"{tool.get('type')} tool", where)
+                raise imp.unsupported(imp.typed(tool.get("type"), "tool"), where)
             unknown = [key for key in tool if key not in _TOOL_KEYS]
             if unknown:
                 raise imp.unsupported(f"tool field {unknown[0]!r}", f"{where}.{unknown[0]}")

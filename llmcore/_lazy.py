@@ -42,11 +42,10 @@ def lazy_names(
             missing = (exc.name or "").partition(".")[0]
             if extra is None or not missing or missing == "llmcore":
                 raise
-            from llmcore.errors import MissingDependencyError
+            from llmcore.errors import MissingDependencyError, missing_extra_message
 
             raise MissingDependencyError(
-                f"{package}.{name} needs the {extra!r} extra ({missing} is not installed):"
-                f" pip install 'llmcore[{extra}]'"
+                f"{package}.{name} {missing_extra_message(extra, missing)}"
             ) from exc
         value = getattr(module, name)
         namespace[name] = value

@@ -65,6 +65,7 @@ __all__ = [
     "UnknownProviderError",
     "UnsupportedContentError",
     "UserError",
+    "missing_extra_message",
 ]
 
 
@@ -84,6 +85,15 @@ class LLMCoreError(Exception):
 
 class UserError(LLMCoreError):
     """The caller gave llmcore something it cannot use."""
+
+
+def missing_extra_message(extra: str, module: str) -> str:
+    """Return ``"needs the '<extra>' extra (<module> is not installed): pip install …"``.
+
+    The one wording of a missing extra, for the library (:class:`MissingDependencyError`) and
+    the command line; the caller puts what needs it in front.
+    """
+    return f"needs the {extra!r} extra ({module} is not installed): pip install 'llmcore[{extra}]'"
 
 
 class MissingDependencyError(UserError, ImportError):

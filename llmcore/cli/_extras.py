@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib.util
 from typing import Final
 
+from llmcore.errors import missing_extra_message
+
 __all__ = ["EXTRAS", "missing_extra"]
 
 EXTRAS: Final[dict[str, tuple[str, ...]]] = {
@@ -27,8 +29,5 @@ def missing_extra(extra: str) -> str | None:
     """
     for module in EXTRAS[extra]:
         if importlib.util.find_spec(module) is None:
-            return (
-                f"needs the '{extra}' extra ({module} is not installed): "
-                f"pip install 'llmcore[{extra}]'"
-            )
+            return missing_extra_message(extra, module)
     return None

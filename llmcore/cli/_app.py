@@ -60,6 +60,24 @@ COMMANDS: Final[dict[str, tuple[str, str]]] = {
 paragraph of its help (a test checks it against the command's docstring)."""
 
 
+def _rich_help(command: Any) -> bool:
+    """Whether typer would draw ``command``'s help with rich (else click's plain help)."""
+    return bool(typer.core.HAS_RICH and getattr(command, "rich_markup_mode", None) is not None)
+
+
+class _Command(TyperCommand):
+    """A loaded command whose ``--help`` is drawn by :func:`llmcore.cli._help.print_help`."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        """Print the help in typer's panels without loading ``typer.rich_utils``."""
+        if not _rich_help(self):
+            return super().format_help(ctx, formatter)
+        from llmcore.cli._help import print_help
+
+        print_help(self, ctx)
+        return None
+
+
 class _Summary(TyperCommand):
     """A command's name and summary for the root help, standing in until the command is used."""
 
@@ -67,12 +85,15 @@ class _Summary(TyperCommand):
 def load_commands(module: str) -> dict[str, Any]:
     """Import ``module`` and return the click commands its ``register(app)`` adds, by name.
 
-    Each ``str``, :class:`~pathlib.Path` and ``bool`` parameter gets :func:`light_coercion`.
+    Each ``str``, :class:`~pathlib.Path` and ``bool`` parameter gets :func:`light_coercion`;
+    each command of typer's own class draws its help with :mod:`llmcore.cli._help`.
     """
     registrar = typer.Typer()
     importlib.import_module(module).register(registrar)
     commands = dict(typer.main.get_group(registrar).commands)
     for command in commands.values():
+        if type(command) is TyperCommand:
+            command.__class__ = _Command
         for param in command.params:
             light_coercion(param)
     return commands
@@ -170,10 +191,19 @@ class LazyCommandGroup(OneLineErrorGroup):
         return command
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
-        """Write the group's help from the summaries, importing no command module."""
+        """Write the group's help from the summaries, importing no command module.
+
+        The help is drawn by :func:`llmcore.cli._help.print_help` (typer's panels without
+        ``typer.rich_utils``), or by click when typer's rich help is off.
+        """
         self._listing = True
         try:
-            super().format_help(ctx, formatter)
+            if _rich_help(self):
+                from llmcore.cli._help import print_help
+
+                print_help(self, ctx)
+            else:
+                super().format_help(ctx, formatter)
         finally:
             self._listing = False
 

@@ -107,7 +107,8 @@ def light_coercion(param: Any) -> bool:
     ``str`` value given as text is already the result; a ``Path`` value goes through typer's own
     path checks (``exists``, ``dir_okay``, ``allow_dash``, …) from :class:`~pathlib.Path`, which
     is what the adapter would have produced; a flag's ``bool`` is already the result. Any other
-    value (an empty string too, which pydantic keeps apart from ``Path("")``, that is ``.``),
+    value (an empty string too, which pydantic keeps apart from ``Path("")``, that is ``.``, and
+    a path ``Path`` would spell otherwise, such as ``dir/``, whose errors typer quotes as given),
     or a typer without these internals, keeps typer's own coercion.
 
     Returns:
@@ -138,9 +139,10 @@ def light_coercion(param: Any) -> bool:
                 return _typer_coercion(param).coerce(value, param=param, ctx=ctx)
             if self.annotation is str:
                 return value
-            return coerce_cli_path(
-                Path(value), self.parameter_info, path_type=Path, param=param, ctx=ctx
-            )
+            path = Path(value)
+            if str(path) != value:  # "dir/", "./x": typer's errors quote the text as given
+                return _typer_coercion(param).coerce(value, param=param, ctx=ctx)
+            return coerce_cli_path(path, self.parameter_info, path_type=Path, param=param, ctx=ctx)
 
     param._runtime_param = _Text(descriptor.parameter_info, descriptor.annotation)
     return True

@@ -51,6 +51,7 @@ _NEGATIVE: Final = (
 )
 """The highlighter of the negative names (``--no-x``)."""
 _CODE: Final = re.compile(r"``(.+?)``|`([^`]+)`")
+_HELP_MIN_WIDTH: Final = 12
 
 
 def print_help(command: Any, ctx: Any) -> None:
@@ -77,7 +78,7 @@ def print_help(command: Any, ctx: Any) -> None:
         panels.setdefault(getattr(param, "rich_help_panel", None) or default, []).append(param)
     for name, params in [*arguments.items(), *options.items()]:
         if params:
-            console.print(_panel(name, _params_table(params, ctx)))
+            console.print(_panel(name, _params_table(params, ctx, console.width)))
     if hasattr(command, "list_commands"):
         _print_commands(command, ctx, console)
     if command.epilog:
@@ -140,7 +141,7 @@ def _table() -> Table:
     return Table(show_header=False, expand=True, box=None, pad_edge=False, padding=(0, 1))
 
 
-def _params_table(params: list[Any], ctx: Any) -> Table:
+def _params_table(params: list[Any], ctx: Any, width: int) -> Table:
     """One row per parameter: ``*``, names, negative names, metavar or type, help."""
     rows: list[list[RenderableType]] = []
     for param in params:
@@ -172,8 +173,9 @@ def _params_table(params: list[Any], ctx: Any) -> Table:
     table = _table()
     keep_required = any(param.required for param in params)
     for _ in rows[0][1 - keep_required : -1]:
-        table.add_column()
-    table.add_column(ratio=1)  # the help takes the width the names and types leave
+        table.add_column(overflow="fold")  # on a narrow terminal a name folds, never "…"
+    # the help takes the width the names and types leave, and at least a word or two
+    table.add_column(ratio=1, width=min(_HELP_MIN_WIDTH, width // 3))
     for row in rows:
         table.add_row(*(row if keep_required else row[1:]))
     return table

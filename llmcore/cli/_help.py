@@ -1,4 +1,4 @@
-"""The ``--help`` page of ``llmcore`` and of each command, drawn in typer's panel layout (issue 12).
+r"""The ``--help`` page of ``llmcore`` and of each command, in typer's panel layout (issue 12).
 
 typer draws its help with ``typer.rich_utils``, which imports ``rich.markdown`` (and with it
 ``markdown_it`` and ``pygments``) whatever the markup: about 120 ms of every ``--help``. This
@@ -10,12 +10,12 @@ required marker ``*``, its names (the negative names of a ``--x/--no-x`` flag ap
 metavar or type, its help, ``[default: …]`` and ``[required]``.
 
 Help texts are read as typer's ``rich`` markup mode reads them: rich markup (``[bold]…[/]``)
-is drawn, not printed; backquoted spans (``code`` or ``code`` in double backquotes) are drawn
-bold without their backquotes; a paragraph starting with ``\\b`` keeps its line breaks;
-anything after a ``\\f`` line is not shown (click's conventions). Colours follow the terminal:
-none when the output is not a terminal or ``NO_COLOR`` is set, ``FORCE_COLOR`` /
-``PY_COLORS`` / ``GITHUB_ACTIONS`` force them; the width is the terminal's, ``COLUMNS`` or
-``TERMINAL_WIDTH`` when set.
+is drawn, not printed; a span in single or double backquotes is drawn bold without them; a
+paragraph starting with ``\b`` keeps its line breaks; anything after a ``\f`` line is not shown
+(click's conventions). Colours follow the terminal: none when the output is not a terminal or
+``NO_COLOR`` is set, ``FORCE_COLOR`` / ``PY_COLORS`` / ``GITHUB_ACTIONS`` force them; the width
+is the terminal's, ``COLUMNS`` or ``TERMINAL_WIDTH`` when set. A name column folds rather than
+cut a name on a narrow terminal.
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def _markup(source: str, style: str = "") -> Text:
 
 
 def _paragraphs(source: str) -> list[str]:
-    """``source``'s paragraphs up to a ``\\f`` line, each on one line unless it starts ``\\b``."""
+    r"""``source``'s paragraphs up to a ``\f`` line, each on one line unless it starts ``\b``."""
     text = inspect.cleandoc(source).partition("\f")[0]
     return [
         part.strip("\b\n") if part.startswith("\b") else " ".join(part.split())

@@ -109,7 +109,7 @@ def _markup(source: str, style: str = "") -> Text:
     if "\x1b[" in source:
         return _highlight(Text.from_ansi(source, style=style))
     source = _CODE.sub(lambda m: f"[bold]{escape(m.group(1) or m.group(2))}[/bold]", source)
-    return _highlight(Text.from_markup(source, style=style))
+    return _highlight(Text.from_markup(source, style=style, emoji=False))
 
 
 def _paragraphs(source: str) -> list[str]:

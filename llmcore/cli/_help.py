@@ -9,13 +9,14 @@ module draws the same page from ``rich.console``, ``rich.table``, ``rich.panel``
 required marker ``*``, its names (the negative names of a ``--x/--no-x`` flag apart), its
 metavar or type, its help, ``[default: …]`` and ``[required]``.
 
-Help texts are read as typer's ``rich`` markup mode reads them: rich markup (``[bold]…[/]``)
-is drawn, not printed; a span in single or double backquotes is drawn bold without them; a
-paragraph starting with ``\b`` keeps its line breaks; anything after a ``\f`` line is not shown
-(click's conventions). Colours follow the terminal: none when the output is not a terminal or
-``NO_COLOR`` is set, ``FORCE_COLOR`` / ``PY_COLORS`` / ``GITHUB_ACTIONS`` force them; the width
-is the terminal's, ``COLUMNS`` or ``TERMINAL_WIDTH`` when set. A name column folds rather than
-cut a name on a narrow terminal.
+Help texts are read as typer's ``rich`` markup mode (its default, and llmcore's) reads them:
+rich markup (``[bold]…[/]``) is drawn, not printed; a span in single or double backquotes is
+drawn bold without them (``:name:`` stays text, not an emoji); a paragraph starting with ``\b``
+keeps its line breaks; anything after a ``\f`` line is not shown (click's conventions). Colours
+follow the terminal: none when the output is not a terminal or ``NO_COLOR`` is set,
+``FORCE_COLOR`` / ``PY_COLORS`` / ``GITHUB_ACTIONS`` force them; the width is the terminal's,
+``COLUMNS`` or ``TERMINAL_WIDTH`` when set. A name column folds rather than cut a name on a
+narrow terminal.
 """
 
 from __future__ import annotations

@@ -156,7 +156,12 @@ def _markup_app() -> typer.Typer:
     ) -> None:
         """Print [bold]bold[/bold] words and `code` spans.
 
-        More [dim]detail[/dim] here.
+        More [dim]detail[/dim]
+        here; :smile: stays text.
+
+        \b
+        kept
+        lines
 
         \f
         Not shown: after a form feed.
@@ -169,12 +174,13 @@ def _markup_app() -> typer.Typer:
     return markup
 
 
-def test_markup_and_backquotes_are_drawn_not_printed() -> None:
+def test_markup_backquotes_and_clicks_conventions_are_drawn_not_printed() -> None:
     result = CliRunner().invoke(_markup_app(), ["run", "--help"], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     lines = [line.strip() for line in result.output.splitlines()]
     assert "Print bold words and code spans." in lines
-    assert "More detail here." in lines
+    assert "More detail here; :smile: stays text." in lines
+    assert lines[lines.index("kept") + 1] == "lines"  # a \b paragraph keeps its line breaks
     assert _rows(result.output, "Options")[0] == (
         "--level",
         "<int>",

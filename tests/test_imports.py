@@ -2,7 +2,9 @@
 
 ``import llmcore`` loads none of the command line, the emulator, the chart or the SDKs; the
 public names load their module on first access. ``llmcore --help`` loads no web server and no
-chart; ``llmcore body`` no emulator, no HTTP client. A missing extra is one line naming it.
+chart, and neither it nor ``llmcore body --help`` loads typer's help renderer (markdown,
+pygments); a usage error loads no rich at all; ``llmcore body`` no emulator, no HTTP client. A
+missing extra is one line naming it.
 """
 
 from __future__ import annotations
@@ -23,25 +25,28 @@ _CHILD = """
 import io, json, sys
 def loaded():
     return sorted({name.split(".")[0] for name in sys.modules} | {
-        name for name in sys.modules if name.startswith("llmcore.")})
+        name for name in sys.modules if name.startswith(("llmcore.", "rich.", "typer."))})
 def run(*args):
     sys.argv = ["llmcore", *args]
     from llmcore.cli import main
-    real, sys.stdout = sys.stdout, io.TextIOWrapper(io.BytesIO())
+    real = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = io.TextIOWrapper(io.BytesIO()), io.TextIOWrapper(io.BytesIO())
     code = 0
     try:
         main()
     except SystemExit as exc:
         code = exc.code
     finally:
-        sys.stdout = real
+        sys.stdout, sys.stderr = real
     return {"exit": code, "modules": loaded()}
 request = sys.argv[1]
 import llmcore
 steps = {"import": {"exit": 0, "modules": loaded()}}
 steps["version"] = run("--version")
+steps["typo"] = run("bodyy")
 steps["help"] = run("--help")
 steps["body"] = run("body", "-p", "anthropic", request)
+steps["body help"] = run("body", "--help")
 print(json.dumps(steps))
 """
 
@@ -65,6 +70,10 @@ NOT_ON_IMPORT = (
 )
 NOT_ON_VERSION = ("typer", "click", "rich", "pydantic", "llmcore.cli._app")
 """``--version`` alone is answered before the application is built."""
+NOT_ON_USAGE_ERROR = ("rich", "typer.rich_utils", "pydantic", "llmcore.cli._help")
+"""A usage error is one plain line on stderr: no rich box."""
+TYPER_HELP = ("typer.rich_utils", "rich.markdown", "markdown_it", "pygments")
+"""typer's own help renderer and the markdown and syntax highlighting it loads (~120 ms)."""
 COMMAND_MODULES = tuple(
     f"llmcore.cli.{name}" for name in ("audit", "bench", "bodies", "chat", "compact", "emulate")
 ) + ("llmcore.cli.verify",)
@@ -79,10 +88,15 @@ NOT_ON_HELP = (
     "llmcore.audit._shape",
     "llmcore.audit._auditor",
     *COMMAND_MODULES,
+    *TYPER_HELP,
 )
 """The root help is written from the commands' names and summaries: no command module loads."""
 NOT_ON_BODY = (
-    *(m for m in NOT_ON_HELP if m not in ("llmcore.cli.bodies", "llmcore.audit._shape")),
+    *(
+        m
+        for m in NOT_ON_HELP
+        if m not in ("llmcore.cli.bodies", "llmcore.audit._shape", *TYPER_HELP)
+    ),
     "llmcore.transport",
     "llmcore.archive",
     "llmcore.audit.inputs",
@@ -105,8 +119,10 @@ def steps(tmp_path_factory) -> dict[str, list[str]]:
     assert {step: value["exit"] for step, value in result.items()} == {
         "import": 0,
         "version": 0,
+        "typo": 2,
         "help": 0,
         "body": 0,
+        "body help": 0,
     }, done.stderr
     return {step: value["modules"] for step, value in result.items()}
 
@@ -121,9 +137,19 @@ def test_version_builds_no_application(steps) -> None:
     assert [m for m in NOT_ON_VERSION if m in steps["version"]] == []
 
 
+def test_a_usage_error_loads_no_rich(steps) -> None:
+    assert "llmcore.cli._app" in steps["typo"]  # the application was built
+    assert [m for m in NOT_ON_USAGE_ERROR if m in steps["typo"]] == []
+
+
 def test_help_loads_no_command_module_no_server_and_no_chart(steps) -> None:
-    assert "llmcore.cli._app" in steps["help"]  # the application was built
+    assert {"llmcore.cli._help", "rich.panel"} <= set(steps["help"])  # panels were drawn
     assert [m for m in NOT_ON_HELP if m in steps["help"]] == []
+
+
+def test_a_commands_help_loads_its_module_but_not_typers_help_renderer(steps) -> None:
+    assert "llmcore.cli.bodies" in steps["body help"]
+    assert [m for m in TYPER_HELP if m in steps["body help"]] == []
 
 
 def test_body_loads_the_provider_and_nothing_it_does_not_use(steps) -> None:

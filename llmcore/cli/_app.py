@@ -4,7 +4,9 @@ Every command prints errors as one line on stderr (``llmcore: <where>: <what>``)
 usage errors too (:class:`~llmcore.cli._common.OneLineErrorGroup`). Loading this module loads
 typer, not the command modules: :class:`LazyCommandGroup` lists every command from
 :data:`COMMANDS` (its name and one-line summary) and imports a command's module only when that
-command runs or shows its own help. The root ``--help`` imports none of them (issue 12).
+command runs or shows its own help. The root ``--help`` imports none of them (issue 12), and
+every help page is drawn by :mod:`llmcore.cli._help` (typer's panels without the ~120 ms of
+``typer.rich_utils``).
 """
 
 from __future__ import annotations
@@ -60,6 +62,24 @@ COMMANDS: Final[dict[str, tuple[str, str]]] = {
 paragraph of its help (a test checks it against the command's docstring)."""
 
 
+def _rich_help(command: Any) -> bool:
+    """Whether typer would draw ``command``'s help with rich (else click's plain help)."""
+    return bool(typer.core.HAS_RICH and getattr(command, "rich_markup_mode", None) is not None)
+
+
+class _Command(TyperCommand):
+    """A loaded command whose ``--help`` is drawn by :func:`llmcore.cli._help.print_help`."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        """Print the help in typer's panels without loading ``typer.rich_utils``."""
+        if not _rich_help(self):
+            return super().format_help(ctx, formatter)
+        from llmcore.cli._help import print_help
+
+        print_help(self, ctx)
+        return None
+
+
 class _Summary(TyperCommand):
     """A command's name and summary for the root help, standing in until the command is used."""
 
@@ -67,12 +87,15 @@ class _Summary(TyperCommand):
 def load_commands(module: str) -> dict[str, Any]:
     """Import ``module`` and return the click commands its ``register(app)`` adds, by name.
 
-    Each ``str``, :class:`~pathlib.Path` and ``bool`` parameter gets :func:`light_coercion`.
+    Each ``str``, :class:`~pathlib.Path` and ``bool`` parameter gets :func:`light_coercion`;
+    each command of typer's own class draws its help with :mod:`llmcore.cli._help`.
     """
     registrar = typer.Typer()
     importlib.import_module(module).register(registrar)
     commands = dict(typer.main.get_group(registrar).commands)
     for command in commands.values():
+        if type(command) is TyperCommand:
+            command.__class__ = _Command
         for param in command.params:
             light_coercion(param)
     return commands
@@ -86,7 +109,8 @@ def light_coercion(param: Any) -> bool:
     ``str`` value given as text is already the result; a ``Path`` value goes through typer's own
     path checks (``exists``, ``dir_okay``, ``allow_dash``, …) from :class:`~pathlib.Path`, which
     is what the adapter would have produced; a flag's ``bool`` is already the result. Any other
-    value (an empty string too, which pydantic keeps apart from ``Path("")``, that is ``.``),
+    value (an empty string too, which pydantic keeps apart from ``Path("")``, that is ``.``, and
+    a path ``Path`` would spell otherwise, such as ``dir/``, whose errors typer quotes as given),
     or a typer without these internals, keeps typer's own coercion.
 
     Returns:
@@ -117,9 +141,10 @@ def light_coercion(param: Any) -> bool:
                 return _typer_coercion(param).coerce(value, param=param, ctx=ctx)
             if self.annotation is str:
                 return value
-            return coerce_cli_path(
-                Path(value), self.parameter_info, path_type=Path, param=param, ctx=ctx
-            )
+            path = Path(value)
+            if str(path) != value:  # "dir/", "./x": typer's errors quote the text as given
+                return _typer_coercion(param).coerce(value, param=param, ctx=ctx)
+            return coerce_cli_path(path, self.parameter_info, path_type=Path, param=param, ctx=ctx)
 
     param._runtime_param = _Text(descriptor.parameter_info, descriptor.annotation)
     return True
@@ -170,10 +195,19 @@ class LazyCommandGroup(OneLineErrorGroup):
         return command
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
-        """Write the group's help from the summaries, importing no command module."""
+        """Write the group's help from the summaries, importing no command module.
+
+        The help is drawn by :func:`llmcore.cli._help.print_help` (typer's panels without
+        ``typer.rich_utils``), or by click when typer's rich help is off.
+        """
         self._listing = True
         try:
-            super().format_help(ctx, formatter)
+            if _rich_help(self):
+                from llmcore.cli._help import print_help
+
+                print_help(self, ctx)
+            else:
+                super().format_help(ctx, formatter)
         finally:
             self._listing = False
 

@@ -59,6 +59,7 @@ from llmcore.providers.base import (
     breakpoint_options,
     check_request,
     history_array,
+    result_text,
     rewrite_id,
 )
 from llmcore.request import CacheTtl, Request, ToolChoiceName
@@ -114,7 +115,7 @@ def _block(part: MessageContent) -> dict[str, Any] | None:
         case ToolResult(call_id=call_id, content=content, is_error=is_error):
             block: dict[str, Any] = {"type": "tool_result", "tool_use_id": wire_id(call_id)}
             if content:
-                block["content"] = jsonbytes.Utf8(content)
+                block["content"] = result_text(part)
             if is_error:
                 block["is_error"] = True
             return block

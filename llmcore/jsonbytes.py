@@ -556,7 +556,7 @@ def _fragment(value: Any) -> Any:
     raise TypeError
 
 
-_FRAGMENT: Final[Callable[[str | bytes], Any]] = getattr(_orjson, "Fragment", bytes)
+_FRAGMENT: Final[Any] = getattr(_orjson, "Fragment", None)
 """``orjson.Fragment``: bytes orjson copies into its output as they are."""
 
 

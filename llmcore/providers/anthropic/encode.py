@@ -125,12 +125,13 @@ def _block(part: MessageContent) -> dict[str, Any] | None:
 
 def _message_values(index: int, message: Message, option: Hashable) -> list[dict[str, Any]]:
     ttl, carried = option if isinstance(option, tuple) else (option, ())
-    blocks: list[Any] = [b for b in (_block(part) for part in message.content) if b is not None]
+    blocks: list[Any] = [block for part in message.content if (block := _block(part)) is not None]
     if ttl is not None:
         blocks[-1]["cache_control"] = breakpoint_dict(ttl)
     role = "user" if message.role == "tool" else message.role
-    head = [jsonbytes.Raw(text) for text in carried]
-    return [{"role": role, "content": head + blocks}]
+    if carried:
+        blocks[:0] = [jsonbytes.Raw(text) for text in carried]
+    return [{"role": role, "content": blocks}]
 
 
 def breakpoint_dict(ttl: Hashable) -> dict[str, str]:

@@ -8,8 +8,9 @@ by side in one run, for:
 * ``llmcore incremental``: ``build_body`` with the :class:`~llmcore.providers.base.EncodeCache`
   carried from the turn N-1 build (how an agent loop builds): the new turn's messages are
   encoded, the rest joined from stored bytes;
-* ``llmcore cold``: ``build_body`` with no encode cache, of new message objects each time (the
-  first request after a reopen: no image has its base64 yet);
+* ``llmcore cold``: ``build_body`` with no encode cache, of the messages read back from the
+  archive each time (:func:`reopened`: the first request after a reopen — every object new, no
+  image has its base64 yet);
 * ``join floor``: ``b"".join`` of the body's bytes cut into one piece per message — the least
   any builder that copies the history into one body can do; ``incr.-floor`` (the build beyond
   the join) is the median, over repetitions, of the median difference of 5 incremental builds
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import hashlib
 import json
 import os
 import random
@@ -46,6 +48,8 @@ import orjson
 from rich.console import Console
 from rich.table import Table
 
+from llmcore.archive import codec
+from llmcore.archive.state import ConversationState
 from llmcore.messages import Image, Message, Text, ToolCall, ToolResult
 from llmcore.providers import get_provider
 from llmcore.providers.base import EncodeCache
@@ -177,12 +181,20 @@ def sdk_sender(provider: str) -> Callable[[dict[str, Any]], object]:
 
 
 def reopened(messages: list[Message]) -> list[Message]:
-    """Equal messages with new image objects, as after a reopen (no base64 computed yet)."""
+    """The messages as a reopen gives them: written to ``conversation.json`` and read back.
 
-    def fresh(part: Any) -> Any:
-        return Image(data=part.data, mime_type=part.mime_type) if isinstance(part, Image) else part
-
-    return [Message(role=m.role, content=tuple(fresh(p) for p in m.content)) for m in messages]
+    The archive's own codec does both (the files on disk are left out): every message, image
+    and tool result is a new object, no image has its base64 yet, and tool results read as text
+    are known to be valid UTF-8 (those stored as base64, not valid UTF-8, are checked again).
+    """
+    images = {
+        hashlib.sha256(part.data).hexdigest(): part.data
+        for message in messages
+        for part in message.content
+        if isinstance(part, Image)
+    }
+    stored = codec.encode(ConversationState(history=tuple(messages)))
+    return list(codec.decode(stored, load_image=lambda sha256, _mime: images[sha256]).history)
 
 
 def join_floor_pieces(body: bytes, count: int) -> list[bytes]:

@@ -28,15 +28,28 @@ of request files and recorded bodies; the writer turns deeper nesting it meets i
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from json.encoder import encode_basestring
+from types import ModuleType
 from typing import Any, Final
 
 from llmcore.errors import EncodingError
+
+
+def _optional(name: str) -> ModuleType | None:
+    try:
+        return importlib.import_module(name)
+    except ImportError:  # pragma: no cover - a test builds without it in a subprocess
+        return None
+
+
+_orjson: Final = _optional("orjson")
+"""orjson, a dependency, escapes the history's strings in C (:func:`dumps_float_free`)."""
 
 __all__ = [
     "MAX_DEPTH",
@@ -46,6 +59,7 @@ __all__ = [
     "RawArray",
     "Utf8",
     "dumps",
+    "dumps_float_free",
     "dumps_items",
     "dumps_sorted",
     "dumps_text",
@@ -133,19 +147,23 @@ class Utf8:
         data: The text's bytes (tool results, base64 image data).
         plain: The caller vouches that ``data`` is ASCII with nothing to escape (base64 text),
             so it is not scanned.
+        valid: The caller vouches that ``data`` is valid UTF-8
+            (:attr:`~llmcore.messages.ToolResult.utf8_content`), so it is only scanned for
+            bytes to escape.
     """
 
-    __slots__ = ("data", "plain")
+    __slots__ = ("data", "plain", "valid")
 
-    def __init__(self, data: bytes, *, plain: bool = False) -> None:
+    def __init__(self, data: bytes, *, plain: bool = False, valid: bool = False) -> None:
         self.data = data
         self.plain = plain
+        self.valid = valid
 
     def __repr__(self) -> str:
         return f"Utf8({self.data!r})"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Utf8) and other.data == self.data  # ``plain`` is a hint only
+        return isinstance(other, Utf8) and other.data == self.data  # the flags are hints only
 
     def __hash__(self) -> int:
         return hash(self.data)
@@ -190,7 +208,7 @@ def _utf8_literal(value: Utf8) -> list[bytes | memoryview]:
     """
     data = value.data
     if not value.plain:
-        if not data.isascii():
+        if not value.valid and not data.isascii():
             data = _valid_utf8(data)
         found = data.translate(None, _NOT_ESCAPED)
         if found:
@@ -512,6 +530,60 @@ def dumps_items(values: Iterable[Any]) -> bytes:
     return _finish(out) if out else b""
 
 
+_FRAGMENT_OPTIONS: Final = (
+    0
+    if _orjson is None
+    else _orjson.OPT_PASSTHROUGH_DATACLASS
+    | _orjson.OPT_PASSTHROUGH_DATETIME
+    | _orjson.OPT_PASSTHROUGH_SUBCLASS
+)
+"""Every value orjson would write its own way (dataclasses, dates, subclasses) goes to
+:func:`_fragment`, which leaves it to this module's writer."""
+
+
+def _fragment(value: Any) -> Any:
+    """Turn :class:`Raw` and :class:`Utf8` into orjson fragments of the bytes this module writes.
+
+    Raises:
+        TypeError: Any other value: the caller writes the whole array with this module's
+            writer, which writes it or raises :class:`EncodingError`.
+    """
+    kind = type(value)
+    if kind is Raw:
+        return _FRAGMENT(value.text)
+    if kind is Utf8:
+        return _FRAGMENT(b"".join(_utf8_literal(value)))
+    raise TypeError
+
+
+_FRAGMENT: Final[Any] = getattr(_orjson, "Fragment", None)
+"""``orjson.Fragment``: bytes orjson copies into its output as they are."""
+
+
+def dumps_float_free(values: list[Any]) -> bytes:
+    """Write the JSON array of ``values``, which hold no ``float``: the bytes :func:`dumps` writes.
+
+    The provider encoders' message values (strings, objects, arrays, booleans, integers,
+    :class:`Raw`, :class:`Utf8`) are written by orjson's C escaper when it is installed, with
+    :class:`Raw` and :class:`Utf8` spliced as this module writes them; orjson escapes strings as
+    the standard library's C encoder does, code point for code point (a test checks every one).
+    Values orjson cannot write the same way — a float (orjson writes ``1e-05`` as ``0.00001``),
+    so never pass one — an integer beyond 64 bits, a lone surrogate, a non-string key, a foreign
+    type — are left to this module's writer, whole array at once.
+
+    Raises:
+        EncodingError: As for :func:`dumps`.
+    """
+    if _orjson is not None:
+        try:
+            written: bytes = _orjson.dumps(values, default=_fragment, option=_FRAGMENT_OPTIONS)
+        except TypeError:  # orjson.JSONEncodeError is a TypeError
+            pass
+        else:
+            return written
+    return dumps(values)
+
+
 def dumps_sorted(value: Any, *, indent: int | None = None) -> bytes:
     """Write ``value`` as UTF-8 JSON bytes with every object's keys sorted (the archive, A2).
 
@@ -766,12 +838,27 @@ def loads(
     raise found
 
 
+_FAST_NESTING: Final = 512
+"""Texts with more opening brackets than this go to :func:`loads` alone: orjson's depth limit
+(1,024) is not the interpreter's recursion limit, which ends :func:`loads` (about 1,000)."""
+
+
 def is_json_object(data: bytes) -> bool:
     """Return whether ``data`` is strict UTF-8 JSON text whose value is an object.
 
     Used to decide whether stored tool-call argument bytes may be spliced verbatim (P2): bytes
     for which this is true decode with ``data.decode("utf-8")`` without error.
+
+    orjson answers first when it is installed and the text cannot nest deeper than
+    :data:`_FAST_NESTING`: what orjson parses, :func:`loads` parses to the same type (orjson
+    refuses more — ``1e999``, a ``\ud800`` escape, a byte order mark — and those go on to
+    :func:`loads`). A test checks both answers agree.
     """
+    if _orjson is not None and data.count(b"[") + data.count(b"{") <= _FAST_NESTING:
+        try:
+            return type(_orjson.loads(data)) is dict
+        except _orjson.JSONDecodeError:
+            pass
     try:
         return isinstance(loads(data), dict)
     except (ValueError, RecursionError):

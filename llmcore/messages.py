@@ -21,10 +21,10 @@ Provider-only data (thinking, signatures, encrypted reasoning, message ids) has 
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import re
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final, Literal, TypeAlias
 
@@ -50,6 +50,12 @@ OMITTED_IMAGE_PLACEHOLDER: Final = (
     "[Image omitted: an image was here but was dropped from the saved conversation to save space.]"
 )
 """The text the model is sent where an image was dropped from storage (SPEC M3)."""
+
+_b64encode: Callable[[bytes], bytes]
+try:  # the same bytes as base64.b64encode, with SIMD where the CPU has it
+    from pybase64 import b64encode as _b64encode
+except ImportError:  # pragma: no cover - a dependency; a test builds without it in a subprocess
+    from base64 import b64encode as _b64encode
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _SHA256 = re.compile("[0-9a-f]{64}")
@@ -177,7 +183,7 @@ class Image:
         """The standard base64 of :attr:`data` (ASCII bytes), computed once per image."""
         encoded = self._base64
         if encoded is None:
-            encoded = base64.b64encode(self.data)
+            encoded = _b64encode(self.data)
             object.__setattr__(self, "_base64", encoded)
         return encoded
 
@@ -227,6 +233,7 @@ class ToolResult:
     """Whether the tool failed; the content then describes the failure."""
     type: Literal["tool_result"] = field(default="tool_result", init=False)
     """The case tag."""
+    _valid_utf8: bool | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.content, bytes):
@@ -237,6 +244,51 @@ class ToolResult:
             )
         object.__setattr__(self, "call_id", clean_text(_need_str(self.call_id, "call_id")))
         object.__setattr__(self, "tool_name", clean_text(_need_str(self.tool_name, "tool_name")))
+
+    @classmethod
+    def from_text(
+        cls, *, call_id: str, tool_name: str, text: str, is_error: bool = False
+    ) -> ToolResult:
+        """Return the result whose content is the UTF-8 of ``text``, known to be valid UTF-8.
+
+        Readers that hold the result as text (the archive, recorded bodies) make it this way,
+        so no body build checks its bytes again (:attr:`utf8_content`).
+
+        Raises:
+            InvalidMessageError: ``text`` holds a lone surrogate (it has no UTF-8 form), or a
+                field has the wrong type.
+        """
+        try:
+            content = text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidMessageError("holds a lone surrogate (not UTF-8 text)") from None
+        result = cls(call_id=call_id, tool_name=tool_name, content=content, is_error=is_error)
+        object.__setattr__(result, "_valid_utf8", True)
+        return result
+
+    @property
+    def utf8_content(self) -> bytes:
+        """:attr:`content` as valid UTF-8: itself when it is, else with U+FFFD replacements.
+
+        The bytes are ``content.decode("utf-8", "replace").encode("utf-8")``. Whether the
+        content is valid is checked once per result (and never for one made by
+        :meth:`from_text`); bodies send these bytes as the result's text.
+        """
+        valid = self._valid_utf8
+        if valid is None:
+            valid = self.content.isascii() or _is_utf8(self.content)
+            object.__setattr__(self, "_valid_utf8", valid)
+        if valid:
+            return self.content
+        return self.content.decode("utf-8", "replace").encode("utf-8")
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 MessageContent: TypeAlias = Text | Image | ToolCall | ToolResult

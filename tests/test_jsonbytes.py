@@ -10,6 +10,7 @@ from llmcore import jsonbytes
 from llmcore.errors import EncodingError
 
 from .examples import examples
+from .strategies import tool_arguments
 
 json_values = st.recursive(
     st.none()
@@ -217,3 +218,134 @@ def test_compact_writer_matches_the_general_writer(value):
         separators=(",", ":"),
         allow_nan=False,
     ).encode("utf-8")
+
+
+# dumps_float_free: message values go through orjson's C escaper, with Raw and Utf8 spliced as
+# this module writes them. The bytes must be the writer's own, for every value it can be given.
+float_free_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | texts_with_specials
+    | json_values.map(lambda v: jsonbytes.Raw(json.dumps(v)))
+    | utf8_runs.map(lambda runs: jsonbytes.Utf8(b"".join(runs)))
+    | texts_with_specials.map(
+        lambda t: jsonbytes.Utf8(t.encode("utf-8", "replace"), valid=True)  # vouched valid
+    )
+    | st.binary(max_size=40).map(lambda d: jsonbytes.Utf8(base64.b64encode(d), plain=True)),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.lists(children, max_size=3).map(tuple)
+        | st.dictionaries(texts_with_specials, children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@pytest.mark.full_count
+@settings(max_examples=examples(full=3000, sample=400))
+@given(st.lists(float_free_values, max_size=5))
+def test_the_float_free_writer_writes_the_writers_bytes(values):
+    try:
+        expected = jsonbytes.dumps(values)
+    except EncodingError:  # a lone surrogate in a str or key: refused either way
+        with pytest.raises(EncodingError):
+            jsonbytes.dumps_float_free(values)
+        return
+    assert jsonbytes.dumps_float_free(values) == expected
+
+
+def test_orjson_escapes_every_code_point_as_the_standard_library_does():
+    import itertools
+
+    import orjson
+
+    text = "".join(map(chr, itertools.chain(range(0xD800), range(0xE000, 0x110000))))
+    assert orjson.dumps(text) == json.encoder.encode_basestring(text).encode("utf-8")
+
+
+def test_message_values_are_written_by_orjson_and_the_rest_by_the_writer(monkeypatch):
+    values = [{"role": "user", "content": [{"type": "text", "text": 'a"\n'}]}, True, 7]
+    expected = jsonbytes.dumps(values)
+
+    def refuse(value, *, indent=None):
+        raise AssertionError("the pure writer was used")
+
+    monkeypatch.setattr(jsonbytes, "dumps", refuse)
+    assert jsonbytes.dumps_float_free(values) == expected
+    # what orjson cannot write as the writer does goes to the writer, whole array at once
+    for odd in ([2**70], [{"k": object()}], ["\ud800"], [{1: "non-string key"}]):
+        with pytest.raises(AssertionError, match="pure writer"):
+            jsonbytes.dumps_float_free(odd)
+
+
+def reference_is_json_object(data: bytes) -> bool:
+    try:
+        return isinstance(jsonbytes.loads(data), dict)
+    except (ValueError, RecursionError):
+        return False
+
+
+@pytest.mark.full_count
+@settings(max_examples=examples(full=3000, sample=400))
+@given(
+    tool_arguments()
+    | st.binary(max_size=24)
+    | json_values.map(lambda v: json.dumps({"v": v}, ensure_ascii=False).encode())
+)
+def test_is_json_object_answers_as_loads_does(data):
+    assert jsonbytes.is_json_object(data) is reference_is_json_object(data)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"a":1e999}',  # orjson refuses (infinity); loads reads it
+        b'{"a":"\\ud800"}',  # a lone-surrogate escape: orjson refuses; loads reads it
+        b'{"n":' + b"9" * 400 + b"}",  # a long integer: orjson refuses; loads reads it
+        b'{"n":' + b"9" * 5000 + b"}",  # longer than Python reads: not an object
+        b"\xef\xbb\xbf{}",  # a byte order mark: refused by both
+        b'{"a":NaN}',
+        b'{"a":' + b"[" * 600 + b"]" * 600 + b"}",  # deep, within the recursion limit
+        b'{"a":' + b"[" * 1010 + b"]" * 1010 + b"}",  # within orjson's depth limit, not loads'
+    ],
+)
+def test_is_json_object_edges_agree_with_loads(data):
+    assert jsonbytes.is_json_object(data) is reference_is_json_object(data)
+
+
+def test_a_build_without_orjson_and_pybase64_gives_the_same_bytes(tmp_path):
+    # Both are dependencies with a pure-Python fallback; the fallback must write the same body.
+    import subprocess
+    import sys
+
+    script = tmp_path / "build.py"
+    script.write_text(
+        "import sys\n"
+        "if sys.argv[1] == 'without':\n"
+        "    sys.modules['orjson'] = None\n"
+        "    sys.modules['pybase64'] = None\n"
+        "from llmcore import Image, Message, ToolCall, ToolResult, get_provider\n"
+        "from llmcore.request import Request\n"
+        "png = b'\\x89PNG\\r\\n\\x1a\\n' + bytes(range(256)) * 9\n"
+        "history = (\n"
+        "    Message.user('see \"this\"\\n\\u2028 😀', Image(data=png, mime_type='image/png')),\n"
+        "    Message.assistant(ToolCall(id='c1', name='f', arguments=b'{\"a\": 1e999}')),\n"
+        "    Message.tool(ToolResult(call_id='c1', tool_name='f', content=b'x\\xff\"\\\\\\x01')),\n"
+        ")\n"
+        "for name in ('anthropic', 'openai-chat', 'openai-responses'):\n"
+        "    body = get_provider(name).build_body(Request(model='m', messages=history))\n"
+        "    sys.stdout.write(body.hex() + '\\n')\n"
+        "import llmcore.jsonbytes, llmcore.messages\n"
+        "print(llmcore.jsonbytes._orjson is None, llmcore.messages._b64encode.__module__)\n",
+        encoding="utf-8",
+    )
+    run = {
+        mode: subprocess.run(
+            [sys.executable, str(script), mode], capture_output=True, text=True, check=True
+        ).stdout.splitlines()
+        for mode in ("with", "without")
+    }
+    assert run["with"][:3] == run["without"][:3]
+    assert run["with"][3].split() == ["False", "pybase64._pybase64"]
+    assert run["without"][3].split() in (["True", "base64"], ["True", "binascii"])

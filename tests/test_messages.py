@@ -77,3 +77,42 @@ def test_tool_bytes_stay_bytes():
         ToolResult(call_id="1", tool_name="f", content="text")  # type: ignore[arg-type]
     result = ToolResult(call_id="1", tool_name="f", content=b"\xff\x00")
     assert result.content == b"\xff\x00"
+
+
+# Tool results sent as text: validity is checked once per result, never for one read as text.
+def test_utf8_content_is_the_content_when_valid_and_repaired_when_not():
+    valid = ToolResult(call_id="c", tool_name="t", content="é\n".encode())
+    assert valid.utf8_content is valid.content
+    broken = ToolResult(call_id="c", tool_name="t", content=b"a\xffb\xe6\x97")
+    assert broken.utf8_content == "a\ufffdb\ufffd".encode()
+    assert broken.utf8_content == broken.content.decode("utf-8", "replace").encode()
+
+
+def test_validity_is_checked_once_per_result_and_is_not_part_of_the_value(monkeypatch):
+    import llmcore.messages as messages
+
+    checks = []
+    real = messages._is_utf8
+    monkeypatch.setattr(messages, "_is_utf8", lambda data: checks.append(data) or real(data))
+    result = ToolResult(call_id="c", tool_name="t", content="日本".encode())
+    assert [result.utf8_content, result.utf8_content] == [result.content] * 2
+    assert len(checks) == 1
+    ascii_only = ToolResult(call_id="c", tool_name="t", content=b"plain")
+    assert ascii_only.utf8_content == b"plain" and len(checks) == 1  # ASCII needs no decode
+    fresh = ToolResult(call_id="c", tool_name="t", content="日本".encode())
+    assert fresh == result and hash(fresh) == hash(result) and repr(fresh) == repr(result)
+
+
+def test_a_result_made_from_text_is_never_checked(monkeypatch):
+    import llmcore.messages as messages
+
+    monkeypatch.setattr(messages, "_is_utf8", lambda data: pytest.fail("checked again"))
+    result = ToolResult.from_text(call_id="c", tool_name="t", text='日本 "q"\n', is_error=True)
+    assert result.content == '日本 "q"\n'.encode() and result.is_error
+    assert result.utf8_content is result.content
+    assert result == ToolResult(call_id="c", tool_name="t", content=result.content, is_error=True)
+
+
+def test_a_result_made_from_text_with_a_lone_surrogate_is_refused():
+    with pytest.raises(InvalidMessageError, match="lone surrogate"):
+        ToolResult.from_text(call_id="c", tool_name="t", text="a\ud800")

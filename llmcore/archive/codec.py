@@ -560,12 +560,19 @@ def _block(value: Any, loc: str, load_image: ImageLoader) -> MessageContent:
     if kind == "toolResult":
         required = ("type", "callID", "toolName", "isError")
         obj = _owned(obj, loc, required, ("content", "contentBase64"))
-        return ToolResult(
-            call_id=_str(obj["callID"], f"{loc}.callID"),
-            tool_name=_str(obj["toolName"], f"{loc}.toolName"),
-            is_error=_bool(obj["isError"], f"{loc}.isError"),
-            content=_bytes(obj, "content", loc),
-        )
+        call_id = _str(obj["callID"], f"{loc}.callID")
+        tool_name = _str(obj["toolName"], f"{loc}.toolName")
+        is_error = _bool(obj["isError"], f"{loc}.isError")
+        text = obj.get("content")
+        if isinstance(text, str) and "contentBase64" not in obj:  # known to be valid UTF-8
+            try:
+                return ToolResult.from_text(
+                    call_id=call_id, tool_name=tool_name, text=text, is_error=is_error
+                )
+            except InvalidMessageError as exc:
+                _fail(exc.message, f"{loc}.content")
+        content = _bytes(obj, "content", loc)
+        return ToolResult(call_id=call_id, tool_name=tool_name, content=content, is_error=is_error)
     _fail(f"unknown block type {short_repr(kind)}", f"{loc}.type")
 
 

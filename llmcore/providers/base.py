@@ -22,7 +22,7 @@ from typing import Any, Literal, Protocol, TypeAlias
 
 from llmcore import jsonbytes
 from llmcore.errors import APIStatusError
-from llmcore.messages import Image, Message, Text, ToolCall
+from llmcore.messages import Image, Message, Text, ToolCall, ToolResult
 from llmcore.providers._sse import SSEEvent
 from llmcore.providers.history import (
     SUPPORTED_IMAGE_TYPES,
@@ -56,6 +56,7 @@ __all__ = [
     "check_images",
     "check_request",
     "history_array",
+    "result_text",
     "rewrite_id",
     "validate_pairing",
     "wire_array",
@@ -324,6 +325,15 @@ def breakpoint_options(request: Request) -> dict[int, Hashable]:
 def base64_text(image: Image) -> jsonbytes.Utf8:
     """Return the base64 text of an image, as a string value the writer copies as is."""
     return jsonbytes.Utf8(image.base64, plain=True)
+
+
+def result_text(result: ToolResult) -> jsonbytes.Utf8:
+    """Return a tool result's content as a string value: valid UTF-8, U+FFFD for invalid bytes.
+
+    The validity check happens once per result (:attr:`ToolResult.utf8_content`), so a body
+    build only scans the bytes for characters to escape.
+    """
+    return jsonbytes.Utf8(result.utf8_content, valid=True)
 
 
 def data_url(image: Image) -> jsonbytes.Utf8:

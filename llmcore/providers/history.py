@@ -237,14 +237,14 @@ def history_array(
     values: MessageValues,
     cache: EncodeCache | None,
     head: Sequence[Any] = (),
-) -> jsonbytes.RawArray | list[Any]:
+) -> jsonbytes.RawArray:
     """Return the array of ``head`` and the messages' values, for :func:`jsonbytes.dumps`.
 
-    With ``cache``, each message's piece (its values written by :func:`jsonbytes.dumps_items`)
-    comes from the cache or is encoded once, and the array joins the pieces. Without one (a
-    cold build), every message's values go into one list that the writer writes in the same
-    pass as the rest of the body, so each message's bytes are copied once, into the body. The
-    bytes are the same either way: a piece is its values' bytes, each after a comma.
+    Message values hold no float, so they are written by :func:`jsonbytes.dumps_float_free`
+    (strings escaped in C). With ``cache``, each message's piece (its values, each after a
+    comma) comes from the cache or is encoded once, and the array joins the pieces. Without one
+    (a cold build), every message's values go into one list written in one call. The bytes are
+    the same either way.
 
     Args:
         messages: The request's messages.
@@ -257,11 +257,14 @@ def history_array(
         array = list(head)
         for index, message in enumerate(messages):
             array.extend(values(index, message, options.get(index)))
-        return array
-    pieces = cache.encode_all(
-        messages, options, lambda i, m, o: jsonbytes.dumps_items(values(i, m, o))
-    )
-    return wire_array(pieces, jsonbytes.dumps_items(head))
+        return jsonbytes.RawArray.from_pieces([memoryview(jsonbytes.dumps_float_free(array))[1:-1]])
+    pieces = cache.encode_all(messages, options, lambda i, m, o: _piece(values(i, m, o)))
+    return wire_array(pieces, _piece(list(head)))
+
+
+def _piece(items: list[Any]) -> bytes:
+    """Return a message's piece: its values, each after a comma (``b""`` for none)."""
+    return b"," + jsonbytes.dumps_float_free(items)[1:-1] if items else b""
 
 
 def wire_array(pieces: list[bytes], head: bytes = b"") -> jsonbytes.RawArray:

@@ -320,6 +320,19 @@ BAD_FILES = [
     ),
     (
         b'{"formatVersion": 1, "history": [{"role": "assistant", "content": [{"type": "toolCall", '
+        b'"id": "a", "name": "b", "arguments": "{}"}]}, {"role": "tool", "content": [{"type": '
+        b'"toolResult", "callID": "a", "toolName": "b", "isError": false, "content": "\\udfff"}]}]}',
+        "$.history[1].content[0].content",
+        "lone surrogate",
+    ),
+    (
+        b'{"formatVersion": 1, "history": [{"role": "tool", "content": [{"type": "toolResult", '
+        b'"callID": "a", "toolName": "b", "isError": false, "content": 7}]}]}',
+        "$.history[0].content[0].content",
+        "expected a string",
+    ),
+    (
+        b'{"formatVersion": 1, "history": [{"role": "assistant", "content": [{"type": "toolCall", '
         b'"id": "a", "name": "b", "argumentsBase64": "@@@"}]}]}',
         "$.history[0].content[0].argumentsBase64",
         "base64",
@@ -333,6 +346,31 @@ def test_bad_files_raise_typed_error_naming_the_path(data, location, message):
         decode(data)
     assert info.value.location == location
     assert message in info.value.message
+
+
+def test_tool_results_read_as_text_are_known_to_be_valid_utf8(monkeypatch):
+    import llmcore.messages as messages
+
+    results = (
+        ToolResult(call_id="a", tool_name="b", content='日本 "q"\n'.encode()),
+        ToolResult(call_id="a", tool_name="b", content=b"\xff\xfe not UTF-8"),
+    )
+    history = (
+        Message.assistant(ToolCall(id="a", name="b", arguments=b"{}")),
+        Message.tool(results[0]),
+        Message.assistant(ToolCall(id="a", name="b", arguments=b"{}")),
+        Message.tool(results[1]),
+    )
+    checked = []
+    real = messages._is_utf8
+    monkeypatch.setattr(messages, "_is_utf8", lambda data: checked.append(data) or real(data))
+    read = decode(encode(ConversationState(history=history))).history
+    assert read == history
+    text_result, base64_result = read[1].content[0], read[3].content[0]
+    assert isinstance(text_result, ToolResult) and isinstance(base64_result, ToolResult)
+    assert text_result.utf8_content is text_result.content and checked == []
+    assert base64_result.utf8_content == "\ufffd\ufffd not UTF-8".encode()
+    assert checked == [base64_result.content]  # stored as base64: checked when first sent
 
 
 def test_missing_top_level_keys_read_as_defaults():

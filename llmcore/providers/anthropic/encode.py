@@ -59,6 +59,7 @@ from llmcore.providers.base import (
     breakpoint_options,
     check_request,
     history_array,
+    result_text,
     rewrite_id,
 )
 from llmcore.request import CacheTtl, Request, ToolChoiceName
@@ -114,7 +115,7 @@ def _block(part: MessageContent) -> dict[str, Any] | None:
         case ToolResult(call_id=call_id, content=content, is_error=is_error):
             block: dict[str, Any] = {"type": "tool_result", "tool_use_id": wire_id(call_id)}
             if content:
-                block["content"] = jsonbytes.Utf8(content)
+                block["content"] = result_text(part)
             if is_error:
                 block["is_error"] = True
             return block
@@ -124,12 +125,13 @@ def _block(part: MessageContent) -> dict[str, Any] | None:
 
 def _message_values(index: int, message: Message, option: Hashable) -> list[dict[str, Any]]:
     ttl, carried = option if isinstance(option, tuple) else (option, ())
-    blocks: list[Any] = [b for b in (_block(part) for part in message.content) if b is not None]
+    blocks: list[Any] = [block for part in message.content if (block := _block(part)) is not None]
     if ttl is not None:
         blocks[-1]["cache_control"] = breakpoint_dict(ttl)
     role = "user" if message.role == "tool" else message.role
-    head = [jsonbytes.Raw(text) for text in carried]
-    return [{"role": role, "content": head + blocks}]
+    if carried:
+        blocks[:0] = [jsonbytes.Raw(text) for text in carried]
+    return [{"role": role, "content": blocks}]
 
 
 def breakpoint_dict(ttl: Hashable) -> dict[str, str]:

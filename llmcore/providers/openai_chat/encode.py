@@ -75,6 +75,7 @@ from llmcore.providers.base import (
     check_request,
     data_url,
     history_array,
+    result_text,
     rewrite_id,
 )
 from llmcore.providers.history import MessageValues
@@ -129,7 +130,7 @@ def _tool_call(call: ToolCall) -> dict[str, Any]:
 def _tool_message(result: ToolResult) -> dict[str, Any]:
     parts = [_text_part(TOOL_ERROR_TEXT)] if result.is_error else []
     if result.content:
-        parts.append(_text_part(jsonbytes.Utf8(result.content)))
+        parts.append(_text_part(result_text(result)))
     content: list[dict[str, Any]] | str = parts if parts else ""
     return {"role": "tool", "tool_call_id": wire_id(result.call_id), "content": content}
 
@@ -185,7 +186,7 @@ def messages_array(
     values: MessageValues,
     cache: EncodeCache | None,
     system: dict[str, Any] | None = None,
-) -> jsonbytes.RawArray | list[Any]:
+) -> jsonbytes.RawArray:
     """Return the ``messages`` array: ``system`` (default :func:`system_message`), then history.
 
     Args:
@@ -224,7 +225,7 @@ def _tools(request: Request) -> list[dict[str, Any]]:
     return tools
 
 
-def body_fields(request: Request, messages: jsonbytes.RawArray | list[Any]) -> dict[str, Any]:
+def body_fields(request: Request, messages: jsonbytes.RawArray) -> dict[str, Any]:
     """Return the body's modeled fields in key order, ``params.extra`` not yet appended.
 
     Args:

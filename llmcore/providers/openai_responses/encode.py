@@ -89,6 +89,7 @@ from llmcore.providers.base import (
     check_request,
     data_url,
     history_array,
+    result_text,
     rewrite_id,
 )
 from llmcore.request import Params, Request, ToolChoiceName
@@ -167,7 +168,7 @@ def _result_item(part: MessageContent) -> dict[str, Any]:
     return {
         "type": "function_call_output",
         "call_id": wire_id(part.call_id),
-        "output": jsonbytes.Utf8(part.content),
+        "output": result_text(part),
     }
 
 

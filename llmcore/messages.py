@@ -259,7 +259,7 @@ class ToolResult:
                 field has the wrong type.
         """
         try:
-            content = text.encode("utf-8")
+            content = _need_str(text, "text").encode("utf-8")
         except UnicodeEncodeError:
             raise InvalidMessageError("holds a lone surrogate (not UTF-8 text)") from None
         result = cls(call_id=call_id, tool_name=tool_name, content=content, is_error=is_error)

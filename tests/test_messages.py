@@ -113,6 +113,8 @@ def test_a_result_made_from_text_is_never_checked(monkeypatch):
     assert result == ToolResult(call_id="c", tool_name="t", content=result.content, is_error=True)
 
 
-def test_a_result_made_from_text_with_a_lone_surrogate_is_refused():
+def test_a_result_made_from_text_with_a_lone_surrogate_or_no_text_is_refused():
     with pytest.raises(InvalidMessageError, match="lone surrogate"):
         ToolResult.from_text(call_id="c", tool_name="t", text="a\ud800")
+    with pytest.raises(InvalidMessageError, match="text must be a str"):
+        ToolResult.from_text(call_id="c", tool_name="t", text=b"bytes")  # type: ignore[arg-type]

@@ -192,13 +192,21 @@ class EncodeCache:
     _answer: int = field(default=0, repr=False)
 
     def __copy__(self) -> EncodeCache:
-        """Return a cache with the same contents and its own buffer (a build changes it)."""
+        """Return a cache with the same contents and its own buffer (a build changes it).
+
+        The copy's buffer has room to grow by an eighth, as one grown by appends has
+        (CPython's ``bytearray`` over-allocation), so its next build appends in place.
+        """
+        size = len(self._buffer)
+        buffer = bytearray(size + (size >> 3))
+        buffer[:size] = self._buffer
+        del buffer[size:]  # a minor shrink keeps the allocation
         return EncodeCache(
             self.hits,
             self.misses,
             self._messages,
             dict(self._options),
-            bytearray(self._buffer),
+            buffer,
             list(self._ends),
             self._asked,
             self._answer,
@@ -214,21 +222,15 @@ class EncodeCache:
 
     def _shared(self, messages: tuple[Message, ...]) -> int:
         previous = self._messages
-        size = min(len(previous), len(messages))
-        # one comparison in C (identity first, then values: equal messages after a reopen),
-        # slicing only the longer tuple
-        if len(messages) > size:
-            same = messages[:size] == previous
-        elif len(previous) > size:
-            same = previous[:size] == messages
-        else:
-            same = previous == messages
-        if same:
-            return size
-        for index in range(size):
+        if len(previous) <= len(messages):
+            if _begins(messages, previous):
+                return len(previous)
+        elif _begins(previous, messages):
+            return len(messages)
+        for index in range(min(len(previous), len(messages))):
             if previous[index] is not messages[index] and previous[index] != messages[index]:
                 return index
-        return size  # pragma: no cover - the tuples compared unequal, so some item differs
+        return min(len(previous), len(messages))  # pragma: no cover - _begins found a difference
 
     def encode_all(
         self,
@@ -311,6 +313,21 @@ class EncodeCache:
             piece = pieces.get(index)
             new_end += old_end - old_start if piece is None else len(piece)
             ends[index], old_start = new_end, old_end
+
+
+def _begins(longer: tuple[Message, ...], shorter: tuple[Message, ...]) -> bool:
+    """Return whether ``longer`` begins with ``shorter``'s messages (the same, or equal values).
+
+    One comparison in C that copies neither tuple (a slice would touch every message to count
+    a reference to it): tuples compare item by item, identity first, then ``==``, and the first
+    unequal pair decides ``<=``, which :class:`~llmcore.messages.Message` does not define
+    (``TypeError``). So ``shorter <= longer`` is true only when every message of ``shorter``
+    equals its counterpart and ``shorter`` is not the longer one.
+    """
+    try:
+        return shorter <= longer
+    except TypeError:  # two messages differ, and messages have no order
+        return False
 
 
 def history_array(

@@ -371,3 +371,19 @@ def test_an_encoding_error_leaves_the_cache_as_it_was():
     assert (cache.pieces(), cache.hits, cache.misses) == (pieces, *counts)
     assert bytes(cache.encode_all(messages, {1: "a"}, failing)) == b',0,null,1,"a",2,null'
     assert cache.hits - counts[0] == 3
+
+
+def test_messages_have_no_order_so_the_prefix_check_sees_every_difference():
+    # EncodeCache compares histories with tuple `<=`: the first unequal pair of messages must
+    # raise TypeError rather than order them
+    with pytest.raises(TypeError):
+        _ = Message.user("a") <= Message.user("b")
+    cache = EncodeCache()
+    first = (Message.user("a"), Message.assistant("b"), Message.user("c"))
+    cache.encode_all(first, {}, lambda i, m, o: b"")
+    assert cache.known(first[:2] + (Message.user("d"),)) == 2
+    assert cache.known((Message.user("a"), Message.assistant("x"))) == 1
+    assert cache.known(tuple(Message(role=m.role, content=m.content) for m in first)) == 3
+    assert cache.known(first + (Message.assistant("e"),)) == 3
+    assert cache.known(first[:1]) == 1
+    assert cache.known(()) == 0

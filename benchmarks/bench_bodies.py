@@ -2,8 +2,9 @@
 
 For N = 10, 50, 200, 1,000 turns of a tool-using conversation (each turn: a user message,
 sometimes with a 40 KB image; an assistant message with one or two tool calls; tool results of
-1–20 KB; a final assistant text), the median time to produce the turn-N body is measured, side
-by side in one run, for:
+1–20 KB; a final assistant text; the newest turn has the same content at every N, so every N
+encodes the same new bytes), the median time to produce the turn-N body is measured, side by
+side in one run, for:
 
 * ``llmcore incremental``: ``build_body`` with the :class:`~llmcore.providers.base.EncodeCache`
   carried from the turn N-1 build (how an agent loop builds; each timed build gets its own
@@ -24,9 +25,18 @@ by side in one run, for:
   with the same already-shaped body, sent through ``httpx2.MockTransport`` (the current packages
   take an ``httpx2`` client) whose handler returns a minimal response.
 
-Prints a rich table and writes ``results/bench_bodies.json``. Timings depend on the machine's
+Prints a rich table and writes ``results/bench_bodies.json`` (``--cold-caches``:
+``results/bench_bodies_cold_caches.json``). Timings depend on the machine's
 load; only ratios measured in the same run compare. Run:
-``python benchmarks/bench_bodies.py [--reps R] [--turns 10,50,200,1000] [--no-sdk]``.
+``python benchmarks/bench_bodies.py [--reps R] [--turns 10,50,200,1000] [--no-sdk]
+[--cold-caches]``.
+
+``--cold-caches`` writes a 64 MB buffer before each timed incremental build and each copy floor,
+so every one starts with the CPU caches holding none of its code or data. Without it, what a
+timed call finds in the caches depends on N: at N = 1,000 the previous ~24 MB copy has evicted
+the whole last-level cache, at N = 200 it has not, so the Python work of the same new turn
+runs slower at N = 1,000 for that reason alone (in an agent loop, sending the body and reading
+the response stand between two builds).
 """
 
 from __future__ import annotations
@@ -192,10 +202,20 @@ def reopened(messages: list[Message]) -> list[Message]:
     return [Message(role=m.role, content=tuple(fresh(p) for p in m.content)) for m in messages]
 
 
+def evict(cold_caches: bool) -> None:
+    """With ``--cold-caches``, push the timed call's code and data out of the CPU caches."""
+    if cold_caches:
+        bytearray(EVICT_BYTES)
+
+
 def cut(body: bytes, count: int) -> list[bytes]:
     """The body cut into ``count`` pieces of about equal size (the last one may be shorter)."""
     size = max(1, -(-len(body) // count))
     return [body[i : i + size] for i in range(0, len(body), size)]
+
+
+EVICT_BYTES = 64_000_000
+"""Written before a timed call with ``--cold-caches``: twice a 32 MB last-level cache."""
 
 
 def timed(fn: Callable[[], object]) -> tuple[float, object]:
@@ -204,7 +224,9 @@ def timed(fn: Callable[[], object]) -> tuple[float, object]:
     return (time.perf_counter() - start) * 1000, value
 
 
-def measure(provider: str, turns: int, reps: int, sdk: bool) -> dict[str, float]:
+def measure(
+    provider: str, turns: int, reps: int, sdk: bool, cold_caches: bool = False
+) -> dict[str, float]:
     """Each repetition times every column once, one after the other, so that the machine's
     load at that moment weighs on all of them; ratios are the medians of per-repetition ratios.
     """
@@ -233,9 +255,12 @@ def measure(provider: str, turns: int, reps: int, sdk: bool) -> dict[str, float]
         # of that copy.
         pairs = []
         for _ in range(PAIRS):
-            took, built = timed(partial(p.build_body, req, cache=copy.copy(cache)))
+            copied = copy.copy(cache)
+            evict(cold_caches)
+            took, built = timed(partial(p.build_body, req, cache=copied))
             assert built == body_bytes
-            del built
+            del built, copied
+            evict(cold_caches)
             pairs.append((took, timed(partial(b"".join, halves))[0]))
         columns["llmcore_incremental_ms"].append(statistics.median(i for i, _ in pairs))
         columns["copy_floor_ms"].append(statistics.median(f for _, f in pairs))
@@ -302,13 +327,18 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=int(os.environ.get("BENCH_REPS", "15")))
     parser.add_argument("--turns", default=",".join(str(n) for n in TURNS))
     parser.add_argument("--no-sdk", action="store_true", help="leave the SDK column out")
+    parser.add_argument(
+        "--cold-caches",
+        action="store_true",
+        help="evict the CPU caches before each timed incremental build and copy floor",
+    )
     args = parser.parse_args()
     warnings.simplefilter("ignore", DeprecationWarning)  # the SDK warns about model names
     turns_list = [int(n) for n in args.turns.split(",")]
     rows = []
     for provider in MODELS:
         for turns in turns_list:
-            result = measure(provider, turns, args.reps, not args.no_sdk)
+            result = measure(provider, turns, args.reps, not args.no_sdk, args.cold_caches)
             rows.append({"provider": provider, "turns": turns, **result})
         by_turns = {row["turns"]: row for row in rows if row["provider"] == provider}
         if 200 in by_turns and 1000 in by_turns:
@@ -332,16 +362,18 @@ def main() -> None:
                 f"{row['incremental_over_turn_200']:.2f}x; beyond the copy floor (incr.-floor): "
                 f"{row['beyond_floor_over_turn_200']:.2f}x (flat in N: at most 1.5x)"
             )
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    results = RESULTS.with_name("bench_bodies_cold_caches.json") if args.cold_caches else RESULTS
+    results.parent.mkdir(parents=True, exist_ok=True)
     meta = {
         "reps": args.reps,
+        "cold_caches": args.cold_caches,
         "anthropic": anthropic.__version__,
         "openai": openai.__version__,
         "orjson": orjson.__version__,
         "cpus": os.cpu_count(),
         "load_average": os.getloadavg(),
     }
-    RESULTS.write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n", encoding="utf-8")
+    results.write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -194,19 +194,15 @@ class EncodeCache:
     def __copy__(self) -> EncodeCache:
         """Return a cache with the same contents and its own buffer (a build changes it).
 
-        The copy's buffer has room to grow by an eighth, as one grown by appends has
-        (CPython's ``bytearray`` over-allocation), so its next build appends in place.
+        The copy's buffer has room to grow (:func:`_copy_with_room`), so its next build appends
+        in place.
         """
-        size = len(self._buffer)
-        buffer = bytearray(size + (size >> 3))
-        buffer[:size] = self._buffer
-        del buffer[size:]  # a minor shrink keeps the allocation
         return EncodeCache(
             self.hits,
             self.misses,
             self._messages,
             dict(self._options),
-            buffer,
+            _copy_with_room(self._buffer),
             list(self._ends),
             self._asked,
             self._answer,
@@ -296,7 +292,7 @@ class EncodeCache:
         try:
             buffer.append(0)  # resizing raises BufferError while a view exists
         except BufferError:
-            buffer = self._buffer = bytearray(buffer)
+            buffer = self._buffer = _copy_with_room(buffer)
         else:
             del buffer[-1]
         return buffer
@@ -315,14 +311,27 @@ class EncodeCache:
             ends[index], old_start = new_end, old_end
 
 
+def _copy_with_room(buffer: bytearray) -> bytearray:
+    """Return a copy of ``buffer`` with room to grow by an eighth before it is reallocated.
+
+    As much as a buffer grown by appends has (CPython over-allocates a ``bytearray`` by about an
+    eighth), so appending the next turn's pieces does not copy the whole history again.
+    """
+    size = len(buffer)
+    copied = bytearray(size + (size >> 3))
+    copied[:size] = buffer
+    del copied[size:]  # a shrink by less than half keeps the allocation
+    return copied
+
+
 def _begins(longer: tuple[Message, ...], shorter: tuple[Message, ...]) -> bool:
     """Return whether ``longer`` begins with ``shorter``'s messages (the same, or equal values).
 
-    One comparison in C that copies neither tuple (a slice would touch every message to count
-    a reference to it): tuples compare item by item, identity first, then ``==``, and the first
-    unequal pair decides ``<=``, which :class:`~llmcore.messages.Message` does not define
-    (``TypeError``). So ``shorter <= longer`` is true only when every message of ``shorter``
-    equals its counterpart and ``shorter`` is not the longer one.
+    ``len(shorter) <= len(longer)``. One comparison in C that copies neither tuple (a slice
+    would touch every message to count a reference to it): tuples compare item by item,
+    identity first, then ``==``, and the first unequal pair decides ``<=``, which
+    :class:`~llmcore.messages.Message` does not define (``TypeError``). So ``shorter <= longer``
+    is true exactly when every message of ``shorter`` equals its counterpart in ``longer``.
     """
     try:
         return shorter <= longer

@@ -2,27 +2,42 @@
 
 For N = 10, 50, 200, 1,000 turns of a tool-using conversation (each turn: a user message,
 sometimes with a 40 KB image; an assistant message with one or two tool calls; tool results of
-1–20 KB; a final assistant text), the median time to produce the turn-N body is measured, side
-by side in one run, for:
+1–20 KB; a final assistant text; the newest turn has the same content at every N, so every N
+encodes the same new bytes), the median time to produce the turn-N body is measured, side by
+side in one run, for:
 
 * ``llmcore incremental``: ``build_body`` with the :class:`~llmcore.providers.base.EncodeCache`
-  carried from the turn N-1 build (how an agent loop builds): the new turn's messages are
-  encoded, the rest joined from stored bytes;
+  carried from the turn N-1 build (how an agent loop builds; each timed build gets its own
+  ``copy.copy`` of that cache): the new turn's messages are encoded, the rest copied from the
+  stored history;
 * ``llmcore cold``: ``build_body`` with no encode cache, of the messages read back from the
   archive each time (:func:`reopened`: the first request after a reopen — every object new, no
   image has its base64 yet);
-* ``join floor``: ``b"".join`` of the body's bytes cut into one piece per message — the least
-  any builder that copies the history into one body can do; ``incr.-floor`` (the build beyond
-  the join) is the median, over repetitions, of the median difference of 5 incremental builds
-  each timed beside one join (the copy's noise at N = 1,000 is larger than the difference);
+* ``copy floor``: one copy of the body's bytes into a new ``bytes`` object (``b"".join`` of the
+  body in two pieces) — the least any builder that returns the body as one ``bytes`` can do;
+  ``incr.-floor`` (the build beyond the copy) is the median, over repetitions, of the median
+  difference of 5 incremental builds each timed beside one copy (the copy's noise at
+  N = 1,000 is larger than the difference); the flatness line printed under the table is that
+  difference at N = 1,000 over the one at N = 200;
+* ``join/msg``: ``b"".join`` of the body cut into one piece per message (what a builder that
+  keeps one stored piece per message pays to join them);
 * ``orjson``: ``orjson.dumps`` of the same body as a parsed dict (a C serializer, no cache);
 * ``SDK`` (N ≤ 200): ``client.messages.create(**body)`` / ``client.chat.completions.create(**body)``
   with the same already-shaped body, sent through ``httpx2.MockTransport`` (the current packages
   take an ``httpx2`` client) whose handler returns a minimal response.
 
-Prints a rich table and writes ``results/bench_bodies.json``. Timings depend on the machine's
+Prints a rich table and writes ``results/bench_bodies.json`` (``--cold-caches``:
+``results/bench_bodies_cold_caches.json``). Timings depend on the machine's
 load; only ratios measured in the same run compare. Run:
-``python benchmarks/bench_bodies.py [--reps R] [--turns 10,50,200,1000] [--no-sdk]``.
+``python benchmarks/bench_bodies.py [--reps R] [--turns 10,50,200,1000] [--no-sdk]
+[--cold-caches]``.
+
+``--cold-caches`` writes a 64 MB buffer before each timed incremental build and each copy floor,
+so every one starts with the CPU caches holding none of its code or data. Without it, what a
+timed call finds in the caches depends on N: at N = 1,000 the previous ~24 MB copy has evicted
+the whole last-level cache, at N = 200 it has not, so the Python work of the same new turn
+runs slower at N = 1,000 for that reason alone (in an agent loop, sending the body and reading
+the response stand between two builds).
 """
 
 from __future__ import annotations
@@ -111,6 +126,8 @@ def conversation(turns: int, seed: int = 7) -> list[Message]:
     png = b"\x89PNG\r\n\x1a\n" + rng.randbytes(40_000)
     history: list[Message] = []
     for turn in range(turns):
+        if turn == turns - 1:  # the newest turn has the same content at every N: the same new
+            rng = random.Random(seed + 1)  # bytes, so the builds beyond the copy compare
         text = " ".join(rng.choice(words) for _ in range(rng.randint(10, 60)))
         parts: list[Any] = [Text(text=text)]
         if turn % 5 == 0:
@@ -197,10 +214,20 @@ def reopened(messages: list[Message]) -> list[Message]:
     return list(codec.decode(stored, load_image=lambda sha256, _mime: images[sha256]).history)
 
 
-def join_floor_pieces(body: bytes, count: int) -> list[bytes]:
-    """The body cut into ``count`` + 1 pieces of about equal size (one per message)."""
-    size = max(1, len(body) // (count + 1))
+def evict(cold_caches: bool) -> None:
+    """With ``--cold-caches``, push the timed call's code and data out of the CPU caches."""
+    if cold_caches:
+        bytearray(EVICT_BYTES)
+
+
+def cut(body: bytes, count: int) -> list[bytes]:
+    """The body cut into ``count`` pieces of about equal size (the last one may be shorter)."""
+    size = max(1, -(-len(body) // count))
     return [body[i : i + size] for i in range(0, len(body), size)]
+
+
+EVICT_BYTES = 64_000_000
+"""Written before a timed call with ``--cold-caches``: twice a 32 MB last-level cache."""
 
 
 def timed(fn: Callable[[], object]) -> tuple[float, object]:
@@ -209,7 +236,9 @@ def timed(fn: Callable[[], object]) -> tuple[float, object]:
     return (time.perf_counter() - start) * 1000, value
 
 
-def measure(provider: str, turns: int, reps: int, sdk: bool) -> dict[str, float]:
+def measure(
+    provider: str, turns: int, reps: int, sdk: bool, cold_caches: bool = False
+) -> dict[str, float]:
     """Each repetition times every column once, one after the other, so that the machine's
     load at that moment weighs on all of them; ratios are the medians of per-repetition ratios.
     """
@@ -219,28 +248,36 @@ def measure(provider: str, turns: int, reps: int, sdk: bool) -> dict[str, float]
     prev = previous_request(provider, messages)
     body_bytes = p.build_body(req)
     shaped = json.loads(body_bytes)
-    pieces = join_floor_pieces(body_bytes, len(messages))
+    halves = cut(body_bytes, 2)
+    per_message = cut(body_bytes, len(messages) + 1)
     columns: dict[str, list[float]] = {
         "llmcore_incremental_ms": [],
         "llmcore_cold_ms": [],
-        "join_floor_ms": [],
+        "copy_floor_ms": [],
+        "join_per_message_ms": [],
         "orjson_ms": [],
     }
     beyond: list[float] = []
     for _ in range(reps):
         cache = EncodeCache()
         p.build_body(prev, cache=cache)
-        # PAIRS incremental builds, each from a copy of the turn N-1 cache (a build replaces the
-        # cache's lists, never mutates them), each beside one join floor: at N = 1,000 both
-        # copy ~24 MB, and one pair's difference is mostly the noise of that copy.
+        # PAIRS incremental builds, each from its own copy of the turn N-1 cache (a build
+        # changes the cache; copy.copy gives one with its own buffer), each beside one copy
+        # floor: at N = 1,000 both copy ~24 MB, and one pair's difference is mostly the noise
+        # of that copy.
         pairs = []
         for _ in range(PAIRS):
-            took, built = timed(partial(p.build_body, req, cache=copy.copy(cache)))
+            copied = copy.copy(cache)
+            evict(cold_caches)
+            took, built = timed(partial(p.build_body, req, cache=copied))
             assert built == body_bytes
-            pairs.append((took, timed(partial(b"".join, pieces))[0]))
+            del built, copied
+            evict(cold_caches)
+            pairs.append((took, timed(partial(b"".join, halves))[0]))
         columns["llmcore_incremental_ms"].append(statistics.median(i for i, _ in pairs))
-        columns["join_floor_ms"].append(statistics.median(f for _, f in pairs))
+        columns["copy_floor_ms"].append(statistics.median(f for _, f in pairs))
         beyond.append(statistics.median(i - f for i, f in pairs))
+        columns["join_per_message_ms"].append(timed(partial(b"".join, per_message))[0])
         columns["orjson_ms"].append(timed(partial(orjson.dumps, shaped))[0])
         fresh = request(provider, reopened(messages))  # a reopen: no image has its base64 yet
         columns["llmcore_cold_ms"].append(timed(partial(p.build_body, fresh))[0])
@@ -249,7 +286,7 @@ def measure(provider: str, turns: int, reps: int, sdk: bool) -> dict[str, float]
     result["incremental_over_floor_ms"] = max(0.0, statistics.median(beyond))
     result["incremental_over_floor"] = statistics.median(
         i / f
-        for i, f in zip(columns["llmcore_incremental_ms"], columns["join_floor_ms"], strict=True)
+        for i, f in zip(columns["llmcore_incremental_ms"], columns["copy_floor_ms"], strict=True)
     )
     result["cold_over_orjson"] = statistics.median(
         c / o for c, o in zip(columns["llmcore_cold_ms"], columns["orjson_ms"], strict=True)
@@ -267,7 +304,8 @@ COLUMNS = (
     "body KB",
     "incr.",
     "cold",
-    "join floor",
+    "copy floor",
+    "join/msg",
     "incr.-floor",
     "orjson",
     "SDK",
@@ -285,7 +323,8 @@ def table_row(row: dict[str, Any]) -> list[str]:
         f"{row['body_bytes'] / 1024:.0f}",
         f"{row['llmcore_incremental_ms']:.3f}",
         f"{row['llmcore_cold_ms']:.2f}",
-        f"{row['join_floor_ms']:.3f}",
+        f"{row['copy_floor_ms']:.3f}",
+        f"{row['join_per_message_ms']:.3f}",
         f"{row['incremental_over_floor_ms']:.3f}",
         f"{row['orjson_ms']:.2f}",
         "-" if sdk is None else f"{sdk:.2f}",
@@ -300,13 +339,18 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=int(os.environ.get("BENCH_REPS", "15")))
     parser.add_argument("--turns", default=",".join(str(n) for n in TURNS))
     parser.add_argument("--no-sdk", action="store_true", help="leave the SDK column out")
+    parser.add_argument(
+        "--cold-caches",
+        action="store_true",
+        help="evict the CPU caches before each timed incremental build and copy floor",
+    )
     args = parser.parse_args()
     warnings.simplefilter("ignore", DeprecationWarning)  # the SDK warns about model names
     turns_list = [int(n) for n in args.turns.split(",")]
     rows = []
     for provider in MODELS:
         for turns in turns_list:
-            result = measure(provider, turns, args.reps, not args.no_sdk)
+            result = measure(provider, turns, args.reps, not args.no_sdk, args.cold_caches)
             rows.append({"provider": provider, "turns": turns, **result})
         by_turns = {row["turns"]: row for row in rows if row["provider"] == provider}
         if 200 in by_turns and 1000 in by_turns:
@@ -314,7 +358,7 @@ def main() -> None:
             big["incremental_over_turn_200"] = (
                 big["llmcore_incremental_ms"] / small["llmcore_incremental_ms"]
             )
-            big["beyond_join_over_turn_200"] = big["incremental_over_floor_ms"] / max(
+            big["beyond_floor_over_turn_200"] = big["incremental_over_floor_ms"] / max(
                 small["incremental_over_floor_ms"], 1e-6
             )
     table = Table(title=f"turn-N body build, median of {args.reps} (ms)")
@@ -327,19 +371,21 @@ def main() -> None:
         if "incremental_over_turn_200" in row:
             print(
                 f"{row['provider']}: incremental turn-1000 / turn-200 = "
-                f"{row['incremental_over_turn_200']:.2f}x; beyond the join floor: "
-                f"{row['beyond_join_over_turn_200']:.2f}x"
+                f"{row['incremental_over_turn_200']:.2f}x; beyond the copy floor (incr.-floor): "
+                f"{row['beyond_floor_over_turn_200']:.2f}x (flat in N: at most 1.5x)"
             )
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    results = RESULTS.with_name("bench_bodies_cold_caches.json") if args.cold_caches else RESULTS
+    results.parent.mkdir(parents=True, exist_ok=True)
     meta = {
         "reps": args.reps,
+        "cold_caches": args.cold_caches,
         "anthropic": anthropic.__version__,
         "openai": openai.__version__,
         "orjson": orjson.__version__,
         "cpus": os.cpu_count(),
         "load_average": os.getloadavg(),
     }
-    RESULTS.write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n", encoding="utf-8")
+    results.write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

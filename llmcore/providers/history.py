@@ -3,10 +3,10 @@
 * :func:`check_request` — the model name, tool-call pairing (:func:`validate_pairing`) and
   image types (:func:`check_images`), checked before any body is built.
 * :class:`EncodeCache` — the append-only encoded history of one conversation: each message is
-  checked and encoded once, when it first appears; a request costs the new messages' encoding
-  plus one join of the stored bytes (SPEC P2, P4).
+  checked and encoded once, when it first appears, into one growing buffer; a request costs the
+  new messages' encoding plus one copy of the stored bytes into the body (SPEC P2, P4).
 * :func:`history_array` / :func:`wire_array` — a request's messages as the ``messages`` (or
-  ``input``) array: joined from the cache's pieces, or (no cache) one list written in one pass.
+  ``input``) array: a view of the cache's buffer, or (no cache) one list written in one pass.
 
 A message's wire bytes are stored as a *piece*: each JSON value it becomes, preceded by a comma
 (``b',{"role":"user",…}'``; Chat writes one value per tool result); a message that becomes
@@ -164,24 +164,49 @@ def check_request(request: Request, cache: EncodeCache | None = None) -> None:
 class EncodeCache:
     """The encoded history of one conversation, for one provider (append-only).
 
-    It keeps the messages of the latest build and each one's wire piece. The next build reuses
-    the pieces of the messages it shares with that one from the start (the same objects, or
-    equal values after a reopen), re-encodes the shared messages whose option changed (a cache
-    breakpoint moved, carried data came or went), and encodes the new messages, each once.
-    History that is edited rather than appended to is encoded again from the first change.
-    Keep one per conversation and provider.
+    It keeps the messages of the latest build and their wire pieces, concatenated in one buffer
+    with each piece's end offset. The next build reuses the pieces of the messages it shares
+    with that one from the start (the same objects, or equal values after a reopen), re-encodes
+    the shared messages whose option changed (a cache breakpoint moved, carried data came or
+    went) and puts each new piece in place of the old one, and appends the new messages'
+    pieces, each encoded once. History that is edited rather than appended to is cut at the
+    first change and encoded again from there. So a build costs the new (or changed) messages'
+    encoding and one comparison of the message tuples, whatever the history's length, and the
+    array it hands out is one view of the buffer. Keep one per conversation and provider.
+
+    ``copy.copy`` and ``copy.deepcopy`` give an independent cache (its own buffer).
     """
 
     hits: int = 0
     """Messages whose stored piece was reused, over this cache's life."""
     misses: int = 0
     """Messages encoded, over this cache's life."""
-    _messages: tuple[Message, ...] = ()
-    _options: dict[int, Hashable] = field(default_factory=dict)
-    _pieces: list[bytes] = field(default_factory=list)
-    _asked: tuple[Message, ...] | None = None
+    _messages: tuple[Message, ...] = field(default=(), repr=False)
+    _options: dict[int, Hashable] = field(default_factory=dict, repr=False)
+    _buffer: bytearray = field(default_factory=bytearray, repr=False)
+    """The pieces of ``_messages``, concatenated."""
+    _ends: list[int] = field(default_factory=list, repr=False)
+    """Where each message's piece ends in ``_buffer`` (each starts where the one before ends)."""
+    _asked: tuple[Message, ...] | None = field(default=None, repr=False)
     """The messages :meth:`known` was last asked about (a build asks twice: checks, encoding)."""
-    _answer: int = 0
+    _answer: int = field(default=0, repr=False)
+
+    def __copy__(self) -> EncodeCache:
+        """Return a cache with the same contents and its own buffer (a build changes it).
+
+        The copy's buffer has room to grow (:func:`_copy_with_room`), so its next build appends
+        in place.
+        """
+        return EncodeCache(
+            self.hits,
+            self.misses,
+            self._messages,
+            dict(self._options),
+            _copy_with_room(self._buffer),
+            list(self._ends),
+            self._asked,
+            self._answer,
+        )
 
     def known(self, messages: tuple[Message, ...]) -> int:
         """Return how many leading messages of ``messages`` the latest build also began with."""
@@ -193,42 +218,125 @@ class EncodeCache:
 
     def _shared(self, messages: tuple[Message, ...]) -> int:
         previous = self._messages
-        size = min(len(previous), len(messages))
-        if previous[:size] == messages[:size]:  # identity first, in C; values after a reopen
-            return size
-        for index in range(size):
+        if len(previous) <= len(messages):
+            if _begins(messages, previous):
+                return len(previous)
+        elif _begins(previous, messages):
+            return len(messages)
+        for index in range(min(len(previous), len(messages))):
             if previous[index] is not messages[index] and previous[index] != messages[index]:
                 return index
-        return size  # pragma: no cover - the tuples compared unequal, so some item differs
+        return min(len(previous), len(messages))  # pragma: no cover - _begins found a difference
 
     def encode_all(
         self,
         messages: tuple[Message, ...],
         options: Mapping[int, Hashable],
         encode: MessageEncoder,
-    ) -> list[bytes]:
-        """Return each message's piece, encoding only what the latest build did not have.
+    ) -> memoryview:
+        """Return the messages' pieces, concatenated, encoding only what the latest build lacked.
+
+        The messages are encoded before the stored history changes, so an error raised by
+        ``encode`` leaves the cache as it was.
 
         Args:
             messages: The request's messages.
             options: The encoding options of the messages that have one (breakpoint TTL,
                 carried data), by index; every other message's option is ``None``.
             encode: Encodes message ``i`` under its option.
+
+        Returns:
+            A read-only view of the cache's buffer. While it (or a view made from it) is alive
+            the buffer cannot be resized; the next build that changes the history then writes
+            into a copy, and the view keeps the bytes it had.
         """
         known = self.known(messages)
-        pieces = self._pieces[:known]
         previous = self._options
         changed = previous.keys() | options.keys()
         moved = sorted(i for i in changed if i < known and previous.get(i) != options.get(i))
-        for index in moved:
-            pieces[index] = encode(index, messages[index], options.get(index))
-        for index in range(known, len(messages)):
-            pieces.append(encode(index, messages[index], options.get(index)))
+        replaced = {i: encode(i, messages[i], options.get(i)) for i in moved}
+        added = [encode(i, messages[i], options.get(i)) for i in range(known, len(messages))]
+        if replaced or added or known < len(self._ends):
+            buffer, ends = self._writable(), self._ends
+            if known < len(ends):
+                del buffer[self._start(known) :]
+                del ends[known:]
+            if replaced:
+                self._replace(replaced)
+            for piece in added:
+                buffer += piece
+                ends.append(len(buffer))
         self.misses += len(moved) + len(messages) - known
         self.hits += known - len(moved)
-        self._messages, self._options, self._pieces = messages, dict(options), pieces
+        self._messages, self._options = messages, dict(options)
         self._asked = None
-        return pieces
+        return memoryview(self._buffer).toreadonly()
+
+    def pieces(self) -> list[bytes]:
+        """Return a copy of each stored message's piece, in order (for inspection)."""
+        view = memoryview(self._buffer)
+        with view:
+            return [bytes(view[self._start(i) : end]) for i, end in enumerate(self._ends)]
+
+    def _start(self, index: int) -> int:
+        return self._ends[index - 1] if index else 0
+
+    def _writable(self) -> bytearray:
+        """Return the buffer, copied first if a view of it is still alive (it cannot resize).
+
+        A view handed out by :meth:`encode_all` is normally gone once the body is written; a
+        caller that kept it (or an array made from it) keeps the bytes it had, and this cache
+        goes on in a copy (the one case where a build copies the whole history).
+        """
+        buffer = self._buffer
+        try:
+            buffer.append(0)  # resizing raises BufferError while a view exists
+        except BufferError:
+            buffer = self._buffer = _copy_with_room(buffer)
+        else:
+            del buffer[-1]
+        return buffer
+
+    def _replace(self, pieces: Mapping[int, bytes]) -> None:
+        """Put each ``pieces[i]`` in place of message ``i``'s; the later pieces move with it."""
+        buffer, ends = self._buffer, self._ends
+        for index in sorted(pieces, reverse=True):  # from the end: earlier offsets stay valid
+            buffer[self._start(index) : ends[index]] = pieces[index]
+        first = min(pieces)
+        old_start = new_end = self._start(first)
+        for index in range(first, len(ends)):
+            old_end = ends[index]
+            piece = pieces.get(index)
+            new_end += old_end - old_start if piece is None else len(piece)
+            ends[index], old_start = new_end, old_end
+
+
+def _copy_with_room(buffer: bytearray) -> bytearray:
+    """Return a copy of ``buffer`` with room to grow by an eighth before it is reallocated.
+
+    As much as a buffer grown by appends has (CPython over-allocates a ``bytearray`` by about an
+    eighth), so appending the next turn's pieces does not copy the whole history again.
+    """
+    size = len(buffer)
+    copied = bytearray(size + (size >> 3))
+    copied[:size] = buffer
+    del copied[size:]  # a shrink by less than half keeps the allocation
+    return copied
+
+
+def _begins(longer: tuple[Message, ...], shorter: tuple[Message, ...]) -> bool:
+    """Return whether ``longer`` begins with ``shorter``'s messages (the same, or equal values).
+
+    ``len(shorter) <= len(longer)``. One comparison in C that copies neither tuple (a slice
+    would touch every message to count a reference to it): tuples compare item by item,
+    identity first, then ``==``, and the first unequal pair decides ``<=``, which
+    :class:`~llmcore.messages.Message` does not define (``TypeError``). So ``shorter <= longer``
+    is true exactly when every message of ``shorter`` equals its counterpart in ``longer``.
+    """
+    try:
+        return shorter <= longer
+    except TypeError:  # two messages differ, and messages have no order
+        return False
 
 
 def history_array(
@@ -258,8 +366,8 @@ def history_array(
         for index, message in enumerate(messages):
             array.extend(values(index, message, options.get(index)))
         return jsonbytes.RawArray.from_pieces([memoryview(jsonbytes.dumps_float_free(array))[1:-1]])
-    pieces = cache.encode_all(messages, options, lambda i, m, o: _piece(values(i, m, o)))
-    return wire_array(pieces, _piece(list(head)))
+    history = cache.encode_all(messages, options, lambda i, m, o: _piece(values(i, m, o)))
+    return wire_array(history, _piece(list(head)))
 
 
 def _piece(items: list[Any]) -> bytes:
@@ -267,15 +375,23 @@ def _piece(items: list[Any]) -> bytes:
     return b"," + jsonbytes.dumps_float_free(items)[1:-1] if items else b""
 
 
-def wire_array(pieces: list[bytes], head: bytes = b"") -> jsonbytes.RawArray:
-    """Return the JSON array of ``head`` and ``pieces`` (each a comma and values, or empty).
+def wire_array(history: bytes | memoryview, head: bytes = b"") -> jsonbytes.RawArray:
+    """Return the JSON array of ``head`` and ``history`` (pieces: each a comma and values).
 
-    The first comma is cut by a view, so each piece's bytes are copied once, into the body; the
-    list of pieces is copied once (the cache keeps its own).
+    At most two pieces, whose bytes are copied once, into the body: the head without its first
+    comma, then the history (or, with no head, the history without its first comma, cut by a
+    view).
+
+    Args:
+        history: The messages' pieces, concatenated (:meth:`EncodeCache.encode_all`).
+        head: Values written before the messages', each after a comma (``b""`` for none).
     """
+    view = history if isinstance(history, memoryview) else memoryview(history)
+    pieces: list[bytes | memoryview] = []
     if head:
-        return jsonbytes.RawArray.from_pieces([memoryview(head)[1:], *pieces])
-    for index, piece in enumerate(pieces):
-        if piece:
-            return jsonbytes.RawArray.from_pieces([memoryview(piece)[1:], *pieces[index + 1 :]])
-    return jsonbytes.RawArray.from_pieces([])
+        pieces.append(memoryview(head)[1:])
+        if len(view):
+            pieces.append(view)
+    elif len(view):
+        pieces.append(view[1:])
+    return jsonbytes.RawArray.from_pieces(pieces)

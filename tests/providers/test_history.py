@@ -1,17 +1,18 @@
 """The append-only encoded history: what is encoded, and checks that skip known messages."""
 
 import base64
+import copy
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmcore import jsonbytes
-from llmcore.errors import InvalidRequestError
+from llmcore.errors import EncodingError, InvalidRequestError
 from llmcore.messages import Image, Message, Text, ToolCall, ToolResult
 from llmcore.providers import get_provider
-from llmcore.providers.history import EncodeCache, check_request, wire_array
-from llmcore.request import Request
+from llmcore.providers.history import EncodeCache, check_request, history_array, wire_array
+from llmcore.request import Params, Request
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 8
 OPTIONS = st.dictionaries(
@@ -61,9 +62,10 @@ def test_only_new_messages_and_messages_whose_option_changed_are_encoded(data):
             encoded.append(index)
             return jsonbytes.dumps_items([[message.content[0].text, repr(option)]])
 
-        pieces = cache.encode_all(messages, options, encode)
+        history = bytes(cache.encode_all(messages, options, encode))
         cold = [encode(i, m, options.get(i)) for i, m in enumerate(messages)]
-        assert pieces == cold
+        assert history == b"".join(cold)
+        assert cache.pieces() == cold
         del encoded[len(encoded) - len(cold) :]
         known = shared_prefix(previous, messages)
         moved = {i for i in range(known) if previous_options.get(i) != options.get(i)}
@@ -150,11 +152,19 @@ def test_a_moved_breakpoint_re_encodes_only_the_marked_messages(provider):
 
 
 def test_wire_array_cuts_the_first_comma_only():
-    assert jsonbytes.dumps(wire_array([b"", b",1", b"", b",2,3"])) == b"[1,2,3]"
-    assert jsonbytes.dumps(wire_array([b""])) == b"[]"
-    assert jsonbytes.dumps(wire_array([])) == b"[]"
-    assert jsonbytes.dumps(wire_array([b"", b",1"], b',{"s":0}')) == b'[{"s":0},1]'
-    assert jsonbytes.dumps(wire_array([], b",0")) == b"[0]"
+    assert jsonbytes.dumps(wire_array(b",1,2,3")) == b"[1,2,3]"
+    assert jsonbytes.dumps(wire_array(b"")) == b"[]"
+    assert jsonbytes.dumps(wire_array(b",1", b',{"s":0}')) == b'[{"s":0},1]'
+    assert jsonbytes.dumps(wire_array(b"", b",0")) == b"[0]"
+    assert jsonbytes.dumps(wire_array(memoryview(b",1,2"), b",0")) == b"[0,1,2]"
+
+
+def test_a_request_array_is_at_most_the_head_and_one_view_of_the_history():
+    cache = EncodeCache()
+    messages = tuple(text_message(n) for n in range(50))
+    array = history_array(messages, {}, lambda i, m, o: [m.content[0].text], cache, ["s"])
+    assert len(array.pieces) == 2
+    assert jsonbytes.dumps(array) == jsonbytes.dumps(["s", *(f"m{n}" for n in range(50))])
 
 
 def test_an_image_is_base64_encoded_once_and_the_cache_is_not_part_of_its_value():
@@ -165,3 +175,215 @@ def test_an_image_is_base64_encoded_once_and_the_cache_is_not_part_of_its_value(
     assert image == Image(data=PNG, mime_type="image/png")
     assert hash(image) == hash(Image(data=PNG, mime_type="image/png"))
     assert "base64" not in repr(image)
+
+
+MODELS = {
+    "anthropic": "claude-sonnet-4-5",
+    "openai-chat": "gpt-4o",
+    "openai-responses": "gpt-4o",
+    "openrouter": "anthropic/claude-sonnet-4.5",
+}
+CARRIED = st.sampled_from(
+    [
+        '{"type":"thinking","thinking":"a","signature":"s1"}',
+        '{"type":"thinking","thinking":"b","signature":"s2"}',  # same length as the one above
+        '{"type":"redacted_thinking","data":"xyz"}',
+        "",  # Responses: the message becomes nothing
+    ]
+)
+
+
+def drawn_message(data: st.DataObject, number: int) -> Message:
+    text = f"m{number}" + "é" * data.draw(st.integers(0, 30), label="text length")
+    kind = data.draw(st.sampled_from(["user", "assistant", "image"]), label="kind")
+    if kind == "image":
+        return Message.user(text, Image(data=PNG + bytes([number % 256]), mime_type="image/png"))
+    return Message.user(text) if kind == "user" else Message.assistant(text)
+
+
+@pytest.mark.parametrize("provider", list(MODELS))
+@settings(max_examples=75)
+@given(data=st.data())
+def test_incremental_bodies_equal_cold_bodies_through_edits_truncations_and_moves(provider, data):
+    """Appends, edits in the middle, truncations, reopens, moved breakpoints and carried data:
+    every body built with the carried cache is the cold body, byte for byte."""
+    p = get_provider(provider)
+    cache = EncodeCache()
+    messages: tuple[Message, ...] = (drawn_message(data, 0),)
+    fresh = 1
+    params = Params()
+    carry: dict[int, tuple[str, ...]] = {}
+    for _ in range(data.draw(st.integers(1, 8), label="builds")):
+        action = data.draw(
+            st.sampled_from(["append", "edit", "truncate", "reopen", "params", "carry", "repeat"])
+        )
+        if action == "append":
+            count = data.draw(st.integers(1, 3), label="appended")
+            messages += tuple(drawn_message(data, fresh + k) for k in range(count))
+            fresh += count
+        elif action == "edit":
+            index = data.draw(st.integers(0, len(messages) - 1), label="edited")
+            messages = messages[:index] + (drawn_message(data, fresh),) + messages[index + 1 :]
+            fresh += 1
+        elif action == "truncate":
+            messages = messages[: data.draw(st.integers(1, len(messages)), label="kept")]
+        elif action == "reopen":  # equal values, new objects
+            messages = tuple(Message(role=m.role, content=m.content) for m in messages)
+        elif action == "params":  # the breakpoints' TTL changes, or they come or go
+            params = Params(
+                cache_ttl=data.draw(st.sampled_from(["5m", "1h"]), label="ttl"),
+                cache_mode=data.draw(
+                    st.sampled_from(["breakpoints", "automatic", "off"]), label="mode"
+                ),
+            )
+        elif action == "carry":
+            carry = data.draw(
+                st.dictionaries(
+                    st.integers(0, len(messages) - 1),
+                    st.lists(CARRIED, min_size=1, max_size=2).map(tuple),
+                    max_size=2,
+                ),
+                label="carry",
+            )
+        request = Request(model=MODELS[provider], messages=messages, params=params)
+        builds = cache.hits + cache.misses
+        body = p.build_body(request, cache=cache, carry=carry)
+        assert body == p.build_body(request, carry=carry)
+        assert cache.hits + cache.misses - builds == len(messages)
+
+
+def values_with_option(index: int, message: Message, option: object) -> list[object]:
+    """A message's values: its text, then its option; option ``"gone"``: no values at all."""
+    if option == "gone":
+        return []
+    text = message.content[0]
+    assert isinstance(text, Text)
+    return [text.text] if option is None else [text.text, option]
+
+
+def cold_array(messages: tuple[Message, ...], options: dict[int, object]) -> bytes:
+    return jsonbytes.dumps(
+        [v for i, m in enumerate(messages) for v in values_with_option(i, m, options.get(i))]
+    )
+
+
+@settings(max_examples=200)
+@given(st.data())
+def test_an_array_kept_from_a_build_keeps_its_bytes_and_later_builds_stay_right(data):
+    """A kept array holds a view of the cache's buffer: later builds (which then cannot resize
+    it) write into a copy, and the kept array still writes the bytes it had."""
+    cache = EncodeCache()
+    messages: tuple[Message, ...] = ()
+    fresh = 0
+    kept: list[tuple[jsonbytes.RawArray, bytes]] = []
+    for _ in range(data.draw(st.integers(1, 8), label="builds")):
+        action = data.draw(st.sampled_from(["append", "edit", "truncate", "options"]))
+        if action == "append" or not messages:
+            count = data.draw(st.integers(1, 3), label="appended")
+            messages += tuple(text_message(fresh + k) for k in range(count))
+            fresh += count
+        elif action == "edit":
+            index = data.draw(st.integers(0, len(messages) - 1), label="edited")
+            fresh += 1
+            messages = messages[:index] + (text_message(fresh),) + messages[index + 1 :]
+        elif action == "truncate":
+            messages = messages[: data.draw(st.integers(0, len(messages) - 1), label="kept")]
+        options = {  # "a" and "b": a piece replaced by one of the same length
+            i: o
+            for i, o in data.draw(
+                st.dictionaries(
+                    st.integers(0, 10), st.sampled_from(["a", "b", "longer", "gone"]), max_size=3
+                ),
+                label="options",
+            ).items()
+            if i < len(messages)
+        }
+        array = history_array(messages, options, values_with_option, cache)
+        expected = cold_array(messages, options)
+        assert jsonbytes.dumps(array) == expected
+        if data.draw(st.booleans(), label="keep the array"):
+            kept.append((array, expected))
+        del array
+    for array, expected in kept:
+        assert jsonbytes.dumps(array) == expected
+
+
+def test_a_kept_array_keeps_its_bytes_when_a_piece_of_the_same_length_replaces_one():
+    cache = EncodeCache()
+    messages = tuple(text_message(n) for n in range(3))
+    kept = history_array(messages, {2: "a"}, values_with_option, cache)
+    moved = history_array(messages, {2: "b"}, values_with_option, cache)
+    longer = history_array(messages + (text_message(3),), {}, values_with_option, cache)
+    assert jsonbytes.dumps(kept) == b'["m0","m1","m2","a"]'
+    assert jsonbytes.dumps(moved) == b'["m0","m1","m2","b"]'
+    assert jsonbytes.dumps(longer) == b'["m0","m1","m2","m3"]'
+
+
+@pytest.mark.parametrize("provider", list(MODELS))
+def test_a_built_body_leaves_no_view_of_the_buffer_so_the_next_build_copies_nothing(provider):
+    p = get_provider(provider)
+    cache = EncodeCache()
+    history = [Message.user("q0")]
+    p.build_body(Request(model=MODELS[provider], messages=tuple(history)), cache=cache)
+    buffer = cache._buffer
+    for turn in range(1, 4):
+        history += [Message.assistant(f"a{turn}"), Message.user(f"q{turn}")]
+        request = Request(model=MODELS[provider], messages=tuple(history))
+        assert p.build_body(request, cache=cache) == p.build_body(request)
+        assert cache._buffer is buffer  # appended to in place, never copied
+
+
+@pytest.mark.parametrize("duplicate", [copy.copy, copy.deepcopy])
+def test_a_copied_cache_is_independent_of_the_original(duplicate):
+    p = get_provider("anthropic")
+    history = (Message.user("q0"), Message.assistant("a0"), Message.user("q1"))
+
+    def build(messages: tuple[Message, ...], cache: EncodeCache) -> None:
+        request = Request(model=MODELS["anthropic"], messages=messages)
+        assert p.build_body(request, cache=cache) == p.build_body(request)
+
+    cache = EncodeCache()
+    build(history, cache)
+    pieces, counts = cache.pieces(), (cache.hits, cache.misses)
+    twin = duplicate(cache)
+    assert (twin.pieces(), twin.hits, twin.misses) == (pieces, *counts)
+    build(history + (Message.assistant("a1"), Message.user("q2")), twin)
+    assert (cache.pieces(), cache.hits, cache.misses) == (pieces, *counts)
+    build((Message.user("edited"),) + history[1:], cache)
+    build(history + (Message.assistant("a1"), Message.user("q2"), Message.assistant("a2")), twin)
+    assert twin.pieces() != cache.pieces()
+
+
+def test_an_encoding_error_leaves_the_cache_as_it_was():
+    cache = EncodeCache()
+    messages = tuple(text_message(n) for n in range(3))
+    cache.encode_all(messages, {1: "a"}, lambda i, m, o: jsonbytes.dumps_items([i, o]))
+    pieces, counts = cache.pieces(), (cache.hits, cache.misses)
+
+    def failing(index: int, message: Message, option: object) -> bytes:
+        if index == 3:
+            raise EncodingError("cannot write message 3")
+        return jsonbytes.dumps_items([index, option])
+
+    edited = messages[:2] + (text_message(7), text_message(8))
+    with pytest.raises(EncodingError, match="message 3"):
+        cache.encode_all(edited, {1: "b"}, failing)
+    assert (cache.pieces(), cache.hits, cache.misses) == (pieces, *counts)
+    assert bytes(cache.encode_all(messages, {1: "a"}, failing)) == b',0,null,1,"a",2,null'
+    assert cache.hits - counts[0] == 3
+
+
+def test_messages_have_no_order_so_the_prefix_check_sees_every_difference():
+    # EncodeCache compares histories with tuple `<=`: the first unequal pair of messages must
+    # raise TypeError rather than order them
+    with pytest.raises(TypeError):
+        _ = Message.user("a") <= Message.user("b")
+    cache = EncodeCache()
+    first = (Message.user("a"), Message.assistant("b"), Message.user("c"))
+    cache.encode_all(first, {}, lambda i, m, o: b"")
+    assert cache.known(first[:2] + (Message.user("d"),)) == 2
+    assert cache.known((Message.user("a"), Message.assistant("x"))) == 1
+    assert cache.known(tuple(Message(role=m.role, content=m.content) for m in first)) == 3
+    assert cache.known(first + (Message.assistant("e"),)) == 3
+    assert cache.known(first[:1]) == 1
+    assert cache.known(()) == 0

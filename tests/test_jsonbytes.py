@@ -243,8 +243,8 @@ float_free_values = st.recursive(
 
 
 @pytest.mark.full_count
-@settings(max_examples=examples(full=3000, sample=400))
-@given(st.lists(float_free_values, max_size=5))
+@settings(max_examples=examples(full=3000, sample=120))
+@given(st.lists(float_free_values, max_size=4))
 def test_the_float_free_writer_writes_the_writers_bytes(values):
     try:
         expected = jsonbytes.dumps(values)

@@ -203,6 +203,16 @@ def test_the_command_line_without_the_cli_extra_is_one_line(monkeypatch, capsys)
     )
 
 
+def test_version_answers_without_the_cli_extra(monkeypatch, capsys) -> None:
+    import llmcore
+    from llmcore.cli import main
+
+    _without(monkeypatch, "typer", "rich")
+    monkeypatch.setattr(sys, "argv", ["llmcore", "--version"])
+    main()
+    assert capsys.readouterr() == (f"llmcore {llmcore.__version__}\n", "")
+
+
 @pytest.mark.parametrize(
     ("args", "missing", "line"),
     [

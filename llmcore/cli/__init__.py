@@ -25,17 +25,18 @@ EXIT_MISSING_EXTRA = 2
 def main() -> None:
     """Run the ``llmcore`` command; one line on stderr, exit 2, without the ``cli`` extra.
 
-    ``llmcore --version`` alone is answered before typer is imported.
+    ``llmcore --version`` alone is answered before typer is imported, with or without the
+    extra.
     """
-    missing = missing_extra("cli")
-    if missing is not None:
-        print(f"llmcore: the command line {missing}", file=sys.stderr)
-        sys.exit(EXIT_MISSING_EXTRA)
-    if sys.argv[1:] == ["--version"]:  # answered without building the application
+    if sys.argv[1:] == ["--version"]:  # answered without the application (and its extra)
         from llmcore import __version__
 
         print(f"llmcore {__version__}")
         return
+    missing = missing_extra("cli")
+    if missing is not None:
+        print(f"llmcore: the command line {missing}", file=sys.stderr)
+        sys.exit(EXIT_MISSING_EXTRA)
     from llmcore.cli._app import app
 
     app()

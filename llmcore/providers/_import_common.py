@@ -12,7 +12,7 @@ import base64
 import binascii
 import warnings
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Final
 
 from llmcore import jsonbytes
 from llmcore.errors import (
@@ -59,10 +59,18 @@ def bad(message: str, at: str) -> RequestFileError:
 
 
 def unsupported(feature: str, at: str) -> UnsupportedContentError:
-    """Return the error for content outside the four cases (SPEC M2, R2 ``import``)."""
-    return UnsupportedContentError(
-        feature, f"{feature} is outside llmcore's four content cases", location=at
-    )
+    """Return the error for what llmcore's model cannot hold (SPEC M2, R2 ``import``).
+
+    Content outside the four content cases, and tool or message fields beyond a function tool's
+    name, description, schema and ``strict`` or a message's modeled fields.
+    """
+    return UnsupportedContentError(feature, f"{feature} {_NO_PLACE}", location=at)
+
+
+_NO_PLACE: Final = (
+    "has no place in llmcore's model (four content cases; function tools with a name, "
+    "description, schema and strict)"
+)
 
 
 def typed(kind: Any, noun: str) -> str:

@@ -24,5 +24,6 @@ def test_an_anthropic_tool_read_as_chat_names_the_missing_type():
     with pytest.raises(UnsupportedContentError) as info:
         get_provider("openai-chat").import_body(body)
     assert str(info.value) == (
-        "$.tools[0]: tool with no 'type' is outside llmcore's four content cases"
+        "$.tools[0]: tool with no 'type' has no place in llmcore's model (four content cases; "
+        "function tools with a name, description, schema and strict)"
     )

@@ -21,9 +21,11 @@ narrow terminal.
 
 from __future__ import annotations
 
+import codecs
 import inspect
 import os
 import re
+import sys
 from collections.abc import Iterable
 from typing import Any, Final
 
@@ -90,11 +92,29 @@ def _console() -> Console:
     """A console on standard output with typer's environment switches."""
     force = bool(os.getenv("GITHUB_ACTIONS") or os.getenv("FORCE_COLOR") or os.getenv("PY_COLORS"))
     width = os.getenv("TERMINAL_WIDTH")
+    _replace_unencodable(sys.stdout)
     return Console(
         force_terminal=False if os.getenv("_TYPER_FORCE_DISABLE_TERMINAL") else force or None,
         width=int(width) if width and width.isdigit() else None,
         highlight=False,
     )
+
+
+def _replace_unencodable(stream: Any) -> None:
+    """Let ``stream`` write ``?`` for a character its encoding lacks (``PYTHONIOENCODING=ascii``).
+
+    Help texts hold non-ASCII punctuation; a help page on such a terminal shows ``?`` there
+    instead of ending in a ``UnicodeEncodeError``. A UTF encoding is left as it is.
+    """
+    encoding = getattr(stream, "encoding", None)
+    try:
+        utf = codecs.lookup(encoding or "utf-8").name.startswith("utf")
+    except LookupError:
+        utf = False
+    if not utf and getattr(stream, "errors", "strict") == "strict":
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="replace")
 
 
 def _highlight(text: Text, patterns: Iterable[tuple[re.Pattern[str], str]] = _HIGHLIGHTS) -> Text:

@@ -227,3 +227,36 @@ def test_every_line_fits_the_terminal_and_the_boxes_fill_it(columns, args) -> No
     boxes = [line for line in lines if line[:1] and line[0] in "╭│╰"]
     assert boxes
     assert {len(line) for line in boxes} == {columns}
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_a_terminal_without_utf8_gets_question_marks_not_a_traceback(encoding) -> None:
+    # the root help holds an en dash (C1–C3); a subprocess, since the stream's encoding is the
+    # interpreter's
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONIOENCODING": encoding, "COLUMNS": "100"}
+    env.pop("FORCE_COLOR", None)
+    run = subprocess.run(
+        [sys.executable, "-c", "from llmcore.cli import main; main()", "--help"],
+        capture_output=True,
+        env=env,
+        check=False,
+    )
+    assert (run.returncode, run.stderr) == (0, b"")
+    page = run.stdout.decode(encoding)
+    assert "(C1?C3)" in page and "Commands" in page
+
+
+def test_a_stream_that_already_replaces_or_speaks_utf8_is_left_alone() -> None:
+    import io
+
+    for encoding, errors in [("utf-8", "strict"), ("ascii", "backslashreplace")]:
+        stream = io.TextIOWrapper(io.BytesIO(), encoding=encoding, errors=errors)
+        _help._replace_unencodable(stream)
+        assert stream.errors == errors
+    stream = io.TextIOWrapper(io.BytesIO(), encoding="ascii")
+    _help._replace_unencodable(stream)
+    assert stream.errors == "replace"

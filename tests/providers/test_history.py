@@ -517,3 +517,63 @@ def test_a_cache_pickles_and_deep_copies_with_a_lock_of_its_own():
         assert bytes(view) == b',0,null,1,"5m",2,null,3,null'
         assert twin.hits == cache.hits + 3
     assert len(cache.pieces()) == 3
+
+
+ODD_TEXT = st.sampled_from(["", "é", "\ud800", "\x00\x1f", '"\\', "\u2028", "𝄞", "a" * 40])
+ODD_BYTES = st.sampled_from(
+    [b"", b"\xff", b"\xc3", b"\xed\xa0\x80", b'{"a":1}', b"\x00", "é".encode()]
+)
+
+
+def drawn_unit(data: st.DataObject, number: int) -> tuple[Message, ...]:
+    """A settled run of messages: a text turn, an image turn, or tool calls and their results."""
+    kind = data.draw(st.sampled_from(["user", "assistant", "image", "tools"]), label="unit")
+    text = f"u{number}" + data.draw(ODD_TEXT, label="text")
+    if kind == "user":
+        return (Message.user(text),)
+    if kind == "assistant":
+        return (Message.assistant(text),)
+    if kind == "image":
+        return (Message.user(Image(data=PNG + bytes([number % 256]), mime_type="image/png")),)
+    calls = data.draw(st.integers(1, 2), label="calls")
+    ids = [f"call_{number}_{k}" for k in range(calls)]
+    arguments = data.draw(st.lists(ODD_BYTES, min_size=calls, max_size=calls), label="arguments")
+    contents = data.draw(st.lists(ODD_BYTES, min_size=calls, max_size=calls), label="results")
+    assistant = Message.assistant(
+        *([text] if data.draw(st.booleans(), label="with text") else []),
+        *(ToolCall(id=i, name="t", arguments=a) for i, a in zip(ids, arguments, strict=True)),
+    )
+    results = [
+        ToolResult(call_id=i, tool_name="t", content=c, is_error=data.draw(st.booleans()))
+        for i, c in zip(ids, contents, strict=True)
+    ]
+    split = data.draw(st.booleans(), label="one tool message per result")
+    tools = tuple(Message.tool(r) for r in results) if split else (Message.tool(*results),)
+    return (assistant, *tools, Message.user(f"after {number}"))
+
+
+@pytest.mark.parametrize("provider", list(MODELS))
+@settings(max_examples=40)
+@given(data=st.data())
+def test_tool_turns_and_odd_texts_build_the_cold_body_through_edits_and_reopens(provider, data):
+    """Tool calls with any argument bytes, results with invalid UTF-8, texts with escapes and
+    lone surrogates: every cached body is the cold body, through appends, edits and reopens."""
+    p = get_provider(provider)
+    cache = EncodeCache()
+    units = [drawn_unit(data, 0)]
+    for number in range(1, data.draw(st.integers(2, 7), label="builds")):
+        action = data.draw(st.sampled_from(["append", "edit", "truncate", "reopen", "copy"]))
+        if action == "append":
+            units.append(drawn_unit(data, number))
+        elif action == "edit":
+            units[data.draw(st.integers(0, len(units) - 1), label="edited")] = drawn_unit(
+                data, number
+            )
+        elif action == "truncate":
+            del units[data.draw(st.integers(1, len(units)), label="kept") :]
+        elif action == "reopen":
+            units = [tuple(copy.deepcopy(m) for m in unit) for unit in units]
+        else:
+            cache = copy.copy(cache)
+        request = Request(model=MODELS[provider], messages=sum(units, ()))
+        assert p.build_body(request, cache=cache) == p.build_body(request)

@@ -231,7 +231,7 @@ class EncodeCache:
     def known(self, messages: tuple[Message, ...]) -> int:
         """Return how many leading messages of ``messages`` the latest build also began with."""
         with self._lock:
-            return self._known(messages)
+            return self._known(_frozen(messages))
 
     def _known(self, messages: tuple[Message, ...]) -> int:
         if messages is self._asked:
@@ -274,6 +274,7 @@ class EncodeCache:
             the buffer cannot be resized; the next build that changes the history then writes
             into a copy, and the view keeps the bytes it had.
         """
+        messages = _frozen(messages)
         with self._lock:
             known = self._known(messages)
             previous = self._options
@@ -350,6 +351,15 @@ class EncodeCache:
             piece = pieces.get(index)
             new_end += old_end - old_start if piece is None else len(piece)
             ends[index], old_start = new_end, old_end
+
+
+def _frozen(messages: tuple[Message, ...]) -> tuple[Message, ...]:
+    """Return ``messages`` as a plain tuple (the cache keeps it).
+
+    A list the caller changes in place, or a tuple subclass's own comparison, never decides
+    what the cache holds.
+    """
+    return messages if type(messages) is tuple else tuple(messages)
 
 
 def _copy_with_room(buffer: bytearray) -> bytearray:

@@ -577,3 +577,13 @@ def test_tool_turns_and_odd_texts_build_the_cold_body_through_edits_and_reopens(
             cache = copy.copy(cache)
         request = Request(model=MODELS[provider], messages=sum(units, ()))
         assert p.build_body(request, cache=cache) == p.build_body(request)
+
+
+def test_a_list_changed_in_place_after_a_build_is_not_taken_for_the_stored_history():
+    cache = EncodeCache()
+    history = [text_message(0)]
+    cache.encode_all(history, {}, lambda i, m, o: jsonbytes.dumps_items([i]))  # type: ignore[arg-type]
+    history.append(text_message(1))
+    assert cache.known(history) == 1  # type: ignore[arg-type]
+    view = cache.encode_all(history, {}, lambda i, m, o: jsonbytes.dumps_items([i]))  # type: ignore[arg-type]
+    assert bytes(view) == b",0,1"

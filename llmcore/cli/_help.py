@@ -22,6 +22,7 @@ narrow terminal.
 from __future__ import annotations
 
 import codecs
+import errno
 import inspect
 import os
 import re
@@ -64,7 +65,35 @@ def print_help(command: Any, ctx: Any) -> None:
         command: A click command or group (typer's, or any with click's attributes). A group
             lists the commands its ``list_commands`` / ``get_command`` give for ``ctx``.
         ctx: The click context of ``command``.
+
+    Raises:
+        typer.Exit: Standard output could not be written (a full disk, an I/O error):
+            ``llmcore: cannot write to stdout (<reason>)`` was printed on stderr (code 2).
+            A closed pipe (``llmcore --help | head -1``) is left to click, which exits quietly.
     """
+    try:
+        _print_page(command, ctx)
+    except OSError as exc:
+        if exc.errno == errno.EPIPE:
+            raise
+        from llmcore.cli._common import fail
+
+        _silence_stdout()
+        raise fail(f"cannot write to stdout ({exc.strerror or type(exc).__name__})") from None
+
+
+def _silence_stdout() -> None:
+    """Point standard output at the null device, so the interpreter's last flush cannot fail."""
+    try:
+        target = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # no file descriptor (a test's capture)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, target)
+    os.close(devnull)
+
+
+def _print_page(command: Any, ctx: Any) -> None:
     console = _console()
     usage = _highlight(Text(command.get_usage(ctx)))
     usage.highlight_regex(r"Usage: ", "yellow")

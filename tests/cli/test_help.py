@@ -260,3 +260,39 @@ def test_a_stream_that_already_replaces_or_speaks_utf8_is_left_alone() -> None:
     stream = io.TextIOWrapper(io.BytesIO(), encoding="ascii")
     _help._replace_unencodable(stream)
     assert stream.errors == "replace"
+
+
+def _help_run(stdout: Any, *args: str) -> Any:
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "PYTHONIOENCODING")}
+    return subprocess.run(
+        [sys.executable, "-c", "from llmcore.cli import main; main()", *args, "--help"],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        env=env,
+        check=False,
+    )
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("args", [(), ("body",)])
+def test_a_help_page_on_a_full_disk_is_one_line_on_stderr(args) -> None:
+    with open("/dev/full", "wb") as full:
+        run = _help_run(full, *args)
+    assert run.returncode == 2
+    assert run.stderr == b"llmcore: cannot write to stdout (No space left on device)\n"
+
+
+def test_a_help_page_into_a_closed_pipe_ends_quietly() -> None:
+    import os
+
+    read, write = os.pipe()
+    os.close(read)  # every write fails with EPIPE
+    try:
+        run = _help_run(write)
+    finally:
+        os.close(write)
+    assert (run.returncode, run.stderr) == (1, b"")

@@ -56,6 +56,8 @@ _NEGATIVE: Final = (
 """The highlighter of the negative names (``--no-x``)."""
 _CODE: Final = re.compile(r"``(.+?)``|`([^`]+)`")
 _HELP_MIN_WIDTH: Final = 12
+_MAX_SIZE: Final = 4096
+"""The widest (and tallest) page drawn, whatever the environment says."""
 
 
 def print_help(command: Any, ctx: Any) -> None:
@@ -118,15 +120,36 @@ def _print_page(command: Any, ctx: Any) -> None:
 
 
 def _console() -> Console:
-    """A console on standard output with typer's environment switches."""
+    """A console on standard output with typer's environment switches.
+
+    ``COLUMNS``, ``LINES`` and ``TERMINAL_WIDTH`` are read as ASCII digits, at most
+    :data:`_MAX_SIZE`; any other value is ignored (rich would end in a ``ValueError`` on
+    ``COLUMNS=²``, and draw a page as wide as ``COLUMNS=1000000000`` until memory runs out).
+    """
+    environ = dict(os.environ)
+    for name in ("COLUMNS", "LINES"):
+        size = _size(environ.pop(name, None))
+        if size is not None:
+            environ[name] = str(size)
     force = bool(os.getenv("GITHUB_ACTIONS") or os.getenv("FORCE_COLOR") or os.getenv("PY_COLORS"))
-    width = os.getenv("TERMINAL_WIDTH")
     _replace_unencodable(sys.stdout)
     return Console(
         force_terminal=False if os.getenv("_TYPER_FORCE_DISABLE_TERMINAL") else force or None,
-        width=int(width) if width and width.isdigit() else None,
+        width=_size(os.getenv("TERMINAL_WIDTH")),
         highlight=False,
+        _environ=environ,
     )
+
+
+def _size(value: str | None) -> int | None:
+    """Return a terminal size given in the environment, at most :data:`_MAX_SIZE`.
+
+    ``None`` when ``value`` is absent or not ASCII digits.
+    """
+    if value is None or not value.isascii() or not value.isdigit():
+        return None
+    digits = value.lstrip("0") or "0"
+    return _MAX_SIZE if len(digits) > len(str(_MAX_SIZE)) else min(int(digits), _MAX_SIZE)
 
 
 def _replace_unencodable(stream: Any) -> None:

@@ -296,3 +296,22 @@ def test_a_help_page_into_a_closed_pipe_ends_quietly() -> None:
     finally:
         os.close(write)
     assert (run.returncode, run.stderr) == (1, b"")
+
+
+@pytest.mark.parametrize("value", ["²", "٣٠", "abc", "-1", " 80", ""])
+@pytest.mark.parametrize("name", ["COLUMNS", "LINES", "TERMINAL_WIDTH"])
+def test_a_size_that_is_not_ascii_digits_is_ignored(name, value) -> None:
+    result = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "", name: value})
+    assert result.exit_code == 0 and result.exception is None
+    assert _rows(result.output, "Commands")
+
+
+@pytest.mark.parametrize(
+    ("value", "width"),
+    [("0000070", 70), ("1000", 1000), ("5000", 4096), ("1" + "0" * 30, 4096), ("9" * 5000, 4096)],
+)
+@pytest.mark.parametrize("name", ["COLUMNS", "TERMINAL_WIDTH"])
+def test_a_page_is_as_wide_as_the_environment_says_up_to_4096_columns(name, value, width) -> None:
+    result = CliRunner().invoke(app, ["body", "--help"], env={"COLUMNS": "", name: value})
+    assert result.exit_code == 0 and result.exception is None
+    assert max(len(line) for line in result.output.splitlines()) == width

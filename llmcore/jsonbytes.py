@@ -569,7 +569,10 @@ def dumps_float_free(values: list[Any]) -> bytes:
     the standard library's C encoder does, code point for code point (a test checks every one).
     Values orjson cannot write the same way — a float (orjson writes ``1e-05`` as ``0.00001``),
     so never pass one — an integer beyond 64 bits, a lone surrogate, a non-string key, a foreign
-    type — are left to this module's writer, whole array at once.
+    type — are left to this module's writer, whole array at once. Two foreign types orjson
+    writes itself, by value, where :func:`dumps` refuses them: an :class:`enum.Enum` member that
+    is not a ``str`` or ``int`` and a :class:`uuid.UUID`; never pass those either (the encoders
+    build their values from a message's plain ``str``, ``bytes`` and ``bool`` fields).
 
     Raises:
         EncodingError: As for :func:`dumps`.

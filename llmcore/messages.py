@@ -167,6 +167,7 @@ class Image:
     def __post_init__(self) -> None:
         if not isinstance(self.data, bytes):
             raise InvalidMessageError(f"image data must be bytes, not {type(self.data).__name__}")
+        object.__setattr__(self, "data", _exact_bytes(self.data))
         declared = clean_text(_need_str(self.mime_type, "mime_type"))
         sniffed = sniff_image_type(self.data)
         if sniffed is not None and sniffed != declared:
@@ -215,6 +216,7 @@ class ToolCall:
     def __post_init__(self) -> None:
         if not isinstance(self.arguments, bytes):
             raise InvalidMessageError("tool call arguments must be bytes")
+        object.__setattr__(self, "arguments", _exact_bytes(self.arguments))
         object.__setattr__(self, "id", clean_text(_need_str(self.id, "id")))
         object.__setattr__(self, "name", clean_text(_need_str(self.name, "name")))
 
@@ -238,6 +240,7 @@ class ToolResult:
     def __post_init__(self) -> None:
         if not isinstance(self.content, bytes):
             raise InvalidMessageError("tool result content must be bytes")
+        object.__setattr__(self, "content", _exact_bytes(self.content))
         if not isinstance(self.is_error, bool):
             raise InvalidMessageError(
                 f"is_error must be a bool, not {type(self.is_error).__name__}"
@@ -259,7 +262,7 @@ class ToolResult:
                 field has the wrong type.
         """
         try:
-            content = _need_str(text, "text").encode("utf-8")
+            content = _need_str(text, "text").encode("utf-8")  # an exact str's own encode
         except UnicodeEncodeError:
             raise InvalidMessageError("holds a lone surrogate (not UTF-8 text)") from None
         result = cls(call_id=call_id, tool_name=tool_name, content=content, is_error=is_error)
@@ -324,7 +327,9 @@ class Message:
             raise InvalidMessageError(
                 f"unknown role {self.role!r} (expected user, assistant or tool)", location="role"
             )
-        if not isinstance(self.content, tuple):
+        if type(self.role) is not str:
+            object.__setattr__(self, "role", _need_str(self.role, "role"))
+        if type(self.content) is not tuple:  # a tuple subclass's own == never runs either
             object.__setattr__(self, "content", _content_tuple(self.content))
         for index, part in enumerate(self.content):
             if not isinstance(part, allowed):
@@ -362,9 +367,21 @@ def _content_tuple(content: object) -> tuple[MessageContent, ...]:
 
 
 def _need_str(value: object, name: str) -> str:
+    """Return ``value`` as an exact ``str`` (a subclass's own ``==`` or ``encode`` never runs).
+
+    Messages are compared (the encode cache reuses an equal message's bytes) and encoded, so a
+    ``str`` subclass is copied into a plain ``str`` when a value is made.
+    """
+    if type(value) is str:
+        return value
     if not isinstance(value, str):
         raise InvalidMessageError(f"{name} must be a str, not {type(value).__name__}")
-    return value
+    return str.__str__(value)
+
+
+def _exact_bytes(value: bytes) -> bytes:
+    """Return ``value`` as exact ``bytes`` (a subclass's own methods never run on it)."""
+    return value if type(value) is bytes else b"".join((value,))
 
 
 def _parts(parts: tuple[str | MessageContent, ...]) -> tuple[MessageContent, ...]:

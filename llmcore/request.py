@@ -270,7 +270,7 @@ class Request:
 
 
 def _sequence(value: object, at: str) -> tuple[Any, ...]:
-    if isinstance(value, tuple):
+    if type(value) is tuple:  # a subclass is copied: the encode cache compares these tuples
         return value
     if isinstance(value, str | bytes) or not hasattr(value, "__iter__"):
         raise InvalidRequestError(f"expected a tuple, not {type(value).__name__}", location=at)

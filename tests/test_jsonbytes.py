@@ -349,3 +349,57 @@ def test_a_build_without_orjson_and_pybase64_gives_the_same_bytes(tmp_path):
     assert run["with"][:3] == run["without"][:3]
     assert run["with"][3].split() == ["False", "pybase64._pybase64"]
     assert run["without"][3].split() in (["True", "base64"], ["True", "binascii"])
+
+
+class _Text(str):
+    def __str__(self) -> str:
+        return "other"
+
+
+class _Number(int):
+    def __repr__(self) -> str:
+        return "0"
+
+
+class _Object(dict):  # type: ignore[type-arg]
+    pass
+
+
+def _nested(depth: int) -> list[object]:
+    value: list[object] = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [_Text("a\n"), {_Text("k"): _Text("v")}],  # str subclasses: the writer's bytes
+        [_Number(3), _Object(a=_Number(1)), [True, False, None]],
+        [2**63 - 1, 2**63, 2**64 - 1, 2**64, -(2**63), -(2**63) - 1, 10**40],
+        [{1: "int key"}],
+        [{None: 1}],
+        [_nested(250)],
+        [_nested(253)],
+        [_nested(254)],  # orjson's limit: the writer takes over
+        [_nested(255)],  # beyond MAX_DEPTH: refused either way
+        [jsonbytes.Raw("NaN"), jsonbytes.Raw("{bad"), jsonbytes.Raw("")],  # spliced as given
+        [jsonbytes.Raw("\ud800")],
+        [jsonbytes.Utf8(b"a\xffb\x00")],
+        ["\ud800"],
+        [{"\udfff": 1}],
+        [b"bytes"],
+        [{1, 2}],
+        [(1, (2,))],
+    ],
+)
+def test_odd_values_get_the_writers_bytes_or_its_error(values):
+    try:
+        expected = jsonbytes.dumps(values)
+    except EncodingError as error:
+        with pytest.raises(EncodingError) as fast:
+            jsonbytes.dumps_float_free(values)
+        assert fast.value.message == error.message
+        return
+    assert jsonbytes.dumps_float_free(values) == expected

@@ -118,3 +118,48 @@ def test_a_result_made_from_text_with_a_lone_surrogate_or_no_text_is_refused():
         ToolResult.from_text(call_id="c", tool_name="t", text="a\ud800")
     with pytest.raises(InvalidMessageError, match="text must be a str"):
         ToolResult.from_text(call_id="c", tool_name="t", text=b"bytes")  # type: ignore[arg-type]
+
+
+class ClaimsUtf8(str):
+    """A text whose own ``encode`` gives bytes that are not UTF-8."""
+
+    def encode(self, encoding: str = "utf-8", errors: str = "strict") -> bytes:
+        return b"\xff\xfe"
+
+
+class ClaimsAscii(bytes):
+    """Bytes whose own ``isascii`` says yes whatever they hold."""
+
+    def isascii(self) -> bool:
+        return True
+
+
+def test_a_str_subclass_is_kept_as_a_plain_str_and_its_own_encode_never_runs():
+    result = ToolResult.from_text(call_id=ClaimsUtf8("c"), tool_name="t", text=ClaimsUtf8("hi"))
+    assert (result.content, result.utf8_content) == (b"hi", b"hi")
+    assert type(result.call_id) is str
+    text = Text(text=ClaimsUtf8("x"))
+    message = Message(role=ClaimsUtf8("user"), content=[text])
+    assert (type(text.text), type(message.role), type(message.content)) == (str, str, tuple)
+
+
+def test_a_bytes_subclass_is_kept_as_plain_bytes_and_its_own_methods_never_run():
+    result = ToolResult(call_id="c", tool_name="t", content=ClaimsAscii(b"a\xff"))
+    assert type(result.content) is bytes
+    assert result.utf8_content == "a\ufffd".encode()
+    call = ToolCall(id="c", name="t", arguments=ClaimsAscii(b"{}"))
+    image = Image(data=ClaimsAscii(b"GIF89a"), mime_type="image/gif")
+    assert (type(call.arguments), type(image.data)) == (bytes, bytes)
+
+
+def test_the_validity_mark_follows_the_content_through_copies_pickles_and_replace():
+    import copy
+    import pickle
+
+    made = ToolResult.from_text(call_id="c", tool_name="t", text="é")
+    checked = ToolResult(call_id="c", tool_name="t", content="é".encode())
+    assert made == checked and hash(made) == hash(checked)
+    for twin in (copy.copy(made), copy.deepcopy(made), pickle.loads(pickle.dumps(made))):
+        assert twin == made and twin.utf8_content == "é".encode()
+    broken = dataclasses.replace(made, content=b"\xc3")
+    assert broken.utf8_content == "\ufffd".encode()

@@ -21,9 +21,12 @@ narrow terminal.
 
 from __future__ import annotations
 
+import codecs
+import errno
 import inspect
 import os
 import re
+import sys
 from collections.abc import Iterable
 from typing import Any, Final
 
@@ -53,6 +56,8 @@ _NEGATIVE: Final = (
 """The highlighter of the negative names (``--no-x``)."""
 _CODE: Final = re.compile(r"``(.+?)``|`([^`]+)`")
 _HELP_MIN_WIDTH: Final = 12
+_MAX_SIZE: Final = 4096
+"""The widest (and tallest) page drawn, whatever the environment says."""
 
 
 def print_help(command: Any, ctx: Any) -> None:
@@ -62,7 +67,35 @@ def print_help(command: Any, ctx: Any) -> None:
         command: A click command or group (typer's, or any with click's attributes). A group
             lists the commands its ``list_commands`` / ``get_command`` give for ``ctx``.
         ctx: The click context of ``command``.
+
+    Raises:
+        typer.Exit: Standard output could not be written (a full disk, an I/O error):
+            ``llmcore: cannot write to stdout (<reason>)`` was printed on stderr (code 2).
+            A closed pipe (``llmcore --help | head -1``) is left to click, which exits quietly.
     """
+    try:
+        _print_page(command, ctx)
+    except OSError as exc:
+        if exc.errno == errno.EPIPE:
+            raise
+        from llmcore.cli._common import fail
+
+        _silence_stdout()
+        raise fail(f"cannot write to stdout ({exc.strerror or type(exc).__name__})") from None
+
+
+def _silence_stdout() -> None:
+    """Point standard output at the null device, so the interpreter's last flush cannot fail."""
+    try:
+        target = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # no file descriptor (a test's capture)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, target)
+    os.close(devnull)
+
+
+def _print_page(command: Any, ctx: Any) -> None:
     console = _console()
     usage = _highlight(Text(command.get_usage(ctx)))
     usage.highlight_regex(r"Usage: ", "yellow")
@@ -87,14 +120,53 @@ def print_help(command: Any, ctx: Any) -> None:
 
 
 def _console() -> Console:
-    """A console on standard output with typer's environment switches."""
+    """A console on standard output with typer's environment switches.
+
+    ``COLUMNS``, ``LINES`` and ``TERMINAL_WIDTH`` are read as ASCII digits, at most
+    :data:`_MAX_SIZE`; any other value is ignored (rich would end in a ``ValueError`` on
+    ``COLUMNS=²``, and draw a page as wide as ``COLUMNS=1000000000`` until memory runs out).
+    """
+    environ = dict(os.environ)
+    for name in ("COLUMNS", "LINES"):
+        size = _size(environ.pop(name, None))
+        if size is not None:
+            environ[name] = str(size)
     force = bool(os.getenv("GITHUB_ACTIONS") or os.getenv("FORCE_COLOR") or os.getenv("PY_COLORS"))
-    width = os.getenv("TERMINAL_WIDTH")
+    _replace_unencodable(sys.stdout)
     return Console(
         force_terminal=False if os.getenv("_TYPER_FORCE_DISABLE_TERMINAL") else force or None,
-        width=int(width) if width and width.isdigit() else None,
+        width=_size(os.getenv("TERMINAL_WIDTH")),
         highlight=False,
+        _environ=environ,
     )
+
+
+def _size(value: str | None) -> int | None:
+    """Return a terminal size given in the environment, at most :data:`_MAX_SIZE`.
+
+    ``None`` when ``value`` is absent or not ASCII digits.
+    """
+    if value is None or not value.isascii() or not value.isdigit():
+        return None
+    digits = value.lstrip("0") or "0"
+    return _MAX_SIZE if len(digits) > len(str(_MAX_SIZE)) else min(int(digits), _MAX_SIZE)
+
+
+def _replace_unencodable(stream: Any) -> None:
+    """Let ``stream`` write ``?`` for a character its encoding lacks (``PYTHONIOENCODING=ascii``).
+
+    Help texts hold non-ASCII punctuation; a help page on such a terminal shows ``?`` there
+    instead of ending in a ``UnicodeEncodeError``. A UTF encoding is left as it is.
+    """
+    encoding = getattr(stream, "encoding", None)
+    try:
+        utf = codecs.lookup(encoding or "utf-8").name.startswith("utf")
+    except LookupError:
+        utf = False
+    if not utf and getattr(stream, "errors", "strict") == "strict":
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="replace")
 
 
 def _highlight(text: Text, patterns: Iterable[tuple[re.Pattern[str], str]] = _HIGHLIGHTS) -> Text:

@@ -15,8 +15,9 @@ nothing is ``b""``. The array is the pieces joined, less the first comma.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Final
 
 from llmcore import jsonbytes
@@ -174,7 +175,14 @@ class EncodeCache:
     encoding and one comparison of the message tuples, whatever the history's length, and the
     array it hands out is one view of the buffer. Keep one per conversation and provider.
 
-    ``copy.copy`` and ``copy.deepcopy`` give an independent cache (its own buffer).
+    ``copy.copy`` and ``copy.deepcopy`` give an independent cache (its own buffer); a pickled
+    cache loads as one.
+
+    Builds of one cache from two threads take turns (a lock held while the cache is read and
+    written), so each gets its own request's bytes; the array a build returns keeps its bytes
+    while another build changes the cache (:meth:`encode_all`). An error raised while the
+    buffer is being changed (out of memory, an encoder returning something other than bytes)
+    empties the cache, so the next build encodes the whole history again.
     """
 
     hits: int = 0
@@ -190,6 +198,8 @@ class EncodeCache:
     _asked: tuple[Message, ...] | None = field(default=None, repr=False)
     """The messages :meth:`known` was last asked about (a build asks twice: checks, encoding)."""
     _answer: int = field(default=0, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    """Held while a build (or :meth:`known`) reads and changes the fields above."""
 
     def __copy__(self) -> EncodeCache:
         """Return a cache with the same contents and its own buffer (a build changes it).
@@ -197,19 +207,33 @@ class EncodeCache:
         The copy's buffer has room to grow (:func:`_copy_with_room`), so its next build appends
         in place.
         """
-        return EncodeCache(
-            self.hits,
-            self.misses,
-            self._messages,
-            dict(self._options),
-            _copy_with_room(self._buffer),
-            list(self._ends),
-            self._asked,
-            self._answer,
-        )
+        with self._lock:
+            return EncodeCache(
+                hits=self.hits,
+                misses=self.misses,
+                _messages=self._messages,
+                _options=dict(self._options),
+                _buffer=_copy_with_room(self._buffer),
+                _ends=list(self._ends),
+            )
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Return the fields but the lock (``pickle`` and ``copy.deepcopy``)."""
+        with self._lock:
+            return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "_lock"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`__getstate__`'s fields, with a lock of its own."""
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+        self._lock = threading.Lock()
 
     def known(self, messages: tuple[Message, ...]) -> int:
         """Return how many leading messages of ``messages`` the latest build also began with."""
+        with self._lock:
+            return self._known(_frozen(messages))
+
+    def _known(self, messages: tuple[Message, ...]) -> int:
         if messages is self._asked:
             return self._answer
         self._answer = self._shared(messages)
@@ -250,32 +274,50 @@ class EncodeCache:
             the buffer cannot be resized; the next build that changes the history then writes
             into a copy, and the view keeps the bytes it had.
         """
-        known = self.known(messages)
-        previous = self._options
-        changed = previous.keys() | options.keys()
-        moved = sorted(i for i in changed if i < known and previous.get(i) != options.get(i))
-        replaced = {i: encode(i, messages[i], options.get(i)) for i in moved}
-        added = [encode(i, messages[i], options.get(i)) for i in range(known, len(messages))]
-        if replaced or added or known < len(self._ends):
-            buffer, ends = self._writable(), self._ends
-            if known < len(ends):
-                del buffer[self._start(known) :]
-                del ends[known:]
-            if replaced:
-                self._replace(replaced)
-            for piece in added:
-                buffer += piece
-                ends.append(len(buffer))
-        self.misses += len(moved) + len(messages) - known
-        self.hits += known - len(moved)
-        self._messages, self._options = messages, dict(options)
+        messages = _frozen(messages)
+        with self._lock:
+            known = self._known(messages)
+            previous = self._options
+            options = {
+                i: o for i, o in options.items() if isinstance(i, int) and 0 <= i < len(messages)
+            }
+            changed = previous.keys() | options.keys()
+            moved = sorted(i for i in changed if i < known and previous.get(i) != options.get(i))
+            replaced = {i: encode(i, messages[i], options.get(i)) for i in moved}
+            added = [encode(i, messages[i], options.get(i)) for i in range(known, len(messages))]
+            if replaced or added or known < len(self._ends):
+                try:
+                    self._update(known, replaced, added)
+                except BaseException:
+                    self._clear()
+                    raise
+            self.misses += len(moved) + len(messages) - known
+            self.hits += known - len(moved)
+            self._messages, self._options = messages, options
+            self._asked = None
+            return memoryview(self._buffer).toreadonly()
+
+    def _update(self, known: int, replaced: Mapping[int, bytes], added: list[bytes]) -> None:
+        """Cut the buffer after ``known`` messages, put in ``replaced``, append ``added``."""
+        buffer, ends = self._writable(), self._ends
+        if known < len(ends):
+            del buffer[self._start(known) :]
+            del ends[known:]
+        if replaced:
+            self._replace(replaced)
+        for piece in added:
+            buffer += piece
+            ends.append(len(buffer))
+
+    def _clear(self) -> None:
+        """Forget every stored message (the buffer no longer matches them)."""
+        self._messages, self._options = (), {}
+        self._buffer, self._ends = bytearray(), []
         self._asked = None
-        return memoryview(self._buffer).toreadonly()
 
     def pieces(self) -> list[bytes]:
         """Return a copy of each stored message's piece, in order (for inspection)."""
-        view = memoryview(self._buffer)
-        with view:
+        with self._lock, memoryview(self._buffer) as view:
             return [bytes(view[self._start(i) : end]) for i, end in enumerate(self._ends)]
 
     def _start(self, index: int) -> int:
@@ -309,6 +351,15 @@ class EncodeCache:
             piece = pieces.get(index)
             new_end += old_end - old_start if piece is None else len(piece)
             ends[index], old_start = new_end, old_end
+
+
+def _frozen(messages: tuple[Message, ...]) -> tuple[Message, ...]:
+    """Return ``messages`` as a plain tuple (the cache keeps it).
+
+    A list the caller changes in place, or a tuple subclass's own comparison, never decides
+    what the cache holds.
+    """
+    return messages if type(messages) is tuple else tuple(messages)
 
 
 def _copy_with_room(buffer: bytearray) -> bytearray:

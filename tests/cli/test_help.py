@@ -227,3 +227,91 @@ def test_every_line_fits_the_terminal_and_the_boxes_fill_it(columns, args) -> No
     boxes = [line for line in lines if line[:1] and line[0] in "╭│╰"]
     assert boxes
     assert {len(line) for line in boxes} == {columns}
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_a_terminal_without_utf8_gets_question_marks_not_a_traceback(encoding) -> None:
+    # the root help holds an en dash (C1–C3); a subprocess, since the stream's encoding is the
+    # interpreter's
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONIOENCODING": encoding, "COLUMNS": "100"}
+    env.pop("FORCE_COLOR", None)
+    run = subprocess.run(
+        [sys.executable, "-c", "from llmcore.cli import main; main()", "--help"],
+        capture_output=True,
+        env=env,
+        check=False,
+    )
+    assert (run.returncode, run.stderr) == (0, b"")
+    page = run.stdout.decode(encoding)
+    assert "(C1?C3)" in page and "Commands" in page
+
+
+def test_a_stream_that_already_replaces_or_speaks_utf8_is_left_alone() -> None:
+    import io
+
+    for encoding, errors in [("utf-8", "strict"), ("ascii", "backslashreplace")]:
+        stream = io.TextIOWrapper(io.BytesIO(), encoding=encoding, errors=errors)
+        _help._replace_unencodable(stream)
+        assert stream.errors == errors
+    stream = io.TextIOWrapper(io.BytesIO(), encoding="ascii")
+    _help._replace_unencodable(stream)
+    assert stream.errors == "replace"
+
+
+def _help_run(stdout: Any, *args: str) -> Any:
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "PYTHONIOENCODING")}
+    return subprocess.run(
+        [sys.executable, "-c", "from llmcore.cli import main; main()", *args, "--help"],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        env=env,
+        check=False,
+    )
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("args", [(), ("body",)])
+def test_a_help_page_on_a_full_disk_is_one_line_on_stderr(args) -> None:
+    with open("/dev/full", "wb") as full:
+        run = _help_run(full, *args)
+    assert run.returncode == 2
+    assert run.stderr == b"llmcore: cannot write to stdout (No space left on device)\n"
+
+
+def test_a_help_page_into_a_closed_pipe_ends_quietly() -> None:
+    import os
+
+    read, write = os.pipe()
+    os.close(read)  # every write fails with EPIPE
+    try:
+        run = _help_run(write)
+    finally:
+        os.close(write)
+    assert (run.returncode, run.stderr) == (1, b"")
+
+
+@pytest.mark.parametrize("value", ["²", "٣٠", "abc", "-1", " 80", ""])
+@pytest.mark.parametrize("name", ["COLUMNS", "LINES", "TERMINAL_WIDTH"])
+def test_a_size_that_is_not_ascii_digits_is_ignored(name, value) -> None:
+    result = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "", name: value})
+    assert result.exit_code == 0 and result.exception is None
+    assert _rows(result.output, "Commands")
+
+
+@pytest.mark.parametrize(
+    ("value", "width"),
+    [("0000070", 70), ("1000", 1000), ("5000", 4096), ("1" + "0" * 30, 4096), ("9" * 5000, 4096)],
+)
+@pytest.mark.parametrize("name", ["COLUMNS", "TERMINAL_WIDTH"])
+def test_a_page_is_as_wide_as_the_environment_says_up_to_4096_columns(name, value, width) -> None:
+    result = CliRunner().invoke(app, ["body", "--help"], env={"COLUMNS": "", name: value})
+    assert result.exit_code == 0 and result.exception is None
+    assert max(len(line) for line in result.output.splitlines()) == width

@@ -2,6 +2,8 @@
 
 import base64
 import copy
+import pickle
+import threading
 
 import pytest
 from hypothesis import given, settings
@@ -387,3 +389,201 @@ def test_messages_have_no_order_so_the_prefix_check_sees_every_difference():
     assert cache.known(first + (Message.assistant("e"),)) == 3
     assert cache.known(first[:1]) == 1
     assert cache.known(()) == 0
+
+
+class AlwaysEqual(str):
+    """A text that says it equals every other (and would order before any)."""
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    def __ne__(self, other: object) -> bool:
+        return False
+
+    __hash__ = str.__hash__
+
+
+class PrefixOfAll(tuple):  # type: ignore[type-arg]
+    """A history that claims to begin every other history."""
+
+    def __le__(self, other: object) -> bool:
+        return True
+
+    def __ge__(self, other: object) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("provider", list(MODELS))
+def test_a_str_subclass_or_tuple_subclass_cannot_pass_for_a_stored_message(provider):
+    p = get_provider(provider)
+    cache = EncodeCache()
+    p.build_body(Request(model=MODELS[provider], messages=(Message.user("stored"),)), cache=cache)
+    for messages in [
+        (Message.user(AlwaysEqual("edited")),),
+        (Message(role=AlwaysEqual("assistant"), content=(Text(text="stored"),)),),
+        PrefixOfAll((Message.user("other"), Message.assistant("reply"))),
+    ]:
+        request = Request(model=MODELS[provider], messages=messages)
+        assert p.build_body(request, cache=cache) == p.build_body(request)
+
+
+def test_option_keys_outside_the_history_are_ignored_as_a_cold_build_ignores_them():
+    cache = EncodeCache()
+    messages = tuple(text_message(n) for n in range(3))
+    cache.encode_all(messages, {}, lambda i, m, o: jsonbytes.dumps_items([i, o]))
+    for options in [{-1: "x"}, {3: "x"}, {-3: "y", 1: "z"}, {"1": "w"}]:
+        view = cache.encode_all(messages, options, lambda i, m, o: jsonbytes.dumps_items([i, o]))
+        cold = b"".join(jsonbytes.dumps_items([i, options.get(i)]) for i in range(3))
+        assert bytes(view) == cold
+        assert cache.pieces() == [jsonbytes.dumps_items([i, options.get(i)]) for i in range(3)]
+
+
+def test_a_failure_while_the_buffer_changes_empties_the_cache_and_the_next_build_is_right():
+    cache = EncodeCache()
+    messages = tuple(text_message(n) for n in range(3))
+    cache.encode_all(messages, {}, lambda i, m, o: jsonbytes.dumps_items([i]))
+
+    def not_bytes(index: int, message: Message, option: object) -> bytes:
+        return jsonbytes.dumps_items([index]) if index < 2 else "not bytes"  # type: ignore[return-value]
+
+    with pytest.raises(TypeError):  # raised by the append, after the cut at message 1
+        cache.encode_all(messages[:1] + (text_message(5), text_message(6)), {}, not_bytes)
+    assert cache.pieces() == []
+    view = cache.encode_all(messages, {}, lambda i, m, o: jsonbytes.dumps_items([i]))
+    assert bytes(view) == b",0,1,2"
+
+
+class _ReportingLock:
+    """A lock that sets ``waiting`` before it blocks, so a test sees a build queued at it."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.waiting = threading.Event()
+
+    def __enter__(self) -> None:
+        if not self.lock.acquire(blocking=False):
+            self.waiting.set()
+            self.lock.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.lock.release()
+
+
+def test_builds_from_two_threads_take_turns_and_each_gets_its_own_bytes():
+    # thread A stops inside its encoder; thread B builds another history meanwhile. B must wait
+    # for A (it would otherwise change the buffer under A's half-done build)
+    cache = EncodeCache()
+    lock = _ReportingLock()
+    cache._lock = lock  # type: ignore[assignment]
+    base = tuple(text_message(n) for n in range(4))
+    cache.encode_all(base, {}, lambda i, m, o: jsonbytes.dumps_items([m.content[0].text]))
+    in_encoder, resume = threading.Event(), threading.Event()
+    results: dict[str, bytes] = {}
+
+    def encode_text(index: int, message: Message, option: object) -> bytes:
+        text = message.content[0]
+        assert isinstance(text, Text)
+        if text.text == "a-new":
+            in_encoder.set()
+            assert resume.wait(60)
+        return jsonbytes.dumps_items([text.text])
+
+    def build(name: str, messages: tuple[Message, ...]) -> None:
+        results[name] = bytes(cache.encode_all(messages, {}, encode_text))
+
+    history_a = base[:2] + (Message.user("a-new"),)
+    history_b = (Message.user("b-only"),) + base[1:]
+    thread_a = threading.Thread(target=build, args=("a", history_a))
+    thread_b = threading.Thread(target=build, args=("b", history_b))
+    thread_a.start()
+    assert in_encoder.wait(60)
+    thread_b.start()
+    assert lock.waiting.wait(60)  # B is queued at the lock while A is inside its encoder
+    resume.set()
+    thread_a.join(60)
+    thread_b.join(60)
+    assert results == {"a": b',"m0","m1","a-new"', "b": b',"b-only","m1","m2","m3"'}
+
+
+def test_a_cache_pickles_and_deep_copies_with_a_lock_of_its_own():
+    cache = EncodeCache()
+    messages = tuple(text_message(n) for n in range(3))
+    cache.encode_all(messages, {1: "5m"}, lambda i, m, o: jsonbytes.dumps_items([i, o]))
+    for twin in (pickle.loads(pickle.dumps(cache)), copy.deepcopy(cache), copy.copy(cache)):
+        assert twin.pieces() == cache.pieces()
+        assert twin._lock is not cache._lock
+        more = (*messages, text_message(3))
+        view = twin.encode_all(more, {1: "5m"}, lambda i, m, o: jsonbytes.dumps_items([i, o]))
+        assert bytes(view) == b',0,null,1,"5m",2,null,3,null'
+        assert twin.hits == cache.hits + 3
+    assert len(cache.pieces()) == 3
+
+
+ODD_TEXT = st.sampled_from(["", "é", "\ud800", "\x00\x1f", '"\\', "\u2028", "𝄞", "a" * 40])
+ODD_BYTES = st.sampled_from(
+    [b"", b"\xff", b"\xc3", b"\xed\xa0\x80", b'{"a":1}', b"\x00", "é".encode()]
+)
+
+
+def drawn_unit(data: st.DataObject, number: int) -> tuple[Message, ...]:
+    """A settled run of messages: a text turn, an image turn, or tool calls and their results."""
+    kind = data.draw(st.sampled_from(["user", "assistant", "image", "tools"]), label="unit")
+    text = f"u{number}" + data.draw(ODD_TEXT, label="text")
+    if kind == "user":
+        return (Message.user(text),)
+    if kind == "assistant":
+        return (Message.assistant(text),)
+    if kind == "image":
+        return (Message.user(Image(data=PNG + bytes([number % 256]), mime_type="image/png")),)
+    calls = data.draw(st.integers(1, 2), label="calls")
+    ids = [f"call_{number}_{k}" for k in range(calls)]
+    arguments = data.draw(st.lists(ODD_BYTES, min_size=calls, max_size=calls), label="arguments")
+    contents = data.draw(st.lists(ODD_BYTES, min_size=calls, max_size=calls), label="results")
+    assistant = Message.assistant(
+        *([text] if data.draw(st.booleans(), label="with text") else []),
+        *(ToolCall(id=i, name="t", arguments=a) for i, a in zip(ids, arguments, strict=True)),
+    )
+    results = [
+        ToolResult(call_id=i, tool_name="t", content=c, is_error=data.draw(st.booleans()))
+        for i, c in zip(ids, contents, strict=True)
+    ]
+    split = data.draw(st.booleans(), label="one tool message per result")
+    tools = tuple(Message.tool(r) for r in results) if split else (Message.tool(*results),)
+    return (assistant, *tools, Message.user(f"after {number}"))
+
+
+@pytest.mark.parametrize("provider", list(MODELS))
+@settings(max_examples=40)
+@given(data=st.data())
+def test_tool_turns_and_odd_texts_build_the_cold_body_through_edits_and_reopens(provider, data):
+    """Tool calls with any argument bytes, results with invalid UTF-8, texts with escapes and
+    lone surrogates: every cached body is the cold body, through appends, edits and reopens."""
+    p = get_provider(provider)
+    cache = EncodeCache()
+    units = [drawn_unit(data, 0)]
+    for number in range(1, data.draw(st.integers(2, 7), label="builds")):
+        action = data.draw(st.sampled_from(["append", "edit", "truncate", "reopen", "copy"]))
+        if action == "append":
+            units.append(drawn_unit(data, number))
+        elif action == "edit":
+            units[data.draw(st.integers(0, len(units) - 1), label="edited")] = drawn_unit(
+                data, number
+            )
+        elif action == "truncate":
+            del units[data.draw(st.integers(1, len(units)), label="kept") :]
+        elif action == "reopen":
+            units = [tuple(copy.deepcopy(m) for m in unit) for unit in units]
+        else:
+            cache = copy.copy(cache)
+        request = Request(model=MODELS[provider], messages=sum(units, ()))
+        assert p.build_body(request, cache=cache) == p.build_body(request)
+
+
+def test_a_list_changed_in_place_after_a_build_is_not_taken_for_the_stored_history():
+    cache = EncodeCache()
+    history = [text_message(0)]
+    cache.encode_all(history, {}, lambda i, m, o: jsonbytes.dumps_items([i]))  # type: ignore[arg-type]
+    history.append(text_message(1))
+    assert cache.known(history) == 1  # type: ignore[arg-type]
+    view = cache.encode_all(history, {}, lambda i, m, o: jsonbytes.dumps_items([i]))  # type: ignore[arg-type]
+    assert bytes(view) == b",0,1"

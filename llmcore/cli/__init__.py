@@ -8,10 +8,12 @@ on first access so that this package imports nothing heavy).
 
 from __future__ import annotations
 
+import errno
 import sys
 from typing import TYPE_CHECKING, Any
 
 from llmcore.cli._extras import missing_extra
+from llmcore.cli._stdout import silence_stdout, stdout_error
 
 if TYPE_CHECKING:
     from llmcore.cli._app import app
@@ -29,9 +31,7 @@ def main() -> None:
     extra.
     """
     if sys.argv[1:] == ["--version"]:  # answered without the application (and its extra)
-        from llmcore import __version__
-
-        print(f"llmcore {__version__}")
+        _print_version()
         return
     missing = missing_extra("cli")
     if missing is not None:
@@ -40,6 +40,21 @@ def main() -> None:
     from llmcore.cli._app import app
 
     app()
+
+
+def _print_version() -> None:
+    """Print ``llmcore <version>``; an output that cannot be written is one line, exit 2."""
+    from llmcore import __version__
+
+    try:
+        sys.stdout.write(f"llmcore {__version__}\n")
+        sys.stdout.flush()
+    except OSError as exc:
+        silence_stdout()
+        if exc.errno == errno.EPIPE:  # a closed pipe: nothing to say
+            sys.exit(1)
+        print(f"llmcore: {stdout_error(exc)}", file=sys.stderr)
+        sys.exit(EXIT_MISSING_EXTRA)
 
 
 def __getattr__(name: str) -> Any:

@@ -37,6 +37,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from llmcore.cli._stdout import silence_stdout, stdout_error
+
 __all__ = ["print_help"]
 
 ARGUMENTS: Final = "Arguments"
@@ -80,19 +82,8 @@ def print_help(command: Any, ctx: Any) -> None:
             raise
         from llmcore.cli._common import fail
 
-        _silence_stdout()
-        raise fail(f"cannot write to stdout ({exc.strerror or type(exc).__name__})") from None
-
-
-def _silence_stdout() -> None:
-    """Point standard output at the null device, so the interpreter's last flush cannot fail."""
-    try:
-        target = sys.stdout.fileno()
-    except (AttributeError, OSError, ValueError):  # no file descriptor (a test's capture)
-        return
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, target)
-    os.close(devnull)
+        silence_stdout()
+        raise fail(stdout_error(exc)) from None
 
 
 def _print_page(command: Any, ctx: Any) -> None:

@@ -13,7 +13,6 @@ stderr naming the file and both shapes; the command still does what was asked
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -22,6 +21,7 @@ import typer
 
 from llmcore import jsonbytes
 from llmcore.cli._common import fail, one_line_errors
+from llmcore.cli._stdout import silence_stdout, stdout_error
 from llmcore.errors import EncodingError, InvalidRequestError, RequestFileError
 from llmcore.providers import PROVIDER_NAMES, get_provider
 
@@ -104,12 +104,8 @@ def _write_stdout(data: bytes) -> None:
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
     except OSError as exc:
-        # The unwritten bytes stay buffered; point stdout at /dev/null so the interpreter's
-        # final flush does not fail again (the recipe of the ``signal`` module's docs).
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-        raise fail(f"cannot write to stdout ({exc.strerror or type(exc).__name__})") from None
+        silence_stdout()
+        raise fail(stdout_error(exc)) from None
 
 
 def _recorded_body(path: Path, name: str) -> Any:

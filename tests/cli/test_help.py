@@ -315,3 +315,37 @@ def test_a_page_is_as_wide_as_the_environment_says_up_to_4096_columns(name, valu
     result = CliRunner().invoke(app, ["body", "--help"], env={"COLUMNS": "", name: value})
     assert result.exit_code == 0 and result.exception is None
     assert max(len(line) for line in result.output.splitlines()) == width
+
+
+def _version_run(stdout: Any) -> Any:
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-c", "from llmcore.cli import main; main()", "--version"],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        check=False,
+    )
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/dev/full"), reason="needs /dev/full")
+def test_the_version_on_a_full_disk_is_one_line_on_stderr() -> None:
+    with open("/dev/full", "wb") as full:
+        run = _version_run(full)
+    assert (run.returncode, run.stderr) == (
+        2,
+        b"llmcore: cannot write to stdout (No space left on device)\n",
+    )
+
+
+def test_the_version_into_a_closed_pipe_ends_quietly() -> None:
+    import os
+
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        run = _version_run(write)
+    finally:
+        os.close(write)
+    assert (run.returncode, run.stderr) == (1, b"")

@@ -224,7 +224,7 @@ class Provider(Protocol):
 
         Args:
             request: The neutral request.
-            cache: The conversation's encode cache; unchanged messages are joined from it.
+            cache: The conversation's encode cache; unchanged messages are copied from its buffer.
             carry: Provider-only data of the running turn, by message index (M4).
 
         Raises:

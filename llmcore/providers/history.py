@@ -413,12 +413,36 @@ def history_array(
         head: Values written before the messages' (Chat's ``system`` message).
     """
     if cache is None:
-        array = list(head)
-        for index, message in enumerate(messages):
-            array.extend(values(index, message, options.get(index)))
-        return jsonbytes.RawArray.from_pieces([memoryview(jsonbytes.dumps_float_free(array))[1:-1]])
+        return _cold_array(messages, options, values, head)
     history = cache.encode_all(messages, options, lambda i, m, o: _piece(values(i, m, o)))
     return wire_array(history, _piece(list(head)))
+
+
+_COLD_RUN: Final = 128
+"""Values written per call in a cold build: each run's objects are freed before the next is
+made, so they die young instead of being promoted into a full garbage collection."""
+
+
+def _cold_array(
+    messages: tuple[Message, ...],
+    options: Mapping[int, Hashable],
+    values: MessageValues,
+    head: Sequence[Any],
+) -> jsonbytes.RawArray:
+    """Return the array of ``head`` and the messages' values, written in runs of values.
+
+    The runs' texts joined by commas are the text of the whole array written at once.
+    """
+    pieces: list[bytes | memoryview] = []
+    run = list(head)
+    for index, message in enumerate(messages):
+        run.extend(values(index, message, options.get(index)))
+        if len(run) >= _COLD_RUN:
+            pieces.append(_piece(run) if pieces else memoryview(_piece(run))[1:])
+            run = []
+    if run:
+        pieces.append(_piece(run) if pieces else memoryview(_piece(run))[1:])
+    return jsonbytes.RawArray.from_pieces(pieces)
 
 
 def _piece(items: list[Any]) -> bytes:

@@ -13,6 +13,7 @@ from llmcore import jsonbytes
 from llmcore.errors import EncodingError, InvalidRequestError
 from llmcore.messages import Image, Message, Text, ToolCall, ToolResult
 from llmcore.providers import get_provider
+from llmcore.providers import history as history_module
 from llmcore.providers.history import EncodeCache, check_request, history_array, wire_array
 from llmcore.request import Params, Request
 
@@ -250,7 +251,12 @@ def test_incremental_bodies_equal_cold_bodies_through_edits_truncations_and_move
         request = Request(model=MODELS[provider], messages=messages, params=params)
         builds = cache.hits + cache.misses
         body = p.build_body(request, cache=cache, carry=carry)
-        assert body == p.build_body(request, carry=carry)
+        saved = history_module._COLD_RUN  # the cold build writes its values in runs of this
+        history_module._COLD_RUN = data.draw(st.sampled_from([1, 2, 3, saved]), label="run")
+        try:
+            assert body == p.build_body(request, carry=carry)
+        finally:
+            history_module._COLD_RUN = saved
         assert cache.hits + cache.misses - builds == len(messages)
 
 
@@ -308,6 +314,33 @@ def test_an_array_kept_from_a_build_keeps_its_bytes_and_later_builds_stay_right(
         del array
     for array, expected in kept:
         assert jsonbytes.dumps(array) == expected
+
+
+@settings(max_examples=200)
+@given(
+    st.lists(st.sampled_from([None, "a", "longer", "gone"]), max_size=12),
+    st.lists(st.text(max_size=3), max_size=2),
+    st.integers(1, 4),
+)
+def test_a_cold_array_written_in_runs_is_the_array_written_at_once(options, head, run):
+    """A cold build writes its values in runs (so their objects die young); the runs' texts
+    joined are the whole array's text, wherever the runs end (head values, messages with no
+    values and messages with two included)."""
+    messages = tuple(text_message(n) for n in range(len(options)))
+    by_index = {i: o for i, o in enumerate(options) if o is not None}
+    saved = history_module._COLD_RUN
+    history_module._COLD_RUN = run
+    try:
+        array = history_array(messages, by_index, values_with_option, None, head=head)
+    finally:
+        history_module._COLD_RUN = saved
+    expected = jsonbytes.dumps(
+        [
+            *head,
+            *(v for i, m in enumerate(messages) for v in values_with_option(i, m, by_index.get(i))),
+        ]
+    )
+    assert jsonbytes.dumps(array) == expected
 
 
 def test_a_kept_array_keeps_its_bytes_when_a_piece_of_the_same_length_replaces_one():

@@ -434,14 +434,20 @@ def _cold_array(
     The runs' texts joined by commas are the text of the whole array written at once.
     """
     pieces: list[bytes | memoryview] = []
+
+    def write(run: list[Any]) -> None:  # the run's values without brackets, each copied once
+        if pieces:
+            pieces.append(b",")
+        pieces.append(memoryview(jsonbytes.dumps_float_free(run))[1:-1])
+
     run = list(head)
     for index, message in enumerate(messages):
         run.extend(values(index, message, options.get(index)))
         if len(run) >= _COLD_RUN:
-            pieces.append(_piece(run) if pieces else memoryview(_piece(run))[1:])
+            write(run)
             run = []
     if run:
-        pieces.append(_piece(run) if pieces else memoryview(_piece(run))[1:])
+        write(run)
     return jsonbytes.RawArray.from_pieces(pieces)
 
 

@@ -337,9 +337,14 @@ def result_text(result: ToolResult) -> jsonbytes.Utf8:
 
 
 def data_url(image: Image) -> jsonbytes.Utf8:
-    """Return ``data:<mime>;base64,<data>`` for an image (OpenAI ``image_url``)."""
-    head = f"data:{image.mime_type};base64,".encode()
-    return jsonbytes.Utf8(head + image.base64)  # the mime type may need escaping
+    """Return ``data:<mime>;base64,<data>`` for an image (OpenAI ``image_url``).
+
+    The base64 text never needs escaping, so only a mime type that does (a quote, a control
+    character, non-ASCII text) makes the writer scan the URL.
+    """
+    head = f"data:{image.mime_type};base64,"
+    plain = head.isascii() and jsonbytes.encode_str(head) == f'"{head}"'
+    return jsonbytes.Utf8(head.encode() + image.base64, plain=plain)
 
 
 def arguments_json(arguments: bytes, *, replace_invalid_utf8: bool = False) -> str:

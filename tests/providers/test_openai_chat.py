@@ -1,5 +1,6 @@
 import dataclasses
 import json
+import warnings
 from pathlib import Path
 
 import pytest
@@ -14,10 +15,11 @@ from llmcore import (
     ToolCall,
     ToolChoiceName,
     ToolResult,
+    jsonbytes,
 )
 from llmcore.errors import InvalidRequestError, RequestFileError, UnsupportedContentError
 from llmcore.providers import get_provider
-from llmcore.providers.base import EncodeCache
+from llmcore.providers.base import EncodeCache, data_url
 from llmcore.providers.openai_chat import TOOL_ERROR_TEXT, tool_arguments, wire_id
 from llmcore.requestfile import load_request_file
 from tests.conftest import CORPUS
@@ -630,3 +632,15 @@ def test_corpus_pydantic_case_with_strict_tools_keeps_strict():
     assert [t.strict for t in result.request.tools] == flags
     rebuilt = json.loads(P.build_body(result.request))
     assert [t["function"].get("strict") for t in rebuilt["tools"]] == flags
+
+
+@pytest.mark.parametrize("mime", ["image/png", 'image/x"q', "image/\u00e9\n"])
+def test_a_data_url_is_written_as_its_text_is(mime):
+    # The base64 is never scanned; a mime type that needs escaping still is.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a PNG signature would correct the declared type
+        image = Image(data=b"\x00\x01\xfe\xff" * 40, mime_type=mime)
+    url = data_url(image)
+    text = f"data:{mime};base64,{image.base64.decode()}"
+    assert url.plain is (mime == "image/png")
+    assert jsonbytes.dumps(url) == json.dumps(text, ensure_ascii=False).encode()

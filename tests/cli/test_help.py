@@ -277,13 +277,18 @@ def _help_run(stdout: Any, *args: str) -> Any:
     )
 
 
-@pytest.mark.skipif(not __import__("os").path.exists("/dev/full"), reason="needs /dev/full")
+UNWRITABLE = b"llmcore: cannot write to stdout (Bad file descriptor)\n"
+"""What a write to a read-only stdout says (a full disk says ``No space left on device``)."""
+
+
 @pytest.mark.parametrize("args", [(), ("body",)])
-def test_a_help_page_on_a_full_disk_is_one_line_on_stderr(args) -> None:
-    with open("/dev/full", "wb") as full:
-        run = _help_run(full, *args)
+def test_a_help_page_on_an_unwritable_stdout_is_one_line_on_stderr(args, tmp_path) -> None:
+    # A file opened for reading: every write to it fails (EBADF), as a full disk's do (ENOSPC).
+    (tmp_path / "out").write_bytes(b"")
+    with open(tmp_path / "out", "rb") as read_only:
+        run = _help_run(read_only, *args)
     assert run.returncode == 2
-    assert run.stderr == b"llmcore: cannot write to stdout (No space left on device)\n"
+    assert run.stderr == UNWRITABLE
 
 
 def test_a_help_page_into_a_closed_pipe_ends_quietly() -> None:
@@ -329,14 +334,11 @@ def _version_run(stdout: Any) -> Any:
     )
 
 
-@pytest.mark.skipif(not __import__("os").path.exists("/dev/full"), reason="needs /dev/full")
-def test_the_version_on_a_full_disk_is_one_line_on_stderr() -> None:
-    with open("/dev/full", "wb") as full:
-        run = _version_run(full)
-    assert (run.returncode, run.stderr) == (
-        2,
-        b"llmcore: cannot write to stdout (No space left on device)\n",
-    )
+def test_the_version_on_an_unwritable_stdout_is_one_line_on_stderr(tmp_path) -> None:
+    (tmp_path / "out").write_bytes(b"")
+    with open(tmp_path / "out", "rb") as read_only:
+        run = _version_run(read_only)
+    assert (run.returncode, run.stderr) == (2, UNWRITABLE)
 
 
 def test_the_version_into_a_closed_pipe_ends_quietly() -> None:

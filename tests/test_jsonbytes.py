@@ -314,8 +314,9 @@ def test_is_json_object_edges_agree_with_loads(data):
     assert jsonbytes.is_json_object(data) is reference_is_json_object(data)
 
 
-def test_a_build_without_orjson_and_pybase64_gives_the_same_bytes(tmp_path):
-    # Both are dependencies with a pure-Python fallback; the fallback must write the same body.
+def test_a_build_without_orjson_pybase64_and_the_c_writer_gives_the_same_bytes(tmp_path):
+    # orjson and pybase64 are dependencies and the C writer an optional extension, each with a
+    # pure-Python fallback; the fallbacks must write the same body.
     import subprocess
     import sys
 
@@ -325,6 +326,7 @@ def test_a_build_without_orjson_and_pybase64_gives_the_same_bytes(tmp_path):
         "if sys.argv[1] == 'without':\n"
         "    sys.modules['orjson'] = None\n"
         "    sys.modules['pybase64'] = None\n"
+        "    sys.modules['llmcore.providers._speedups'] = None\n"
         "from llmcore import Image, Message, ToolCall, ToolResult, get_provider\n"
         "from llmcore.request import Request\n"
         "png = b'\\x89PNG\\r\\n\\x1a\\n' + bytes(range(256)) * 9\n"
@@ -336,8 +338,9 @@ def test_a_build_without_orjson_and_pybase64_gives_the_same_bytes(tmp_path):
         "for name in ('anthropic', 'openai-chat', 'openai-responses'):\n"
         "    body = get_provider(name).build_body(Request(model='m', messages=history))\n"
         "    sys.stdout.write(body.hex() + '\\n')\n"
-        "import llmcore.jsonbytes, llmcore.messages\n"
-        "print(llmcore.jsonbytes._orjson is None, llmcore.messages._b64encode.__module__)\n",
+        "import llmcore.jsonbytes, llmcore.messages, llmcore.providers.history as h\n"
+        "print(llmcore.jsonbytes._orjson is None, llmcore.messages._b64encode.__module__,\n"
+        "      h._speedups is None)\n",
         encoding="utf-8",
     )
     run = {
@@ -347,8 +350,8 @@ def test_a_build_without_orjson_and_pybase64_gives_the_same_bytes(tmp_path):
         for mode in ("with", "without")
     }
     assert run["with"][:3] == run["without"][:3]
-    assert run["with"][3].split() == ["False", "pybase64._pybase64"]
-    assert run["without"][3].split() in (["True", "base64"], ["True", "binascii"])
+    assert run["with"][3].split() == ["False", "pybase64._pybase64", "False"]
+    assert run["without"][3].split() in (["True", "base64", "True"], ["True", "binascii", "True"])
 
 
 class _Text(str):

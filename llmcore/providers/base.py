@@ -27,6 +27,7 @@ from llmcore.providers._sse import SSEEvent
 from llmcore.providers.history import (
     SUPPORTED_IMAGE_TYPES,
     EncodeCache,
+    NativePieces,
     check_images,
     check_request,
     history_array,
@@ -41,6 +42,7 @@ __all__ = [
     "EncodeCache",
     "Endpoint",
     "ImportResult",
+    "NativePieces",
     "ParsedResponse",
     "Provider",
     "ResponseMethods",

@@ -7,6 +7,9 @@
   new messages' encoding plus one copy of the stored bytes into the body (SPEC P2, P4).
 * :func:`history_array` / :func:`wire_array` — a request's messages as the ``messages`` (or
   ``input``) array: a view of the cache's buffer, or (no cache) one list written in one pass.
+* :class:`NativePieces` — a provider's pieces written in C (``llmcore.providers._speedups``,
+  built at install where a compiler is present), the Python encoder standing in for any message
+  the C writer leaves to it; the bytes are the same either way.
 
 A message's wire bytes are stored as a *piece*: each JSON value it becomes, preceded by a comma
 (``b',{"role":"user",…}'``; Chat writes one value per tool result); a message that becomes
@@ -15,9 +18,11 @@ nothing is ``b""``. The array is the pieces joined, less the first comma.
 
 from __future__ import annotations
 
+import importlib
 import threading
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from types import ModuleType
 from typing import Any, Final
 
 from llmcore import jsonbytes
@@ -25,11 +30,18 @@ from llmcore.errors import InvalidRequestError
 from llmcore.messages import Image, Message, ToolCall, ToolResult
 from llmcore.request import Request
 
+_speedups: ModuleType | None
+try:
+    _speedups = importlib.import_module("llmcore.providers._speedups")
+except ImportError:  # installed without the C extension: every piece is written in Python
+    _speedups = None
+
 __all__ = [
     "SUPPORTED_IMAGE_TYPES",
     "EncodeCache",
     "MessageEncoder",
     "MessageValues",
+    "NativePieces",
     "check_images",
     "check_request",
     "history_array",
@@ -390,12 +402,39 @@ def _begins(longer: tuple[Message, ...], shorter: tuple[Message, ...]) -> bool:
         return False
 
 
+@dataclass(frozen=True, slots=True)
+class NativePieces:
+    """A provider's message pieces written by ``llmcore.providers._speedups`` (C).
+
+    The C writer writes each message the way the provider's :data:`MessageValues` function and
+    :func:`jsonbytes.dumps_float_free` do, key for key and byte for byte (property tests compare
+    the two on every provider it serves); a message it does not write itself — one with an
+    encoding option (a breakpoint, carried data), or a value of a type other than the model's
+    own — is written by the Python encoder, and without the compiled extension every message
+    is (:func:`history_array`).
+
+    Attributes:
+        function: The extension's writer (``"anthropic_pieces"``, ``"chat_pieces"``).
+        hooks: What the writer needs from the provider module: the content classes, the
+            provider's ``wire_id`` and ``arguments_json``, the id length limit, whether ids must
+            match ``[a-zA-Z0-9_-]+``, and the JSON of Chat's error-result text part (or
+            ``None``).
+    """
+
+    function: str
+    hooks: tuple[Any, ...]
+
+
+_NO_OPTIONS: Final[dict[int, Hashable]] = {}
+
+
 def history_array(
     messages: tuple[Message, ...],
     options: Mapping[int, Hashable],
     values: MessageValues,
     cache: EncodeCache | None,
     head: Sequence[Any] = (),
+    native: NativePieces | None = None,
 ) -> jsonbytes.RawArray:
     """Return the array of ``head`` and the messages' values, for :func:`jsonbytes.dumps`.
 
@@ -411,11 +450,35 @@ def history_array(
         values: Returns message ``i``'s JSON values under its option.
         cache: The conversation's encode cache, or ``None``.
         head: Values written before the messages' (Chat's ``system`` message).
+        native: The provider's pieces written in C, used when the extension is installed.
     """
+
+    def slow(index: int, message: Message, option: Hashable) -> bytes:
+        return _piece(values(index, message, option))
+
+    encode: MessageEncoder = slow
+    if native is not None and _speedups is not None:
+        write = getattr(_speedups, native.function)
+        if cache is None:
+            frozen = _frozen(messages)
+            pieces = write(frozen, 0, _plain_options(options, len(frozen)), slow, native.hooks)
+            return wire_array(pieces, _piece(list(head)))
+
+        def encode(index: int, message: Message, option: Hashable) -> bytes:
+            if option is not None:
+                return slow(index, message, option)
+            piece: bytes = write((message,), index, _NO_OPTIONS, slow, native.hooks)
+            return piece
+
     if cache is None:
         return _cold_array(messages, options, values, head)
-    history = cache.encode_all(messages, options, lambda i, m, o: _piece(values(i, m, o)))
+    history = cache.encode_all(messages, options, encode)
     return wire_array(history, _piece(list(head)))
+
+
+def _plain_options(options: Mapping[int, Hashable], count: int) -> dict[int, Hashable]:
+    """Return the options of the messages ``0 … count-1`` as a plain ``dict`` (the C writer's)."""
+    return {i: o for i, o in options.items() if isinstance(i, int) and 0 <= i < count}
 
 
 _COLD_RUN: Final = 128

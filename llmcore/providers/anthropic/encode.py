@@ -54,6 +54,7 @@ from llmcore.providers import _import_common as imp
 from llmcore.providers.base import (
     Carry,
     EncodeCache,
+    NativePieces,
     arguments_json,
     base64_text,
     breakpoint_options,
@@ -132,6 +133,13 @@ def _message_values(index: int, message: Message, option: Hashable) -> list[dict
     if carried:
         blocks[:0] = [jsonbytes.Raw(text) for text in carried]
     return [{"role": role, "content": blocks}]
+
+
+_NATIVE: Final = NativePieces(
+    "anthropic_pieces",
+    (Text, Image, ToolCall, ToolResult, wire_id, arguments_json, _ID_MAX, True, None),
+)
+""":func:`_message_values` written in C (:class:`~llmcore.providers.history.NativePieces`)."""
 
 
 def breakpoint_dict(ttl: Hashable) -> dict[str, str]:
@@ -215,6 +223,8 @@ def build_body(
     check_request(request, cache)
     body = _head(request)
     options = _message_options(request, carry)
-    body["messages"] = history_array(request.messages, options, _message_values, cache)
+    body["messages"] = history_array(
+        request.messages, options, _message_values, cache, native=_NATIVE
+    )
     _tail(request, body)
     return jsonbytes.dumps(body)

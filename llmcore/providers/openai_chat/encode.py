@@ -71,6 +71,7 @@ from llmcore.providers import _import_common as imp
 from llmcore.providers.base import (
     Carry,
     EncodeCache,
+    NativePieces,
     arguments_json,
     check_request,
     data_url,
@@ -174,6 +175,24 @@ def _message_values(index: int, message: Message, option: Hashable) -> list[dict
     return wire_messages(message)
 
 
+_NATIVE: Final = NativePieces(
+    "chat_pieces",
+    (
+        Text,
+        Image,
+        ToolCall,
+        ToolResult,
+        wire_id,
+        arguments_json,
+        _ID_MAX,
+        False,
+        jsonbytes.dumps(_text_part(TOOL_ERROR_TEXT)),
+    ),
+)
+"""Chat's own :func:`_message_values` written in C (OpenRouter's, which adds cache markers, is
+not)."""
+
+
 def system_message(request: Request) -> dict[str, Any] | None:
     """Return the leading ``system`` message (one text part per non-empty block), or ``None``."""
     parts = [_text_part(text) for text in request.system if text]
@@ -199,7 +218,8 @@ def messages_array(
     if system is None:
         system = system_message(request)
     head = [system] if system is not None else []
-    return history_array(request.messages, options, values, cache, head)
+    native = _NATIVE if values is _message_values else None
+    return history_array(request.messages, options, values, cache, head, native)
 
 
 def _tool_choice(choice: object) -> str | dict[str, Any]:

@@ -1,0 +1,900 @@
+/*
+ * llmcore.providers._speedups: the history's wire pieces for Anthropic Messages and OpenAI Chat
+ * Completions, written in C.
+ *
+ * Each function writes the pieces of a run of history messages (each message's JSON values,
+ * each after a comma: SPEC P2, llmcore/providers/history.py) into one bytes object. The key
+ * order and every rule are those of the Python encoders (llmcore/providers/anthropic/encode.py,
+ * llmcore/providers/openai_chat/encode.py); strings are escaped as json.encoder's
+ * encode_basestring does (ensure_ascii=False: quote, backslash and C0 controls, the controls
+ * that have one as \b \f \n \r \t, the others as \u00xx). A message this module does not write
+ * itself (one with an encoding option, a type or value the Python encoder handles otherwise) is
+ * written by the `slow` callable it is given, the Python encoder, so the bytes are always the
+ * Python encoder's: the property tests in tests/providers/test_speedups.py compare the two.
+ *
+ * Both functions take (messages: tuple, first: int, options: dict, slow, hooks: tuple):
+ *   messages  the run of messages; message k has history index first + k;
+ *   options   the encoding options by history index (a message with a non-None option goes to
+ *             slow);
+ *   slow      slow(index, message, option) -> bytes, that message's piece;
+ *   hooks     (Text, Image, ToolCall, ToolResult, wire_id, arguments_json, id_max, safe_ids,
+ *              error_part): the content classes (exact types only), the provider's id rewrite
+ *              and arguments rule (called for ids the fast check does not pass, and for every
+ *              tool call's arguments), the id length limit, whether ids must match
+ *              [a-zA-Z0-9_-]+, and (Chat) the JSON of the text part opening an error result.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#define FALLBACK 1 /* a writer's answer: leave this message to the Python encoder */
+
+/* ---------------------------------------------------------------------------------------- */
+/* The output: one bytes object, grown by doubling, cut to its length at the end.           */
+
+typedef struct {
+    PyObject *out;
+    Py_ssize_t len;
+    Py_ssize_t cap;
+} Writer;
+
+static int
+w_init(Writer *w, Py_ssize_t cap)
+{
+    if (cap < 1024) {
+        cap = 1024;
+    }
+    w->out = PyBytes_FromStringAndSize(NULL, cap);
+    w->len = 0;
+    w->cap = cap;
+    return w->out == NULL ? -1 : 0;
+}
+
+static int
+w_grow(Writer *w, Py_ssize_t need)
+{
+    Py_ssize_t cap = w->cap;
+    while (cap - w->len < need) {
+        if (cap > PY_SSIZE_T_MAX / 2) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        cap *= 2;
+    }
+    if (_PyBytes_Resize(&w->out, cap) < 0) {
+        return -1; /* w->out is NULL now */
+    }
+    w->cap = cap;
+    return 0;
+}
+
+static inline int
+w_write(Writer *w, const char *data, Py_ssize_t n)
+{
+    if (w->cap - w->len < n && w_grow(w, n) < 0) {
+        return -1;
+    }
+    memcpy(PyBytes_AS_STRING(w->out) + w->len, data, (size_t)n);
+    w->len += n;
+    return 0;
+}
+
+#define W_LIT(w, s) w_write((w), (s), (Py_ssize_t)(sizeof(s) - 1))
+
+/* ---------------------------------------------------------------------------------------- */
+/* JSON string escaping (json.encoder.encode_basestring, ensure_ascii=False).               */
+
+static char ESCAPE[256]; /* 0: copied as is; 'u': \u00xx; else the letter after the backslash */
+static const char HEX[] = "0123456789abcdef";
+
+#if defined(__SSE2__) && defined(__GNUC__)
+#include <emmintrin.h>
+
+/* The index of the first byte from i on that is escaped (n when none is), 16 bytes a step. */
+static inline Py_ssize_t
+find_escape(const unsigned char *s, Py_ssize_t i, Py_ssize_t n)
+{
+    const __m128i quote = _mm_set1_epi8('"');
+    const __m128i backslash = _mm_set1_epi8('\\');
+    const __m128i control = _mm_set1_epi8(0x1F);
+    for (; i + 16 <= n; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(s + i));
+        __m128i hit = _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash));
+        /* v <= 0x1F (unsigned) exactly when max(v, 0x1F) == 0x1F */
+        hit = _mm_or_si128(hit, _mm_cmpeq_epi8(_mm_max_epu8(v, control), control));
+        int mask = _mm_movemask_epi8(hit);
+        if (mask != 0) {
+            return i + __builtin_ctz((unsigned)mask);
+        }
+    }
+    while (i < n && !ESCAPE[s[i]]) {
+        i++;
+    }
+    return i;
+}
+#else
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+
+/* Whether any of the 8 bytes is below 0x20, a quote or a backslash (exact, never a guess). */
+static inline int
+word_needs_escape(uint64_t v)
+{
+    uint64_t low = (v - ONES * 0x20) & ~v & HIGHS;
+    uint64_t quote = v ^ (ONES * 0x22);
+    uint64_t backslash = v ^ (ONES * 0x5C);
+    quote = (quote - ONES) & ~quote & HIGHS;
+    backslash = (backslash - ONES) & ~backslash & HIGHS;
+    return (low | quote | backslash) != 0;
+}
+
+/* The index of the first byte from i on that is escaped (n when none is), 8 bytes a step. */
+static inline Py_ssize_t
+find_escape(const unsigned char *s, Py_ssize_t i, Py_ssize_t n)
+{
+    while (i + 8 <= n) {
+        uint64_t v;
+        memcpy(&v, s + i, 8);
+        if (word_needs_escape(v)) {
+            break;
+        }
+        i += 8;
+    }
+    while (i < n && !ESCAPE[s[i]]) {
+        i++;
+    }
+    return i;
+}
+#endif
+
+/* Write the UTF-8 text s[0:n] escaped, without quotes. */
+static int
+w_escaped(Writer *w, const unsigned char *s, Py_ssize_t n)
+{
+    Py_ssize_t run = 0;
+    for (Py_ssize_t i = find_escape(s, 0, n); i < n; i = find_escape(s, i, n)) {
+        if (w_write(w, (const char *)s + run, i - run) < 0) {
+            return -1;
+        }
+        unsigned char c = s[i];
+        char e = ESCAPE[c];
+        if (e == 'u') {
+            char u[6] = {'\\', 'u', '0', '0', HEX[c >> 4], HEX[c & 15]};
+            if (w_write(w, u, 6) < 0) {
+                return -1;
+            }
+        }
+        else {
+            char pair[2] = {'\\', e};
+            if (w_write(w, pair, 2) < 0) {
+                return -1;
+            }
+        }
+        run = ++i;
+    }
+    return w_write(w, (const char *)s + run, n - run);
+}
+
+/* Write a JSON string literal of s[0:n]. */
+static int
+w_string(Writer *w, const char *s, Py_ssize_t n)
+{
+    if (W_LIT(w, "\"") < 0 || w_escaped(w, (const unsigned char *)s, n) < 0) {
+        return -1;
+    }
+    return W_LIT(w, "\"");
+}
+
+/* Call fn(data, n) with the UTF-8 of an exact str: FALLBACK for another type or a lone
+   surrogate (the Python encoder raises its own error for it). */
+typedef int (*Utf8Fn)(Writer *, const char *, Py_ssize_t);
+
+static int
+w_with_utf8(Writer *w, PyObject *text, Utf8Fn fn)
+{
+    if (!PyUnicode_CheckExact(text)) {
+        return FALLBACK;
+    }
+    if (PyUnicode_IS_ASCII(text)) {
+        return fn(w, (const char *)PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text));
+    }
+    /* A new bytes object, not PyUnicode_AsUTF8AndSize: that keeps a copy in the str for life */
+    PyObject *utf8 = PyUnicode_AsUTF8String(text);
+    if (utf8 == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
+            PyErr_Clear();
+            return FALLBACK;
+        }
+        return -1;
+    }
+    int result = fn(w, PyBytes_AS_STRING(utf8), PyBytes_GET_SIZE(utf8));
+    Py_DECREF(utf8);
+    return result;
+}
+
+static int
+w_str(Writer *w, PyObject *text)
+{
+    return w_with_utf8(w, text, w_string);
+}
+
+static int
+w_escaped_text(Writer *w, const char *s, Py_ssize_t n)
+{
+    return w_escaped(w, (const unsigned char *)s, n);
+}
+
+static int
+w_str_inner(Writer *w, PyObject *text)
+{
+    return w_with_utf8(w, text, w_escaped_text);
+}
+
+static int
+w_str_raw(Writer *w, PyObject *text)
+{
+    return w_with_utf8(w, text, w_write);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* What both providers share: the hooks, attribute names, ids, arguments, result text.       */
+
+typedef struct {
+    PyTypeObject *text, *image, *tool_call, *tool_result;
+    PyObject *wire_id, *arguments_json;
+    Py_ssize_t id_max;
+    int safe_ids;
+    PyObject *error_part; /* bytes, or None */
+} Hooks;
+
+static PyObject *s_role, *s_content, *s_text, *s_mime_type, *s_base64, *s_id, *s_name,
+    *s_arguments, *s_call_id, *s_utf8_content, *s_is_error, *s_tool;
+
+static int
+parse_hooks(PyObject *tuple, Hooks *h)
+{
+    if (!PyTuple_CheckExact(tuple) || PyTuple_GET_SIZE(tuple) != 9) {
+        PyErr_SetString(PyExc_TypeError, "hooks must be a tuple of 9 items");
+        return -1;
+    }
+    for (int k = 0; k < 4; k++) {
+        if (!PyType_Check(PyTuple_GET_ITEM(tuple, k))) {
+            PyErr_SetString(PyExc_TypeError, "hooks[0:4] must be the content classes");
+            return -1;
+        }
+    }
+    h->text = (PyTypeObject *)PyTuple_GET_ITEM(tuple, 0);
+    h->image = (PyTypeObject *)PyTuple_GET_ITEM(tuple, 1);
+    h->tool_call = (PyTypeObject *)PyTuple_GET_ITEM(tuple, 2);
+    h->tool_result = (PyTypeObject *)PyTuple_GET_ITEM(tuple, 3);
+    h->wire_id = PyTuple_GET_ITEM(tuple, 4);
+    h->arguments_json = PyTuple_GET_ITEM(tuple, 5);
+    h->id_max = PyLong_AsSsize_t(PyTuple_GET_ITEM(tuple, 6));
+    if (h->id_max == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    h->safe_ids = PyObject_IsTrue(PyTuple_GET_ITEM(tuple, 7));
+    if (h->safe_ids < 0) {
+        return -1;
+    }
+    h->error_part = PyTuple_GET_ITEM(tuple, 8);
+    if (h->error_part != Py_None && !PyBytes_CheckExact(h->error_part)) {
+        PyErr_SetString(PyExc_TypeError, "hooks[8] must be bytes or None");
+        return -1;
+    }
+    return 0;
+}
+
+static int
+safe_id_char(Py_UCS1 c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_' || c == '-';
+}
+
+/* Write the id sent for a stored tool-call id: itself when the provider accepts it (the
+   identity of rewrite_id), else what the provider's wire_id returns. */
+static int
+w_id(Writer *w, PyObject *id, const Hooks *h)
+{
+    if (!PyUnicode_CheckExact(id)) {
+        return FALLBACK;
+    }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(id);
+    int accepted = n >= 1 && n <= h->id_max;
+    if (accepted && h->safe_ids) {
+        accepted = PyUnicode_IS_ASCII(id);
+        const Py_UCS1 *chars = PyUnicode_1BYTE_DATA(id);
+        for (Py_ssize_t k = 0; accepted && k < n; k++) {
+            accepted = safe_id_char(chars[k]);
+        }
+    }
+    if (accepted) {
+        return w_str(w, id);
+    }
+    PyObject *rewritten = PyObject_CallOneArg(h->wire_id, id);
+    if (rewritten == NULL) {
+        return -1;
+    }
+    int result = w_str(w, rewritten);
+    Py_DECREF(rewritten);
+    return result;
+}
+
+/* Write a tool call's arguments text (arguments_json of its bytes): raw, or as a string. */
+static int
+w_arguments(Writer *w, PyObject *call, const Hooks *h, int as_string)
+{
+    PyObject *arguments = PyObject_GetAttr(call, s_arguments);
+    if (arguments == NULL) {
+        return -1;
+    }
+    PyObject *text = PyObject_CallOneArg(h->arguments_json, arguments);
+    Py_DECREF(arguments);
+    if (text == NULL) {
+        return -1;
+    }
+    int result = as_string ? w_str(w, text) : w_str_raw(w, text);
+    Py_DECREF(text);
+    return result;
+}
+
+/* Write a str attribute of obj as a JSON string. */
+static int
+w_attr_str(Writer *w, PyObject *obj, PyObject *name)
+{
+    PyObject *value = PyObject_GetAttr(obj, name);
+    if (value == NULL) {
+        return -1;
+    }
+    int result = w_str(w, value);
+    Py_DECREF(value);
+    return result;
+}
+
+static int
+w_attr_id(Writer *w, PyObject *obj, PyObject *name, const Hooks *h)
+{
+    PyObject *value = PyObject_GetAttr(obj, name);
+    if (value == NULL) {
+        return -1;
+    }
+    int result = w_id(w, value, h);
+    Py_DECREF(value);
+    return result;
+}
+
+/* The bytes value of an attribute, or NULL with *result set (-1 error, FALLBACK not bytes). */
+static PyObject *
+bytes_attr(PyObject *obj, PyObject *name, int *result)
+{
+    PyObject *value = PyObject_GetAttr(obj, name);
+    if (value == NULL) {
+        *result = -1;
+        return NULL;
+    }
+    if (!PyBytes_CheckExact(value)) {
+        Py_DECREF(value);
+        *result = FALLBACK;
+        return NULL;
+    }
+    return value;
+}
+
+/* A tool result's facts: whether it has content, whether it is an error (exact bools). */
+static int
+result_facts(PyObject *part, int *has_content, int *is_error)
+{
+    int result;
+    PyObject *content = bytes_attr(part, s_content, &result);
+    if (content == NULL) {
+        return result;
+    }
+    *has_content = PyBytes_GET_SIZE(content) > 0;
+    Py_DECREF(content);
+    PyObject *flag = PyObject_GetAttr(part, s_is_error);
+    if (flag == NULL) {
+        return -1;
+    }
+    Py_DECREF(flag); /* True and False live for ever */
+    if (flag != Py_True && flag != Py_False) {
+        return FALLBACK;
+    }
+    *is_error = flag == Py_True;
+    return 0;
+}
+
+/* Write a tool result's text (utf8_content: valid UTF-8, U+FFFD for invalid bytes). */
+static int
+w_result_text(Writer *w, PyObject *part)
+{
+    int result;
+    PyObject *data = bytes_attr(part, s_utf8_content, &result);
+    if (data == NULL) {
+        return result;
+    }
+    result = w_string(w, PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data));
+    Py_DECREF(data);
+    return result;
+}
+
+/* Write an image's base64 text (ASCII letters, digits, + / =: nothing to escape). */
+static int
+w_base64(Writer *w, PyObject *part)
+{
+    int result;
+    PyObject *data = bytes_attr(part, s_base64, &result);
+    if (data == NULL) {
+        return result;
+    }
+    result = w_write(w, PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data));
+    Py_DECREF(data);
+    return result;
+}
+
+/* A Text part's text when it is sent (non-empty), NULL with *result 0 when it is not. */
+static PyObject *
+sent_text(PyObject *part, int *result)
+{
+    PyObject *text = PyObject_GetAttr(part, s_text);
+    if (text == NULL) {
+        *result = -1;
+        return NULL;
+    }
+    if (!PyUnicode_CheckExact(text)) {
+        Py_DECREF(text);
+        *result = FALLBACK;
+        return NULL;
+    }
+    if (PyUnicode_GET_LENGTH(text) == 0) {
+        Py_DECREF(text);
+        *result = 0;
+        return NULL;
+    }
+    return text;
+}
+
+/* Write ,"<sep>" before every item but the first. */
+static inline int
+w_separator(Writer *w, int *first)
+{
+    if (*first) {
+        *first = 0;
+        return 0;
+    }
+    return W_LIT(w, ",");
+}
+
+#define CHECK(expr)            \
+    do {                       \
+        int check_ = (expr);   \
+        if (check_ != 0) {     \
+            return check_;     \
+        }                      \
+    } while (0)
+
+/* ---------------------------------------------------------------------------------------- */
+/* Anthropic Messages: {"role", "content": [blocks]} (anthropic/encode.py, _message_values). */
+
+static int
+anthropic_text(Writer *w, PyObject *part, int *first)
+{
+    int result = 0;
+    PyObject *text = sent_text(part, &result);
+    if (text == NULL) {
+        return result;
+    }
+    result = w_separator(w, first);
+    if (result == 0) {
+        result = W_LIT(w, "{\"type\":\"text\",\"text\":");
+    }
+    if (result == 0) {
+        result = w_str(w, text);
+    }
+    Py_DECREF(text);
+    return result != 0 ? result : W_LIT(w, "}");
+}
+
+static int
+anthropic_block(Writer *w, PyObject *part, const Hooks *h, int *first)
+{
+    PyTypeObject *type = Py_TYPE(part);
+    if (type == h->text) {
+        return anthropic_text(w, part, first);
+    }
+    if (type == h->image) {
+        CHECK(w_separator(w, first));
+        CHECK(W_LIT(w, "{\"type\":\"image\",\"source\":{\"type\":\"base64\",\"media_type\":"));
+        CHECK(w_attr_str(w, part, s_mime_type));
+        CHECK(W_LIT(w, ",\"data\":\""));
+        CHECK(w_base64(w, part));
+        return W_LIT(w, "\"}}");
+    }
+    if (type == h->tool_call) {
+        CHECK(w_separator(w, first));
+        CHECK(W_LIT(w, "{\"type\":\"tool_use\",\"id\":"));
+        CHECK(w_attr_id(w, part, s_id, h));
+        CHECK(W_LIT(w, ",\"name\":"));
+        CHECK(w_attr_str(w, part, s_name));
+        CHECK(W_LIT(w, ",\"input\":"));
+        CHECK(w_arguments(w, part, h, 0));
+        return W_LIT(w, "}");
+    }
+    if (type == h->tool_result) {
+        int has_content, is_error;
+        CHECK(result_facts(part, &has_content, &is_error));
+        CHECK(w_separator(w, first));
+        CHECK(W_LIT(w, "{\"type\":\"tool_result\",\"tool_use_id\":"));
+        CHECK(w_attr_id(w, part, s_call_id, h));
+        if (has_content) {
+            CHECK(W_LIT(w, ",\"content\":"));
+            CHECK(w_result_text(w, part));
+        }
+        if (is_error) {
+            CHECK(W_LIT(w, ",\"is_error\":true"));
+        }
+        return W_LIT(w, "}");
+    }
+    return FALLBACK;
+}
+
+static int
+anthropic_message(Writer *w, PyObject *role, PyObject *content, const Hooks *h)
+{
+    CHECK(W_LIT(w, ",{\"role\":"));
+    if (PyUnicode_Compare(role, s_tool) == 0) {
+        CHECK(W_LIT(w, "\"user\""));
+    }
+    else {
+        CHECK(w_str(w, role));
+    }
+    CHECK(W_LIT(w, ",\"content\":["));
+    int first = 1;
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(content); k++) {
+        CHECK(anthropic_block(w, PyTuple_GET_ITEM(content, k), h, &first));
+    }
+    return W_LIT(w, "]}");
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* OpenAI Chat Completions (openai_chat/encode.py, wire_messages).                            */
+
+static int
+chat_text_part(Writer *w, PyObject *part, int *first)
+{
+    int result = 0;
+    PyObject *text = sent_text(part, &result);
+    if (text == NULL) {
+        return result;
+    }
+    result = *first ? W_LIT(w, ",\"content\":[") : W_LIT(w, ",");
+    *first = 0;
+    if (result == 0) {
+        result = W_LIT(w, "{\"type\":\"text\",\"text\":");
+    }
+    if (result == 0) {
+        result = w_str(w, text);
+    }
+    Py_DECREF(text);
+    return result != 0 ? result : W_LIT(w, "}");
+}
+
+static int
+chat_image_part(Writer *w, PyObject *part, int *first)
+{
+    CHECK(*first ? W_LIT(w, ",\"content\":[") : W_LIT(w, ","));
+    *first = 0;
+    CHECK(W_LIT(w, "{\"type\":\"image_url\",\"image_url\":{\"url\":\"data:"));
+    PyObject *mime = PyObject_GetAttr(part, s_mime_type);
+    if (mime == NULL) {
+        return -1;
+    }
+    int result = w_str_inner(w, mime);
+    Py_DECREF(mime);
+    CHECK(result);
+    CHECK(W_LIT(w, ";base64,"));
+    CHECK(w_base64(w, part));
+    return W_LIT(w, "\"}}");
+}
+
+static int
+chat_tool_call(Writer *w, PyObject *part, const Hooks *h, int *first)
+{
+    CHECK(*first ? W_LIT(w, ",\"tool_calls\":[") : W_LIT(w, ","));
+    *first = 0;
+    CHECK(W_LIT(w, "{\"id\":"));
+    CHECK(w_attr_id(w, part, s_id, h));
+    CHECK(W_LIT(w, ",\"type\":\"function\",\"function\":{\"name\":"));
+    CHECK(w_attr_str(w, part, s_name));
+    CHECK(W_LIT(w, ",\"arguments\":"));
+    CHECK(w_arguments(w, part, h, 1));
+    return W_LIT(w, "}}");
+}
+
+static int
+chat_tool_message(Writer *w, PyObject *part, const Hooks *h)
+{
+    int has_content, is_error;
+    if (Py_TYPE(part) != h->tool_result || h->error_part == Py_None) {
+        return FALLBACK;
+    }
+    CHECK(result_facts(part, &has_content, &is_error));
+    CHECK(W_LIT(w, ",{\"role\":\"tool\",\"tool_call_id\":"));
+    CHECK(w_attr_id(w, part, s_call_id, h));
+    CHECK(W_LIT(w, ",\"content\":"));
+    if (!is_error && !has_content) {
+        CHECK(W_LIT(w, "\"\""));
+        return W_LIT(w, "}");
+    }
+    CHECK(W_LIT(w, "["));
+    if (is_error) {
+        CHECK(w_write(w, PyBytes_AS_STRING(h->error_part), PyBytes_GET_SIZE(h->error_part)));
+        if (has_content) {
+            CHECK(W_LIT(w, ","));
+        }
+    }
+    if (has_content) {
+        CHECK(W_LIT(w, "{\"type\":\"text\",\"text\":"));
+        CHECK(w_result_text(w, part));
+        CHECK(W_LIT(w, "}"));
+    }
+    return W_LIT(w, "]}");
+}
+
+static int
+chat_message(Writer *w, PyObject *role, PyObject *content, const Hooks *h)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(content);
+    if (PyUnicode_Compare(role, s_tool) == 0) {
+        for (Py_ssize_t k = 0; k < n; k++) {
+            CHECK(chat_tool_message(w, PyTuple_GET_ITEM(content, k), h));
+        }
+        return 0;
+    }
+    CHECK(W_LIT(w, ",{\"role\":"));
+    CHECK(w_str(w, role));
+    int first = 1, calls = 0;
+    for (Py_ssize_t k = 0; k < n; k++) { /* the content parts, in order */
+        PyObject *part = PyTuple_GET_ITEM(content, k);
+        PyTypeObject *type = Py_TYPE(part);
+        if (type == h->text) {
+            CHECK(chat_text_part(w, part, &first));
+        }
+        else if (type == h->image) {
+            CHECK(chat_image_part(w, part, &first));
+        }
+        else if (type == h->tool_call) {
+            calls++;
+        }
+        else {
+            return FALLBACK; /* a tool result outside a tool message: the Python error */
+        }
+    }
+    if (!first) {
+        CHECK(W_LIT(w, "]"));
+    }
+    first = 1;
+    for (Py_ssize_t k = 0; calls && k < n; k++) { /* then the tool calls, in order */
+        PyObject *part = PyTuple_GET_ITEM(content, k);
+        if (Py_TYPE(part) == h->tool_call) {
+            CHECK(chat_tool_call(w, part, h, &first));
+        }
+    }
+    if (!first) {
+        CHECK(W_LIT(w, "]"));
+    }
+    return W_LIT(w, "}");
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* The run of messages.                                                                       */
+
+typedef int (*MessageFn)(Writer *, PyObject *, PyObject *, const Hooks *);
+
+/* Write message `message` (history index `index`) itself, FALLBACK when it cannot. */
+static int
+write_message(Writer *w, PyObject *message, const Hooks *h, MessageFn fn)
+{
+    PyObject *role = PyObject_GetAttr(message, s_role);
+    if (role == NULL) {
+        return -1;
+    }
+    PyObject *content = PyObject_GetAttr(message, s_content);
+    if (content == NULL) {
+        Py_DECREF(role);
+        return -1;
+    }
+    int result = FALLBACK;
+    if (PyUnicode_CheckExact(role) && PyTuple_CheckExact(content)) {
+        result = fn(w, role, content, h);
+    }
+    Py_DECREF(role);
+    Py_DECREF(content);
+    return result;
+}
+
+/* Append slow(index, message, option), which must return bytes. */
+static int
+write_slow(Writer *w, PyObject *slow, Py_ssize_t index, PyObject *message, PyObject *option)
+{
+    PyObject *piece = PyObject_CallFunction(slow, "nOO", index, message, option);
+    if (piece == NULL) {
+        return -1;
+    }
+    int result = -1;
+    if (!PyBytes_Check(piece)) {
+        PyErr_Format(PyExc_TypeError, "slow encoder returned %.100s, not bytes",
+                     Py_TYPE(piece)->tp_name);
+    }
+    else {
+        result = w_write(w, PyBytes_AS_STRING(piece), PyBytes_GET_SIZE(piece));
+    }
+    Py_DECREF(piece);
+    return result;
+}
+
+static PyObject *
+encode_run(PyObject *const *args, Py_ssize_t nargs, MessageFn fn, const char *name)
+{
+    if (nargs != 5) {
+        PyErr_Format(PyExc_TypeError, "%s() takes 5 arguments (%zd given)", name, nargs);
+        return NULL;
+    }
+    PyObject *messages = args[0], *options = args[2], *slow = args[3];
+    if (!PyTuple_CheckExact(messages)) {
+        PyErr_Format(PyExc_TypeError, "%s(): messages must be a tuple", name);
+        return NULL;
+    }
+    if (!PyDict_CheckExact(options)) {
+        PyErr_Format(PyExc_TypeError, "%s(): options must be a dict", name);
+        return NULL;
+    }
+    Py_ssize_t first = PyLong_AsSsize_t(args[1]);
+    if (first == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    Hooks hooks;
+    if (parse_hooks(args[4], &hooks) < 0) {
+        return NULL;
+    }
+    Writer w;
+    if (w_init(&w, 8 << 20) < 0) {
+        return NULL;
+    }
+    Py_ssize_t count = PyTuple_GET_SIZE(messages);
+    for (Py_ssize_t k = 0; k < count; k++) {
+        PyObject *message = PyTuple_GET_ITEM(messages, k);
+        PyObject *option = Py_None;
+        int result = FALLBACK;
+        Py_ssize_t start = w.len;
+        if (PyDict_GET_SIZE(options)) {
+            PyObject *key = PyLong_FromSsize_t(first + k);
+            if (key == NULL) {
+                goto error;
+            }
+            option = PyDict_GetItemWithError(options, key); /* borrowed */
+            Py_DECREF(key);
+            if (option == NULL) {
+                if (PyErr_Occurred()) {
+                    goto error;
+                }
+                option = Py_None;
+            }
+        }
+        if (option == Py_None) {
+            result = write_message(&w, message, &hooks, fn);
+            if (result < 0) {
+                goto error;
+            }
+        }
+        if (result == FALLBACK) {
+            w.len = start; /* drop what was written of it */
+            Py_INCREF(option);
+            result = write_slow(&w, slow, first + k, message, option);
+            Py_DECREF(option);
+            if (result < 0) {
+                goto error;
+            }
+        }
+    }
+    if (_PyBytes_Resize(&w.out, w.len) < 0) {
+        return NULL;
+    }
+    return w.out;
+error:
+    Py_XDECREF(w.out);
+    return NULL;
+}
+
+static PyObject *
+anthropic_pieces(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    return encode_run(args, nargs, anthropic_message, "anthropic_pieces");
+}
+
+static PyObject *
+chat_pieces(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    return encode_run(args, nargs, chat_message, "chat_pieces");
+}
+
+static PyObject *
+escape(PyObject *module, PyObject *arg)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    Writer w;
+    int result = w_init(&w, view.len + 2);
+    if (result == 0) {
+        result = w_string(&w, view.buf, view.len);
+    }
+    PyBuffer_Release(&view);
+    if (result < 0) {
+        Py_XDECREF(w.out);
+        return NULL;
+    }
+    if (_PyBytes_Resize(&w.out, w.len) < 0) {
+        return NULL;
+    }
+    return w.out;
+}
+
+static PyMethodDef methods[] = {
+    {"anthropic_pieces", (PyCFunction)(void (*)(void))anthropic_pieces, METH_FASTCALL,
+     "anthropic_pieces(messages, first, options, slow, hooks) -> bytes: Anthropic pieces."},
+    {"chat_pieces", (PyCFunction)(void (*)(void))chat_pieces, METH_FASTCALL,
+     "chat_pieces(messages, first, options, slow, hooks) -> bytes: Chat pieces."},
+    {"escape", escape, METH_O,
+     "escape(utf8: bytes) -> bytes: the JSON string literal of UTF-8 text (for tests)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    "llmcore.providers._speedups",
+    "The history's wire pieces for Anthropic and Chat, written in C (see history.py).",
+    -1,
+    methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__speedups(void)
+{
+    for (int c = 0; c < 0x20; c++) {
+        ESCAPE[c] = 'u';
+    }
+    ESCAPE['\b'] = 'b';
+    ESCAPE['\f'] = 'f';
+    ESCAPE['\n'] = 'n';
+    ESCAPE['\r'] = 'r';
+    ESCAPE['\t'] = 't';
+    ESCAPE['"'] = '"';
+    ESCAPE['\\'] = '\\';
+    struct {
+        PyObject **slot;
+        const char *text;
+    } names[] = {
+        {&s_role, "role"},         {&s_content, "content"},
+        {&s_text, "text"},         {&s_mime_type, "mime_type"},
+        {&s_base64, "base64"},     {&s_id, "id"},
+        {&s_name, "name"},         {&s_arguments, "arguments"},
+        {&s_call_id, "call_id"},   {&s_utf8_content, "utf8_content"},
+        {&s_is_error, "is_error"}, {&s_tool, "tool"},
+    };
+    for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
+        if (*names[k].slot == NULL) {
+            *names[k].slot = PyUnicode_InternFromString(names[k].text);
+            if (*names[k].slot == NULL) {
+                return NULL;
+            }
+        }
+    }
+    return PyModule_Create(&module_def);
+}

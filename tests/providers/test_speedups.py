@@ -1,0 +1,273 @@
+"""The C writer of the history's pieces (``llmcore.providers._speedups``) against the Python one.
+
+Every body built with the extension must be the body built without it, byte for byte (SPEC P2):
+the Python encoders are the reference, and the C writer hands them every message it does not
+write itself.
+"""
+
+from __future__ import annotations
+
+import gc
+import tracemalloc
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from llmcore import jsonbytes
+from llmcore.messages import Image, Message, Text, ToolCall, ToolResult
+from llmcore.providers import get_provider
+from llmcore.providers import history as history_module
+from llmcore.providers.anthropic import encode as anthropic_encode
+from llmcore.providers.history import EncodeCache
+from llmcore.providers.openai_chat import encode as chat_encode
+from llmcore.request import Params, Request
+from tests.strategies import conversations
+
+speedups = history_module._speedups
+PROVIDERS = ("anthropic", "openai-chat", "openai-responses", "openrouter")
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256))
+
+
+def test_the_extension_is_built_in_this_checkout():
+    # .ci/run installs with a compiler, so the suite runs the C writer; without one llmcore
+    # installs and writes every piece in Python (test_jsonbytes runs a build without it).
+    assert speedups is not None
+    assert anthropic_encode._NATIVE.function == "anthropic_pieces"
+    assert chat_encode._NATIVE.function == "chat_pieces"
+
+
+@contextmanager
+def pure_python() -> Iterator[None]:
+    """Build bodies without the C writer."""
+    saved = history_module._speedups
+    history_module._speedups = None
+    try:
+        yield
+    finally:
+        history_module._speedups = saved
+
+
+def c_literal(text: str) -> bytes:
+    return speedups.escape(text.encode("utf-8"))
+
+
+def python_literal(text: str) -> bytes:
+    return jsonbytes.encode_str(text).encode("utf-8")
+
+
+def test_every_code_point_is_escaped_as_encode_str_escapes_it():
+    points = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+    for start in range(0, len(points), 4096):
+        text = "".join(points[start : start + 4096])
+        assert c_literal(text) == python_literal(text), hex(start)
+    for c in range(0x80):  # each ASCII character alone, between others and at either end
+        for text in (chr(c), f"ab{chr(c)}cd", chr(c) * 3):
+            assert c_literal(text) == python_literal(text), c
+
+
+@pytest.mark.parametrize("escaped", ['"', "\\", "\n", "\x00", "\x1f", "\x08", "\x7f", "é"])
+def test_an_escape_is_found_at_every_position_of_every_length(escaped):
+    # The scan steps 16 (or 8) bytes at a time, then byte by byte: every position of every
+    # length up to three steps, and two escapes at every distance.
+    for length in range(1, 50):
+        for position in range(length):
+            text = "a" * position + escaped + "b" * (length - position - 1)
+            assert c_literal(text) == python_literal(text), (length, position)
+            doubled = text + "c" * (position % 17) + escaped
+            assert c_literal(doubled) == python_literal(doubled), (length, position)
+
+
+@settings(max_examples=300)
+@given(st.text(st.characters(exclude_categories=("Cs",)), max_size=80))
+def test_any_text_is_escaped_as_encode_str_escapes_it(text):
+    assert c_literal(text) == python_literal(text)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_bodies_written_in_c_are_the_bodies_written_in_python(provider, data):
+    """Cold builds, cached builds step by step, carried data and every cache mode."""
+    p = get_provider(provider)
+    conversation = data.draw(conversations(provider), label="conversation")
+    cache = EncodeCache()
+    for request in conversation.requests():
+        carry = data.draw(
+            st.dictionaries(
+                st.integers(0, len(request.messages) - 1),
+                st.just(('{"type":"thinking","thinking":"t","signature":"s"}',)),
+                max_size=1,
+            ),
+            label="carry",
+        )
+        built = p.build_body(request, cache=cache, carry=carry)
+        cold = p.build_body(request, carry=carry)
+        with pure_python():
+            reference = p.build_body(request, carry=carry)
+        assert cold == reference
+        assert built == reference
+
+
+def tool_history(call_id: str, result: bytes, *, is_error: bool = False) -> tuple[Message, ...]:
+    return (
+        Message.user("run it", Image(data=PNG, mime_type="image/png"), ""),
+        Message.assistant("", ToolCall(id=call_id, name="f", arguments=b'{"a": "\\u00e9"}'), "ok"),
+        Message.tool(ToolResult(call_id=call_id, tool_name="f", content=result, is_error=is_error)),
+    )
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai-chat"])
+@pytest.mark.parametrize(
+    ("call_id", "result", "is_error"),
+    [
+        ("toolu_01", b"plain", False),
+        ("id with space/\u00ef", b'x\xff"\\\x01', True),  # rewritten id, invalid UTF-8
+        ("c" * 300, b"", True),  # over both limits; an empty error result
+        ("c" * 41, b"", False),  # over Chat's limit only; an empty result
+        ("", b"\n" * 40, False),  # an empty id is rewritten by both
+    ],
+)
+def test_ids_results_and_images_are_written_as_python_writes_them(
+    provider, call_id, result, is_error
+):
+    request = Request(model="m", messages=tool_history(call_id, result, is_error=is_error))
+    built = get_provider(provider).build_body(request)
+    with pure_python():
+        assert built == get_provider(provider).build_body(request)
+
+
+@pytest.mark.parametrize("arguments", [b"", b"  \n", b"[1]", b'{"a": 1e999}', b"{\xff}", b"nul"])
+@pytest.mark.parametrize("provider", ["anthropic", "openai-chat"])
+def test_arguments_that_are_no_json_object_are_wrapped_as_python_wraps_them(provider, arguments):
+    request = Request(
+        model="m",
+        messages=(
+            Message.user("go"),
+            Message.assistant(ToolCall(id="c1", name="f", arguments=arguments)),
+            Message.tool(ToolResult(call_id="c1", tool_name="f", content=b"r")),
+        ),
+    )
+    built = get_provider(provider).build_body(request)
+    with pure_python():
+        assert built == get_provider(provider).build_body(request)
+
+
+class LoudText(Text):
+    """A content class of the caller's own: the C writer leaves the message to Python."""
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai-chat"])
+def test_a_message_holding_a_subclass_is_written_by_python_after_c_wrote_part_of_it(provider):
+    messages = (
+        Message.user("first"),
+        Message(role="user", content=(Text(text="a"), LoudText(text="b"))),
+    )
+    request = Request(model="m", messages=messages)
+    built = get_provider(provider).build_body(request)
+    with pure_python():
+        assert built == get_provider(provider).build_body(request)
+    assert b'"b"' in built
+
+
+def hooks_of(module, **changed):
+    names = ("text", "image", "call", "result", "wire_id", "arguments", "limit", "safe", "error")
+    hooks = dict(zip(names, module._NATIVE.hooks, strict=True))
+    hooks.update(changed)
+    return tuple(hooks.values())
+
+
+def slow_of(module):
+    return lambda i, m, o: history_module._piece(module._message_values(i, m, o))
+
+
+def test_an_error_raised_by_a_hook_reaches_the_caller():
+    def refuse(call_id: str) -> str:
+        raise ValueError(f"no id for {call_id!r}")
+
+    messages = tool_history("needs rewriting!", b"r")
+    hooks = hooks_of(anthropic_encode, wire_id=refuse)
+    with pytest.raises(ValueError, match="needs rewriting"):
+        speedups.anthropic_pieces(messages, 0, {}, slow_of(anthropic_encode), hooks)
+
+
+def test_the_writer_refuses_wrong_arguments_with_type_errors():
+    messages = (Message.user("hi"), Message(role="user", content=(LoudText(text="x"),)))
+    slow = slow_of(chat_encode)
+    hooks = chat_encode._NATIVE.hooks
+    with pytest.raises(TypeError, match="messages must be a tuple"):
+        speedups.chat_pieces(list(messages), 0, {}, slow, hooks)
+    with pytest.raises(TypeError, match="options must be a dict"):
+        speedups.chat_pieces(messages, 0, [], slow, hooks)
+    with pytest.raises(TypeError, match="hooks must be a tuple of 9"):
+        speedups.chat_pieces(messages, 0, {}, slow, hooks[:8])
+    with pytest.raises(TypeError, match="must be bytes or None"):
+        speedups.chat_pieces(messages, 0, {}, slow, hooks_of(chat_encode, error="x"))
+    with pytest.raises(TypeError, match="returned str, not bytes"):
+        speedups.chat_pieces(messages, 0, {}, lambda i, m, o: "text", hooks)
+    with pytest.raises(TypeError, match="takes 5 arguments"):
+        speedups.chat_pieces(messages, 0, {}, slow)
+
+
+def test_options_and_the_first_index_decide_which_messages_python_writes():
+    messages = (Message.user("a"), Message.user("b"), Message.user("c"))
+    seen = []
+
+    def slow(index, message, option):
+        seen.append((index, message.content[0].text, option))
+        return b",{}"
+
+    hooks = anthropic_encode._NATIVE.hooks
+    written = speedups.anthropic_pieces(messages, 10, {11: "5m", 12: None, 3: "x"}, slow, hooks)
+    assert seen == [(11, "b", "5m")]
+    assert written == (
+        b',{"role":"user","content":[{"type":"text","text":"a"}]}'
+        b",{}"
+        b',{"role":"user","content":[{"type":"text","text":"c"}]}'
+    )
+
+
+def test_repeated_writes_and_errors_leave_no_memory_behind():
+    messages = tool_history("needs rewriting!", b"result \xff" * 500) * 20
+    hooks = anthropic_encode._NATIVE.hooks
+    slow = slow_of(anthropic_encode)
+
+    def refuse(call_id: str) -> str:
+        raise ValueError(call_id)
+
+    failing = hooks_of(anthropic_encode, wire_id=refuse)
+
+    def rounds(count: int) -> None:
+        for _ in range(count):
+            speedups.anthropic_pieces(messages, 0, {1: "1h"}, slow, hooks)
+            with pytest.raises(ValueError):
+                speedups.anthropic_pieces(messages, 0, {}, slow, failing)
+
+    rounds(20)  # warm every cache first
+    gc.collect()
+    tracemalloc.start()
+    try:
+        rounds(20)
+        gc.collect()
+        before, _ = tracemalloc.get_traced_memory()
+        rounds(200)
+        gc.collect()
+        after, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert after - before < 64 * 1024  # 200 rounds of ~200 KB each would leak megabytes
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai-chat"])
+def test_a_cached_build_writes_new_messages_in_c_and_marked_ones_in_python(provider):
+    p = get_provider(provider)
+    messages = (*tool_history("c1", b"r"), Message.assistant("done"), Message.user("next"))
+    params = Params(cache_mode="breakpoints")
+    cache = EncodeCache()
+    for count in (1, 3, 5):  # each request ends settled; the breakpoints move each time
+        request = Request(model="m", messages=messages[:count], params=params)
+        built = p.build_body(request, cache=cache)
+        with pure_python():
+            assert built == p.build_body(request)

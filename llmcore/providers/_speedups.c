@@ -249,7 +249,7 @@ typedef struct {
 } Hooks;
 
 static PyObject *s_role, *s_content, *s_text, *s_mime_type, *s_base64, *s_id, *s_name,
-    *s_arguments, *s_call_id, *s_utf8_content, *s_is_error, *s_tool;
+    *s_arguments, *s_call_id, *s_utf8_content, *s_is_error, *s_tool, *s_user, *s_assistant;
 
 static int
 parse_hooks(PyObject *tuple, Hooks *h)
@@ -322,7 +322,215 @@ w_id(Writer *w, PyObject *id, const Hooks *h)
     return result;
 }
 
-/* Write a tool call's arguments text (arguments_json of its bytes): raw, or as a string. */
+/* ---------------------------------------------------------------------------------------- */
+/* Tool-call arguments that are certainly one JSON object (SPEC P2: sent verbatim).           */
+
+/* A recognizer of RFC 8259 JSON text, ASCII only, that answers 1 only when the text is one JSON
+   object that jsonbytes.is_json_object also accepts; 0 means "let the Python rule decide" (not
+   an object, invalid, or outside what this recognizer knows: non-ASCII bytes, nesting deeper
+   than MAX_DEPTH, a number longer than MAX_NUMBER characters). */
+#define MAX_DEPTH 64
+#define MAX_NUMBER 100
+
+typedef struct {
+    const unsigned char *p, *end;
+    int depth;
+} Scan;
+
+static int scan_value(Scan *s);
+
+static void
+skip_space(Scan *s)
+{
+    while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r')) {
+        s->p++;
+    }
+}
+
+static int
+is_hex(unsigned char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+static int
+scan_string(Scan *s) /* at the opening quote */
+{
+    s->p++;
+    while (s->p < s->end) {
+        unsigned char c = *s->p++;
+        if (c == '"') {
+            return 1;
+        }
+        if (c < 0x20 || c >= 0x80) {
+            return 0; /* a raw control character is invalid; non-ASCII is left to Python */
+        }
+        if (c != '\\') {
+            continue;
+        }
+        if (s->p >= s->end) {
+            return 0;
+        }
+        switch (*s->p++) {
+        case '"':
+        case '\\':
+        case '/':
+        case 'b':
+        case 'f':
+        case 'n':
+        case 'r':
+        case 't':
+            break;
+        case 'u':
+            if (s->end - s->p < 4 || !is_hex(s->p[0]) || !is_hex(s->p[1]) ||
+                !is_hex(s->p[2]) || !is_hex(s->p[3])) {
+                return 0;
+            }
+            s->p += 4;
+            break;
+        default:
+            return 0;
+        }
+    }
+    return 0;
+}
+
+static int
+scan_digits(Scan *s)
+{
+    const unsigned char *start = s->p;
+    while (s->p < s->end && *s->p >= '0' && *s->p <= '9') {
+        s->p++;
+    }
+    return s->p > start;
+}
+
+static int
+scan_number(Scan *s)
+{
+    const unsigned char *start = s->p;
+    if (*s->p == '-') {
+        s->p++;
+    }
+    if (s->p < s->end && *s->p == '0') {
+        s->p++;
+    }
+    else if (!(s->p < s->end && *s->p >= '1' && *s->p <= '9') || !scan_digits(s)) {
+        return 0;
+    }
+    if (s->p < s->end && *s->p == '.') {
+        s->p++;
+        if (!scan_digits(s)) {
+            return 0;
+        }
+    }
+    if (s->p < s->end && (*s->p == 'e' || *s->p == 'E')) {
+        s->p++;
+        if (s->p < s->end && (*s->p == '+' || *s->p == '-')) {
+            s->p++;
+        }
+        if (!scan_digits(s)) {
+            return 0;
+        }
+    }
+    return s->p - start <= MAX_NUMBER;
+}
+
+static int
+scan_word(Scan *s, const char *word, Py_ssize_t length)
+{
+    if (s->end - s->p < length || memcmp(s->p, word, (size_t)length) != 0) {
+        return 0;
+    }
+    s->p += length;
+    return 1;
+}
+
+/* An object or array, at its opening bracket: members (key, colon, value) or values. */
+static int
+scan_container(Scan *s, unsigned char close)
+{
+    if (++s->depth > MAX_DEPTH) {
+        return 0;
+    }
+    s->p++;
+    skip_space(s);
+    if (s->p < s->end && *s->p == close) {
+        s->p++;
+        s->depth--;
+        return 1;
+    }
+    for (;;) {
+        skip_space(s);
+        if (close == '}') {
+            if (s->p >= s->end || *s->p != '"' || !scan_string(s)) {
+                return 0;
+            }
+            skip_space(s);
+            if (s->p >= s->end || *s->p != ':') {
+                return 0;
+            }
+            s->p++;
+            skip_space(s);
+        }
+        if (!scan_value(s)) {
+            return 0;
+        }
+        skip_space(s);
+        if (s->p >= s->end) {
+            return 0;
+        }
+        if (*s->p == ',') {
+            s->p++;
+            continue;
+        }
+        if (*s->p != close) {
+            return 0;
+        }
+        s->p++;
+        s->depth--;
+        return 1;
+    }
+}
+
+static int
+scan_value(Scan *s)
+{
+    if (s->p >= s->end) {
+        return 0;
+    }
+    switch (*s->p) {
+    case '{':
+        return scan_container(s, '}');
+    case '[':
+        return scan_container(s, ']');
+    case '"':
+        return scan_string(s);
+    case 't':
+        return scan_word(s, "true", 4);
+    case 'f':
+        return scan_word(s, "false", 5);
+    case 'n':
+        return scan_word(s, "null", 4);
+    default:
+        return (*s->p == '-' || (*s->p >= '0' && *s->p <= '9')) && scan_number(s);
+    }
+}
+
+static int
+certainly_object(const char *data, Py_ssize_t n)
+{
+    Scan s = {(const unsigned char *)data, (const unsigned char *)data + n, 0};
+    skip_space(&s);
+    if (s.p >= s.end || *s.p != '{' || !scan_value(&s)) {
+        return 0;
+    }
+    skip_space(&s);
+    return s.p == s.end;
+}
+
+/* Write a tool call's arguments text (arguments_json of its bytes): raw, or as a string. Bytes
+   that are certainly a JSON object are that text themselves; the hook decides the others. */
 static int
 w_arguments(Writer *w, PyObject *call, const Hooks *h, int as_string)
 {
@@ -330,12 +538,21 @@ w_arguments(Writer *w, PyObject *call, const Hooks *h, int as_string)
     if (arguments == NULL) {
         return -1;
     }
+    int result;
+    if (PyBytes_CheckExact(arguments) &&
+        certainly_object(PyBytes_AS_STRING(arguments), PyBytes_GET_SIZE(arguments))) {
+        const char *data = PyBytes_AS_STRING(arguments);
+        Py_ssize_t n = PyBytes_GET_SIZE(arguments);
+        result = as_string ? w_string(w, data, n) : w_write(w, data, n);
+        Py_DECREF(arguments);
+        return result;
+    }
     PyObject *text = PyObject_CallOneArg(h->arguments_json, arguments);
     Py_DECREF(arguments);
     if (text == NULL) {
         return -1;
     }
-    int result = as_string ? w_str(w, text) : w_str_raw(w, text);
+    result = as_string ? w_str(w, text) : w_str_raw(w, text);
     Py_DECREF(text);
     return result;
 }
@@ -759,7 +976,7 @@ encode_run(PyObject *const *args, Py_ssize_t nargs, MessageFn fn, const char *na
         return NULL;
     }
     Writer w;
-    if (w_init(&w, 8 << 20) < 0) {
+    if (w_init(&w, 4096) < 0) {
         return NULL;
     }
     Py_ssize_t count = PyTuple_GET_SIZE(messages);
@@ -842,6 +1059,138 @@ escape(PyObject *module, PyObject *arg)
     return w.out;
 }
 
+/* ---------------------------------------------------------------------------------------- */
+/* The history's checks (history.py: validate_pairing, check_images), answered fast.          */
+
+/* 1 when the history certainly passes both checks, 0 when it may not (the Python checks then
+   run and raise the precise error), -1 on an error. */
+static int
+history_passes(PyObject *messages, Py_ssize_t resume, Py_ssize_t known, PyObject *const *types,
+               PyObject *supported)
+{
+    PyTypeObject *text = (PyTypeObject *)types[0], *image = (PyTypeObject *)types[1];
+    PyTypeObject *tool_call = (PyTypeObject *)types[2], *tool_result = (PyTypeObject *)types[3];
+    Py_ssize_t count = PyTuple_GET_SIZE(messages);
+    PyObject *pending = PySet_New(NULL); /* the ids the tool messages must still answer */
+    if (pending == NULL) {
+        return -1;
+    }
+    int answer = 1, calling = 0; /* calling: the last non-tool message made tool calls */
+    for (Py_ssize_t index = resume < 0 ? 0 : resume; answer == 1 && index < count; index++) {
+        PyObject *message = PyTuple_GET_ITEM(messages, index);
+        PyObject *role = PyObject_GetAttr(message, s_role);
+        PyObject *content = role == NULL ? NULL : PyObject_GetAttr(message, s_content);
+        if (content == NULL) {
+            Py_XDECREF(role);
+            answer = -1;
+            break;
+        }
+        if (!PyUnicode_CheckExact(role) || !PyTuple_CheckExact(content)) {
+            answer = 0;
+        }
+        else if (PyUnicode_Compare(role, s_tool) == 0) {
+            for (Py_ssize_t k = 0; answer == 1 && k < PyTuple_GET_SIZE(content); k++) {
+                PyObject *part = PyTuple_GET_ITEM(content, k);
+                PyObject *call_id = Py_TYPE(part) == tool_result && calling
+                                        ? PyObject_GetAttr(part, s_call_id)
+                                        : NULL;
+                if (call_id == NULL) {
+                    answer = PyErr_Occurred() ? -1 : 0;
+                    break;
+                }
+                int removed = PySet_Discard(pending, call_id); /* 1 when it was pending */
+                Py_DECREF(call_id);
+                answer = removed < 0 ? -1 : removed;
+            }
+        }
+        else if (PySet_GET_SIZE(pending) != 0) {
+            answer = 0; /* a call is still unanswered */
+        }
+        else {
+            int user = PyUnicode_Compare(role, s_user) == 0;
+            Py_ssize_t calls = 0;
+            calling = 0;
+            for (Py_ssize_t k = 0; answer == 1 && k < PyTuple_GET_SIZE(content); k++) {
+                PyObject *part = PyTuple_GET_ITEM(content, k);
+                PyTypeObject *type = Py_TYPE(part);
+                if (type == tool_call) {
+                    PyObject *call_id = PyObject_GetAttr(part, s_id);
+                    if (call_id == NULL || PySet_Add(pending, call_id) < 0) {
+                        Py_XDECREF(call_id);
+                        answer = -1;
+                        break;
+                    }
+                    Py_DECREF(call_id);
+                    calls++;
+                }
+                else if (type == image && user && index >= known) {
+                    PyObject *mime = PyObject_GetAttr(part, s_mime_type);
+                    if (mime == NULL) {
+                        answer = -1;
+                        break;
+                    }
+                    int found = PySequence_Contains(supported, mime);
+                    Py_DECREF(mime);
+                    answer = found < 0 ? -1 : found;
+                }
+                else if (type != text && type != image) {
+                    answer = 0;
+                }
+            }
+            if (answer == 1 && calls) {
+                /* a repeated id: the set is smaller than the calls; only assistants call */
+                calling = 1;
+                if (PySet_GET_SIZE(pending) != calls ||
+                    PyUnicode_Compare(role, s_assistant) != 0) {
+                    answer = 0;
+                }
+            }
+        }
+        Py_DECREF(role);
+        Py_DECREF(content);
+    }
+    if (answer == 1 && PySet_GET_SIZE(pending) != 0) {
+        answer = 0;
+    }
+    Py_DECREF(pending);
+    return answer;
+}
+
+static PyObject *
+history_ok(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5 || !PyTuple_CheckExact(args[0]) || !PyTuple_CheckExact(args[3]) ||
+        PyTuple_GET_SIZE(args[3]) != 4) {
+        PyErr_SetString(PyExc_TypeError,
+                        "history_ok(messages: tuple, resume, known, types: tuple of 4, "
+                        "supported) takes 5 arguments");
+        return NULL;
+    }
+    Py_ssize_t resume = PyLong_AsSsize_t(args[1]);
+    if (resume == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_ssize_t known = PyLong_AsSsize_t(args[2]);
+    if (known == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    int answer = history_passes(args[0], resume, known, &PyTuple_GET_ITEM(args[3], 0), args[4]);
+    if (answer < 0) {
+        return NULL;
+    }
+    return PyBool_FromLong(answer);
+}
+
+static PyObject *
+is_object(PyObject *module, PyObject *arg)
+{
+    if (!PyBytes_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "is_object() takes bytes");
+        return NULL;
+    }
+    return PyBool_FromLong(certainly_object(PyBytes_AS_STRING(arg), PyBytes_GET_SIZE(arg)));
+}
+
 static PyMethodDef methods[] = {
     {"anthropic_pieces", (PyCFunction)(void (*)(void))anthropic_pieces, METH_FASTCALL,
      "anthropic_pieces(messages, first, options, slow, hooks) -> bytes: Anthropic pieces."},
@@ -849,6 +1198,12 @@ static PyMethodDef methods[] = {
      "chat_pieces(messages, first, options, slow, hooks) -> bytes: Chat pieces."},
     {"escape", escape, METH_O,
      "escape(utf8: bytes) -> bytes: the JSON string literal of UTF-8 text (for tests)."},
+    {"history_ok", (PyCFunction)(void (*)(void))history_ok, METH_FASTCALL,
+     "history_ok(messages, resume, known, types, supported) -> bool: whether the history "
+     "certainly passes validate_pairing(messages, resume) and check_images(messages, known)."},
+    {"is_object", is_object, METH_O,
+     "is_object(data: bytes) -> bool: whether the C writer sends tool-call arguments verbatim "
+     "without asking Python (for tests)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -887,6 +1242,7 @@ PyInit__speedups(void)
         {&s_name, "name"},         {&s_arguments, "arguments"},
         {&s_call_id, "call_id"},   {&s_utf8_content, "utf8_content"},
         {&s_is_error, "is_error"}, {&s_tool, "tool"},
+        {&s_user, "user"},         {&s_assistant, "assistant"},
     };
     for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
         if (*names[k].slot == NULL) {

@@ -27,7 +27,7 @@ from typing import Any, Final
 
 from llmcore import jsonbytes
 from llmcore.errors import InvalidRequestError
-from llmcore.messages import Image, Message, ToolCall, ToolResult
+from llmcore.messages import Image, Message, Text, ToolCall, ToolResult
 from llmcore.request import Request
 
 _speedups: ModuleType | None
@@ -151,12 +151,16 @@ def check_images(messages: tuple[Message, ...], start: int = 0) -> None:
                 )
 
 
+_CONTENT_TYPES: Final = (Text, Image, ToolCall, ToolResult)
+
+
 def check_request(request: Request, cache: EncodeCache | None = None) -> None:
     """Run the checks every provider makes before building a body.
 
     With ``cache``, the messages it already holds (checked when they were first built) are not
     checked again: pairing resumes at the last settled message before the first new one, and
-    images are checked in the new messages only.
+    images are checked in the new messages only. With the C extension, a history it finds
+    certainly valid is not checked again in Python; any other runs the Python checks.
 
     Raises:
         InvalidRequestError: Unpaired tool calls/results, an image type no provider accepts,
@@ -169,8 +173,12 @@ def check_request(request: Request, cache: EncodeCache | None = None) -> None:
     resume = known
     while resume > 0 and not _settled(messages[resume - 1]):
         resume -= 1
-    validate_pairing(messages, resume)
-    check_images(messages, known)
+    messages = _frozen(messages)
+    if _speedups is None or not _speedups.history_ok(
+        messages, resume, known, _CONTENT_TYPES, SUPPORTED_IMAGE_TYPES
+    ):  # the C answer is "certainly passes" or "ask Python", which raises the precise error
+        validate_pairing(messages, resume)
+        check_images(messages, known)
 
 
 @dataclass(slots=True)

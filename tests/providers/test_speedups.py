@@ -8,6 +8,7 @@ write itself.
 from __future__ import annotations
 
 import gc
+import json
 import tracemalloc
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmcore import jsonbytes
+from llmcore.errors import InvalidRequestError
 from llmcore.messages import Image, Message, Text, ToolCall, ToolResult
 from llmcore.providers import get_provider
 from llmcore.providers import history as history_module
@@ -271,3 +273,168 @@ def test_a_cached_build_writes_new_messages_in_c_and_marked_ones_in_python(provi
         built = p.build_body(request, cache=cache)
         with pure_python():
             assert built == p.build_body(request)
+
+
+_JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**30), 10**30)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@st.composite
+def json_texts(draw: st.DrawFn) -> bytes:
+    """JSON texts written with any spacing, ASCII or not, and sometimes damaged by one edit."""
+    value = draw(_JSON_VALUES)
+    spaced = draw(st.sampled_from([None, 0, 2]))
+    separators = draw(st.sampled_from([(",", ":"), (", ", ": "), (" ,\t", " :\r\n")]))
+    text = json.dumps(value, ensure_ascii=draw(st.booleans()), indent=spaced, separators=separators)
+    data = draw(st.sampled_from(["", " ", "\n\t"])) + text + draw(st.sampled_from(["", " \r\n"]))
+    encoded = data.encode("utf-8", "surrogatepass")
+    if draw(st.booleans()) and encoded:  # one byte changed, inserted or deleted
+        at = draw(st.integers(0, len(encoded) - 1))
+        byte = bytes([draw(st.integers(0, 255))])
+        encoded = draw(
+            st.sampled_from(
+                [
+                    encoded[:at] + byte + encoded[at + 1 :],
+                    encoded[:at] + byte + encoded[at:],
+                    encoded[:at] + encoded[at + 1 :],
+                ]
+            )
+        )
+    return encoded
+
+
+@settings(max_examples=500)
+@given(json_texts())
+def test_arguments_c_sends_verbatim_are_json_objects_by_the_python_rule(data):
+    if speedups.is_object(data):
+        assert jsonbytes.is_json_object(data)
+
+
+@settings(max_examples=200)
+@given(st.dictionaries(st.text(max_size=6), _JSON_VALUES, max_size=5))
+def test_ascii_json_objects_are_recognised_without_asking_python(value):
+    data = json.dumps(value).encode("ascii")  # ASCII, shallow, short numbers
+    assert speedups.is_object(data) is jsonbytes.is_json_object(data) is True
+
+
+@pytest.mark.parametrize(
+    ("data", "recognised"),
+    [
+        (b'{"a": [1, -2.5e+3, true, false, null, "x\\u00e9\\n\\/"]}', True),
+        (b" \t\r\n{}\n", True),
+        (b'{"a": 1e999}', True),  # an overflowing float: the Python rule accepts it too
+        (b'{"a": "\\ud800"}', True),  # a lone surrogate escape: so does the Python rule
+        (b"[1]", False),
+        (b'"text"', False),
+        (b'{"a":1,}', False),
+        (b'{"a":01}', False),
+        (b'{"a":1.}', False),
+        (b'{"a":-}', False),
+        (b'{"a":"\xc3\xa9"}', False),  # non-ASCII: left to Python, which accepts it
+        (b'{"a": NaN}', False),
+        (b'{"a": "\\x"}', False),
+        (b'{"a": "\\u12g4"}', False),
+        (b'{"a": "tab\there"}', False),
+        (b'{"a" 1}', False),
+        (b"{]", False),
+        (b"{} {}", False),
+        (b'{"a":' + b"[" * 64 + b"]" * 64 + b"}", False),  # deeper than the recognizer goes
+        (b'{"a":' + b"[" * 63 + b"]" * 63 + b"}", True),
+        (b'{"a":' + b"1" * 101 + b"}", False),  # a long number: Python's int limit decides
+        (b'{"a":' + b"1" * 100 + b"}", True),
+    ],
+)
+def test_the_recognizer_edges(data, recognised):
+    assert speedups.is_object(data) is recognised
+    if recognised:
+        assert jsonbytes.is_json_object(data)
+
+
+_CHECK_IDS = st.sampled_from(["c1", "c2", "c3"])
+_ANY_MESSAGE = st.one_of(
+    st.just(Message.user("u")),
+    st.just(Message.user("u", Image(data=PNG, mime_type="image/png"))),
+    st.just(Message(role="user", content=(Image(data=b"?", mime_type="image/tiff"),))),
+    st.just(Message.assistant("a")),
+    st.just(Message(role="user", content=(LoudText(text="x"),))),
+    st.lists(_CHECK_IDS, min_size=1, max_size=3).map(
+        lambda cs: Message.assistant("t", *(ToolCall(id=c, name="t", arguments=b"{}") for c in cs))
+    ),
+    st.lists(_CHECK_IDS, min_size=1, max_size=2).map(
+        lambda cs: Message.tool(*(ToolResult(call_id=c, tool_name="t", content=b"r") for c in cs))
+    ),
+)
+
+
+def python_check(messages: tuple[Message, ...], resume: int, known: int) -> str | None:
+    try:
+        history_module.validate_pairing(messages, resume)
+        history_module.check_images(messages, known)
+    except InvalidRequestError as exc:
+        return str(exc)
+    return None
+
+
+@settings(max_examples=1000)
+@given(st.lists(_ANY_MESSAGE, max_size=8).map(tuple), st.data())
+def test_a_history_c_passes_passes_the_python_checks(messages, data):
+    known = data.draw(st.integers(0, len(messages)), label="known")
+    resume = data.draw(st.integers(0, known), label="resume")
+    types = history_module._CONTENT_TYPES
+    supported = history_module.SUPPORTED_IMAGE_TYPES
+    passes = speedups.history_ok(messages, resume, known, types, supported)
+    if passes:
+        assert python_check(messages, resume, known) is None
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai-chat"])
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_valid_conversations_pass_the_c_check(provider, data):
+    conversation = data.draw(conversations(provider), label="conversation")
+    types = history_module._CONTENT_TYPES
+    supported = history_module.SUPPORTED_IMAGE_TYPES
+    for request in conversation.requests():
+        assert speedups.history_ok(request.messages, 0, 0, types, supported)
+
+
+def test_each_kind_of_invalid_history_is_left_to_python_which_names_it():
+    call = ToolCall(id="c1", name="t", arguments=b"{}")
+    result = ToolResult(call_id="c1", tool_name="t", content=b"r")
+    other = ToolResult(call_id="c9", tool_name="t", content=b"r")
+    tiff = Image(data=b"?", mime_type="image/tiff")
+    cases = {
+        "unanswered": (Message.user("u"), Message.assistant(call)),
+        "answer without a call": (Message.user("u"), Message.tool(result)),
+        "answer to no pending call": (
+            Message.user("u"),
+            Message.assistant(call),
+            Message.tool(other),
+        ),
+        "answered twice": (
+            Message.user("u"),
+            Message.assistant(call),
+            Message.tool(result),
+            Message.tool(result),
+        ),
+        "repeated id": (Message.user("u"), Message.assistant(call, call), Message.tool(result)),
+        "interrupted": (Message.user("u"), Message.assistant(call), Message.user("x")),
+        "image type": (Message.user("u", tiff),),
+    }
+    types = history_module._CONTENT_TYPES
+    supported = history_module.SUPPORTED_IMAGE_TYPES
+    for name, messages in cases.items():
+        assert not speedups.history_ok(messages, 0, 0, types, supported), name
+        with pytest.raises(InvalidRequestError):
+            history_module.check_request(Request(model="m", messages=messages))
+    # an old message's image is not checked again once it is known
+    assert speedups.history_ok(cases["image type"], 0, 1, types, supported)

@@ -26,6 +26,7 @@ from llmcore.providers.anthropic import encode as anthropic_encode
 from llmcore.providers.history import EncodeCache
 from llmcore.providers.openai_chat import encode as chat_encode
 from llmcore.request import Params, Request
+from tests.examples import examples
 from tests.strategies import conversations
 
 speedups = history_module._speedups
@@ -82,14 +83,16 @@ def test_an_escape_is_found_at_every_position_of_every_length(escaped):
             assert c_literal(doubled) == python_literal(doubled), (length, position)
 
 
-@settings(max_examples=300)
+@pytest.mark.full_count
+@settings(max_examples=examples(full=3000, sample=150))
 @given(st.text(st.characters(exclude_categories=("Cs",)), max_size=80))
 def test_any_text_is_escaped_as_encode_str_escapes_it(text):
     assert c_literal(text) == python_literal(text)
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-@settings(max_examples=60, deadline=None)
+@pytest.mark.full_count
+@settings(max_examples=examples(full=600, sample=50), deadline=None)
 @given(data=st.data())
 def test_bodies_written_in_c_are_the_bodies_written_in_python(provider, data):
     """Cold builds, cached builds step by step, carried data and every cache mode."""
@@ -312,14 +315,16 @@ def json_texts(draw: st.DrawFn) -> bytes:
     return encoded
 
 
-@settings(max_examples=500)
+@pytest.mark.full_count
+@settings(max_examples=examples(full=5000, sample=200))
 @given(json_texts())
 def test_arguments_c_sends_verbatim_are_json_objects_by_the_python_rule(data):
     if speedups.is_object(data):
         assert jsonbytes.is_json_object(data)
 
 
-@settings(max_examples=200)
+@pytest.mark.full_count
+@settings(max_examples=examples(full=2000, sample=80))
 @given(st.dictionaries(st.text(max_size=6), _JSON_VALUES, max_size=5))
 def test_ascii_json_objects_are_recognised_without_asking_python(value):
     data = json.dumps(value).encode("ascii")  # ASCII, shallow, short numbers
@@ -384,7 +389,8 @@ def python_check(messages: tuple[Message, ...], resume: int, known: int) -> str 
     return None
 
 
-@settings(max_examples=1000)
+@pytest.mark.full_count
+@settings(max_examples=examples(full=10000, sample=300))
 @given(st.lists(_ANY_MESSAGE, max_size=8).map(tuple), st.data())
 def test_a_history_c_passes_passes_the_python_checks(messages, data):
     known = data.draw(st.integers(0, len(messages)), label="known")

@@ -114,14 +114,17 @@ class RawArray:
             skipped).
     """
 
-    __slots__ = ("pieces",)
+    __slots__ = ("around", "pieces")
 
     pieces: list[bytes | memoryview]
     """The array's inner bytes, commas included, as pieces whose concatenation is that text."""
+    around: Callable[[bytes, bytes], bytes] | None
+    """For an array made by :meth:`written_around`, its writer; ``None`` otherwise."""
 
     def __init__(self, items: Sequence[bytes]) -> None:
         nonempty = [item for item in items if item]
         self.pieces = [b",".join(nonempty)] if nonempty else []
+        self.around = None
 
     @classmethod
     def from_pieces(cls, pieces: list[bytes | memoryview]) -> RawArray:
@@ -132,6 +135,22 @@ class RawArray:
         """
         array = cls.__new__(cls)
         array.pieces = pieces
+        array.around = None
+        return array
+
+    @classmethod
+    def written_around(cls, write: Callable[[bytes, bytes], bytes]) -> RawArray:
+        """Return the array whose writer writes the whole document around it, in one buffer.
+
+        ``write(before, after)`` returns ``before``, the array (brackets included), then
+        ``after``: the document's text before and after the array. A large array is then written
+        once, into the document, instead of into bytes of its own that are copied into the
+        document. Of several such arrays in one document, the first is written around; the
+        others are written with ``b""`` on both sides and copied.
+        """
+        array = cls.__new__(cls)
+        array.pieces = []
+        array.around = write
         return array
 
 
@@ -176,12 +195,15 @@ class _Pieces(list[Any]):
     say where those runs end, so joining never looks at each piece's type.
     """
 
-    __slots__ = ("marks",)
+    __slots__ = ("around", "marks")
 
     def __init__(self) -> None:
         super().__init__()
         self.marks: list[int] = []
         """The indexes of the pieces that are lists of bytes (or views), in order."""
+        self.around: RawArray | None = None
+        """The array written around the rest of the output (:meth:`RawArray.written_around`);
+        its place is the piece :data:`_AROUND`."""
 
     def add_bytes(self, pieces: list[bytes | memoryview]) -> None:
         """Append bytes pieces that are copied into the output as they are."""
@@ -308,11 +330,21 @@ def _write(value: Any, out: _Pieces, sort: bool, indent: str | None, depth: int)
         _write_other(value, out)
 
 
+_AROUND: Final = memoryview(bytearray())
+"""The piece that stands for the place of the array written around the output (identity)."""
+
+
 def _write_other(value: Any, out: _Pieces) -> None:
     if isinstance(value, RawArray):
-        out.append("[")
-        out.add_bytes(value.pieces)
-        out.append("]")
+        if value.around is None:
+            out.append("[")
+            out.add_bytes(value.pieces)
+            out.append("]")
+        elif out.around is None:
+            out.around = value
+            out.add_bytes([_AROUND])
+        else:
+            out.add_bytes([value.around(b"", b"")])
     elif isinstance(value, Utf8):
         out.add_bytes(_utf8_literal(value))
     else:
@@ -471,6 +503,9 @@ def _finish(out: _Pieces) -> bytes:
         start = index + 1
     if start < len(out):
         parts.append(_encode("".join(out[start:])))
+    if out.around is not None and out.around.around is not None:
+        at = next(i for i, part in enumerate(parts) if part is _AROUND)
+        return out.around.around(b"".join(parts[:at]), b"".join(parts[at + 1 :]))
     return b"".join(parts)
 
 

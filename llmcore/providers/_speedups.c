@@ -12,16 +12,21 @@
  * written by the `slow` callable it is given, the Python encoder, so the bytes are always the
  * Python encoder's: the property tests in tests/providers/test_speedups.py compare the two.
  *
- * Both functions take (messages: tuple, first: int, options: dict, slow, hooks: tuple):
+ * Both functions take (messages: tuple, first: int, options: dict, slow, hooks: tuple[,
+ * prefix: bytes, suffix: bytes]):
  *   messages  the run of messages; message k has history index first + k;
  *   options   the encoding options by history index (a message with a non-None option goes to
  *             slow);
  *   slow      slow(index, message, option) -> bytes, that message's piece;
  *   hooks     (Text, Image, ToolCall, ToolResult, wire_id, arguments_json, id_max, safe_ids,
  *              error_part): the content classes (exact types only), the provider's id rewrite
- *              and arguments rule (called for ids the fast check does not pass, and for every
- *              tool call's arguments), the id length limit, whether ids must match
- *              [a-zA-Z0-9_-]+, and (Chat) the JSON of the text part opening an error result.
+ *              and arguments rule (called for ids the fast check does not pass, and for
+ *              arguments that are not certainly a JSON object), the id length limit, whether
+ *              ids must match
+ *              [a-zA-Z0-9_-]+, and (Chat) the JSON of the text part opening an error result;
+ *   prefix, suffix  written before and after the pieces, into the same bytes (a whole request
+ *             body, written once); when the prefix ends with '[', the first piece's comma is
+ *             dropped.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -954,8 +959,13 @@ write_slow(Writer *w, PyObject *slow, Py_ssize_t index, PyObject *message, PyObj
 static PyObject *
 encode_run(PyObject *const *args, Py_ssize_t nargs, MessageFn fn, const char *name)
 {
-    if (nargs != 5) {
-        PyErr_Format(PyExc_TypeError, "%s() takes 5 arguments (%zd given)", name, nargs);
+    if (nargs != 5 && nargs != 7) {
+        PyErr_Format(PyExc_TypeError, "%s() takes 5 or 7 arguments (%zd given)", name, nargs);
+        return NULL;
+    }
+    PyObject *prefix = nargs == 7 ? args[5] : NULL, *suffix = nargs == 7 ? args[6] : NULL;
+    if (prefix != NULL && (!PyBytes_CheckExact(prefix) || !PyBytes_CheckExact(suffix))) {
+        PyErr_Format(PyExc_TypeError, "%s(): prefix and suffix must be bytes", name);
         return NULL;
     }
     PyObject *messages = args[0], *options = args[2], *slow = args[3];
@@ -976,8 +986,17 @@ encode_run(PyObject *const *args, Py_ssize_t nargs, MessageFn fn, const char *na
         return NULL;
     }
     Writer w;
-    if (w_init(&w, 4096) < 0) {
+    if (w_init(&w, prefix == NULL ? 4096 : 65536 + PyBytes_GET_SIZE(prefix)) < 0) {
         return NULL;
+    }
+    /* With a prefix that opens the array, the first piece's comma is dropped. */
+    int drop_comma = 0;
+    if (prefix != NULL) {
+        Py_ssize_t n = PyBytes_GET_SIZE(prefix);
+        drop_comma = n > 0 && PyBytes_AS_STRING(prefix)[n - 1] == '[';
+        if (w_write(&w, PyBytes_AS_STRING(prefix), n) < 0) {
+            goto error;
+        }
     }
     Py_ssize_t count = PyTuple_GET_SIZE(messages);
     for (Py_ssize_t k = 0; k < count; k++) {
@@ -1014,6 +1033,17 @@ encode_run(PyObject *const *args, Py_ssize_t nargs, MessageFn fn, const char *na
                 goto error;
             }
         }
+        if (drop_comma && w.len > start) { /* the first piece: its comma goes */
+            char *piece = PyBytes_AS_STRING(w.out) + start;
+            if (*piece == ',') {
+                memmove(piece, piece + 1, (size_t)(w.len - start - 1));
+                w.len--;
+            }
+            drop_comma = 0;
+        }
+    }
+    if (suffix != NULL && w_write(&w, PyBytes_AS_STRING(suffix), PyBytes_GET_SIZE(suffix)) < 0) {
+        goto error;
     }
     if (_PyBytes_Resize(&w.out, w.len) < 0) {
         return NULL;
@@ -1193,9 +1223,11 @@ is_object(PyObject *module, PyObject *arg)
 
 static PyMethodDef methods[] = {
     {"anthropic_pieces", (PyCFunction)(void (*)(void))anthropic_pieces, METH_FASTCALL,
-     "anthropic_pieces(messages, first, options, slow, hooks) -> bytes: Anthropic pieces."},
+     "anthropic_pieces(messages, first, options, slow, hooks[, prefix, suffix]) -> bytes: "
+     "Anthropic pieces (between prefix and suffix)."},
     {"chat_pieces", (PyCFunction)(void (*)(void))chat_pieces, METH_FASTCALL,
-     "chat_pieces(messages, first, options, slow, hooks) -> bytes: Chat pieces."},
+     "chat_pieces(messages, first, options, slow, hooks[, prefix, suffix]) -> bytes: "
+     "Chat pieces (between prefix and suffix)."},
     {"escape", escape, METH_O,
      "escape(utf8: bytes) -> bytes: the JSON string literal of UTF-8 text (for tests)."},
     {"history_ok", (PyCFunction)(void (*)(void))history_ok, METH_FASTCALL,

@@ -469,8 +469,16 @@ def history_array(
         write = getattr(_speedups, native.function)
         if cache is None:
             frozen = _frozen(messages)
-            pieces = write(frozen, 0, _plain_options(options, len(frozen)), slow, native.hooks)
-            return wire_array(pieces, _piece(list(head)))
+            plain = _plain_options(options, len(frozen))
+            opening = b"[" + _piece(list(head))[1:]
+
+            def body(before: bytes, after: bytes) -> bytes:  # the whole body, written once
+                written: bytes = write(
+                    frozen, 0, plain, slow, native.hooks, before + opening, b"]" + after
+                )
+                return written
+
+            return jsonbytes.RawArray.written_around(body)
 
         def encode(index: int, message: Message, option: Hashable) -> bytes:
             if option is not None:

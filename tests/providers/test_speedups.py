@@ -212,8 +212,27 @@ def test_the_writer_refuses_wrong_arguments_with_type_errors():
         speedups.chat_pieces(messages, 0, {}, slow, hooks_of(chat_encode, error="x"))
     with pytest.raises(TypeError, match="returned str, not bytes"):
         speedups.chat_pieces(messages, 0, {}, lambda i, m, o: "text", hooks)
-    with pytest.raises(TypeError, match="takes 5 arguments"):
+    with pytest.raises(TypeError, match="takes 5 or 7 arguments"):
         speedups.chat_pieces(messages, 0, {}, slow)
+    with pytest.raises(TypeError, match="prefix and suffix must be bytes"):
+        speedups.chat_pieces(messages, 0, {}, slow, hooks, b"[", "]")
+
+
+@pytest.mark.parametrize(
+    ("prefix", "suffix", "written"),
+    [
+        (b'{"messages":[', b"]}", b'{"messages":[{"a":0},{"b":1}]}'),  # the first comma goes
+        (b'{"messages":[{"system":1}', b"]}", b'{"messages":[{"system":1},{"a":0},{"b":1}]}'),
+        (b"", b"", b',{"a":0},{"b":1}'),  # no prefix to open the array: the comma stays
+    ],
+)
+def test_a_body_is_written_around_the_pieces_in_one_buffer(prefix, suffix, written):
+    messages = (Message.user("x"), Message.assistant("a"), Message.user("b"))
+    pieces = {0: b"", 1: b',{"a":0}', 2: b',{"b":1}'}  # message 0 becomes nothing
+    hooks = anthropic_encode._NATIVE.hooks
+    options = {0: "x", 1: "x", 2: "x"}  # every message goes to slow
+    slow = lambda i, m, o: pieces[i]  # noqa: E731
+    assert speedups.anthropic_pieces(messages, 0, options, slow, hooks, prefix, suffix) == written
 
 
 def test_options_and_the_first_index_decide_which_messages_python_writes():

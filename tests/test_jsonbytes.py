@@ -406,3 +406,32 @@ def test_odd_values_get_the_writers_bytes_or_its_error(values):
         assert fast.value.message == error.message
         return
     assert jsonbytes.dumps_float_free(values) == expected
+
+
+def around_writer(inner: bytes, calls: list[tuple[bytes, bytes]]):
+    def write(before: bytes, after: bytes) -> bytes:
+        calls.append((before, after))
+        return before + inner + after
+
+    return write
+
+
+def test_an_array_written_around_gets_the_text_before_and_after_it():
+    calls: list[tuple[bytes, bytes]] = []
+    array = jsonbytes.RawArray.written_around(around_writer(b"[1,2]", calls))
+    body = {"a": "x", "m": array, "u": jsonbytes.Utf8(b"\xc3\xa9"), "z": [True]}
+    assert jsonbytes.dumps(body) == b'{"a":"x","m":[1,2],"u":"\xc3\xa9","z":[true]}'
+    assert calls == [(b'{"a":"x","m":', b',"u":"\xc3\xa9","z":[true]}')]
+    assert jsonbytes.dumps(body, indent=1) == b'{\n "a": "x",\n "m": [1,2],\n "u": "\xc3\xa9",\n "z": [\n  true\n ]\n}'
+    with pytest.raises(EncodingError, match="only be written as bytes"):
+        jsonbytes.dumps_text(body)
+
+
+def test_of_two_arrays_written_around_the_second_is_written_alone_and_copied():
+    first: list[tuple[bytes, bytes]] = []
+    second: list[tuple[bytes, bytes]] = []
+    one = jsonbytes.RawArray.written_around(around_writer(b"[1]", first))
+    two = jsonbytes.RawArray.written_around(around_writer(b"[2]", second))
+    assert jsonbytes.dumps([one, "s", two]) == b'[[1],"s",[2]]'
+    assert first == [(b"[", b',"s",[2]]')]
+    assert second == [(b"", b"")]

@@ -15,8 +15,8 @@
  * Both functions take (messages: tuple, first: int, options: dict, slow, hooks: tuple[,
  * prefix: bytes, suffix: bytes]):
  *   messages  the run of messages; message k has history index first + k;
- *   options   the encoding options by history index (a message with a non-None option goes to
- *             slow);
+ *   options   the encoding options by history index (Anthropic writes a TTL option, a cache
+ *             breakpoint, itself; any other non-None option goes to slow);
  *   slow      slow(index, message, option) -> bytes, that message's piece;
  *   hooks     (Text, Image, ToolCall, ToolResult, wire_id, arguments_json, id_max, safe_ids,
  *              error_part): the content classes (exact types only), the provider's id rewrite
@@ -761,9 +761,18 @@ anthropic_block(Writer *w, PyObject *part, const Hooks *h, int *first)
     return FALLBACK;
 }
 
+/* A message whose option is a TTL (a cache breakpoint, anthropic/encode.py breakpoint_dict)
+   gets cache_control on its last block; any other option is left to Python. */
 static int
-anthropic_message(Writer *w, PyObject *role, PyObject *content, const Hooks *h)
+anthropic_message(Writer *w, PyObject *role, PyObject *content, PyObject *option, const Hooks *h)
 {
+    int marked = option != Py_None, hour = 0;
+    if (marked) {
+        if (!PyUnicode_CheckExact(option)) {
+            return FALLBACK; /* carried data */
+        }
+        hour = PyUnicode_CompareWithASCIIString(option, "1h") == 0;
+    }
     CHECK(W_LIT(w, ",{\"role\":"));
     if (PyUnicode_Compare(role, s_tool) == 0) {
         CHECK(W_LIT(w, "\"user\""));
@@ -775,6 +784,14 @@ anthropic_message(Writer *w, PyObject *role, PyObject *content, const Hooks *h)
     int first = 1;
     for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(content); k++) {
         CHECK(anthropic_block(w, PyTuple_GET_ITEM(content, k), h, &first));
+    }
+    if (marked) {
+        if (first) {
+            return FALLBACK; /* no block to mark: Python's error */
+        }
+        w->len--; /* reopen the last block: every block ends with its closing brace */
+        CHECK(hour ? W_LIT(w, ",\"cache_control\":{\"type\":\"ephemeral\",\"ttl\":\"1h\"}}")
+                   : W_LIT(w, ",\"cache_control\":{\"type\":\"ephemeral\"}}"));
     }
     return W_LIT(w, "]}");
 }
@@ -865,8 +882,11 @@ chat_tool_message(Writer *w, PyObject *part, const Hooks *h)
 }
 
 static int
-chat_message(Writer *w, PyObject *role, PyObject *content, const Hooks *h)
+chat_message(Writer *w, PyObject *role, PyObject *content, PyObject *option, const Hooks *h)
 {
+    if (option != Py_None) {
+        return FALLBACK; /* Chat's own encoder has no options */
+    }
     Py_ssize_t n = PyTuple_GET_SIZE(content);
     if (PyUnicode_Compare(role, s_tool) == 0) {
         for (Py_ssize_t k = 0; k < n; k++) {
@@ -912,11 +932,11 @@ chat_message(Writer *w, PyObject *role, PyObject *content, const Hooks *h)
 /* ---------------------------------------------------------------------------------------- */
 /* The run of messages.                                                                       */
 
-typedef int (*MessageFn)(Writer *, PyObject *, PyObject *, const Hooks *);
+typedef int (*MessageFn)(Writer *, PyObject *, PyObject *, PyObject *, const Hooks *);
 
-/* Write message `message` (history index `index`) itself, FALLBACK when it cannot. */
+/* Write `message` under `option` itself, FALLBACK when it cannot. */
 static int
-write_message(Writer *w, PyObject *message, const Hooks *h, MessageFn fn)
+write_message(Writer *w, PyObject *message, PyObject *option, const Hooks *h, MessageFn fn)
 {
     PyObject *role = PyObject_GetAttr(message, s_role);
     if (role == NULL) {
@@ -929,7 +949,7 @@ write_message(Writer *w, PyObject *message, const Hooks *h, MessageFn fn)
     }
     int result = FALLBACK;
     if (PyUnicode_CheckExact(role) && PyTuple_CheckExact(content)) {
-        result = fn(w, role, content, h);
+        result = fn(w, role, content, option, h);
     }
     Py_DECREF(role);
     Py_DECREF(content);
@@ -1018,20 +1038,15 @@ encode_run(PyObject *const *args, Py_ssize_t nargs, MessageFn fn, const char *na
                 option = Py_None;
             }
         }
-        if (option == Py_None) {
-            result = write_message(&w, message, &hooks, fn);
-            if (result < 0) {
-                goto error;
-            }
-        }
+        Py_INCREF(option); /* a hook may change the dict */
+        result = write_message(&w, message, option, &hooks, fn);
         if (result == FALLBACK) {
             w.len = start; /* drop what was written of it */
-            Py_INCREF(option);
             result = write_slow(&w, slow, first + k, message, option);
-            Py_DECREF(option);
-            if (result < 0) {
-                goto error;
-            }
+        }
+        Py_DECREF(option);
+        if (result < 0) {
+            goto error;
         }
         if (drop_comma && w.len > start) { /* the first piece: its comma goes */
             char *piece = PyBytes_AS_STRING(w.out) + start;

@@ -417,9 +417,9 @@ class NativePieces:
     The C writer writes each message the way the provider's :data:`MessageValues` function and
     :func:`jsonbytes.dumps_float_free` do, key for key and byte for byte (property tests compare
     the two on every provider it serves); a message it does not write itself — one with an
-    encoding option (a breakpoint, carried data), or a value of a type other than the model's
-    own — is written by the Python encoder, and without the compiled extension every message
-    is (:func:`history_array`).
+    encoding option other than an Anthropic cache breakpoint's TTL (carried data), or a value of
+    a type other than the model's own — is written by the Python encoder, and without the
+    compiled extension every message is (:func:`history_array`).
 
     Attributes:
         function: The extension's writer (``"anthropic_pieces"``, ``"chat_pieces"``).
@@ -481,9 +481,8 @@ def history_array(
             return jsonbytes.RawArray.written_around(body)
 
         def encode(index: int, message: Message, option: Hashable) -> bytes:
-            if option is not None:
-                return slow(index, message, option)
-            piece: bytes = write((message,), index, _NO_OPTIONS, slow, native.hooks)
+            options = _NO_OPTIONS if option is None else {index: option}
+            piece: bytes = write((message,), index, options, slow, native.hooks)
             return piece
 
     if cache is None:

@@ -230,13 +230,13 @@ def test_a_body_is_written_around_the_pieces_in_one_buffer(prefix, suffix, writt
     messages = (Message.user("x"), Message.assistant("a"), Message.user("b"))
     pieces = {0: b"", 1: b',{"a":0}', 2: b',{"b":1}'}  # message 0 becomes nothing
     hooks = anthropic_encode._NATIVE.hooks
-    options = {0: "x", 1: "x", 2: "x"}  # every message goes to slow
+    options = {i: ("5m", ("x",)) for i in range(3)}  # carried data: every message goes to slow
     slow = lambda i, m, o: pieces[i]  # noqa: E731
     assert speedups.anthropic_pieces(messages, 0, options, slow, hooks, prefix, suffix) == written
 
 
 def test_options_and_the_first_index_decide_which_messages_python_writes():
-    messages = (Message.user("a"), Message.user("b"), Message.user("c"))
+    messages = (Message.user("a"), Message.user("b"), Message.user("c"), Message.user("d"))
     seen = []
 
     def slow(index, message, option):
@@ -244,13 +244,49 @@ def test_options_and_the_first_index_decide_which_messages_python_writes():
         return b",{}"
 
     hooks = anthropic_encode._NATIVE.hooks
-    written = speedups.anthropic_pieces(messages, 10, {11: "5m", 12: None, 3: "x"}, slow, hooks)
-    assert seen == [(11, "b", "5m")]
+    carried = ("5m", ('{"type":"thinking"}',))
+    options = {11: carried, 12: None, 13: "1h", 3: "x"}
+    written = speedups.anthropic_pieces(messages, 10, options, slow, hooks)
+    assert seen == [(11, "b", carried)]  # carried data is Python's; a TTL the C writer's
     assert written == (
         b',{"role":"user","content":[{"type":"text","text":"a"}]}'
         b",{}"
         b',{"role":"user","content":[{"type":"text","text":"c"}]}'
+        b',{"role":"user","content":[{"type":"text","text":"d",'
+        b'"cache_control":{"type":"ephemeral","ttl":"1h"}}]}'
     )
+    chat_hooks = chat_encode._NATIVE.hooks
+    seen.clear()
+    speedups.chat_pieces(messages, 10, {13: "1h"}, slow, chat_hooks)
+    assert seen == [(13, "d", "1h")]  # Chat's own encoder has no options
+
+
+@pytest.mark.parametrize("ttl", ["5m", "1h", "other"])
+@pytest.mark.parametrize("index", [0, 1, 2])
+def test_a_breakpoint_on_any_block_kind_is_written_as_python_writes_it(ttl, index):
+    messages = tool_history("c1", b"r")  # image last; tool call then text; a tool result
+    slow = slow_of(anthropic_encode)
+    hooks = anthropic_encode._NATIVE.hooks
+    written = speedups.anthropic_pieces(messages, 0, {index: ttl}, slow, hooks)
+    assert written == b"".join(
+        slow(i, m, ttl if i == index else None) for i, m in enumerate(messages)
+    )
+    assert written.count(b"cache_control") == 1
+
+
+def test_a_breakpoint_on_a_message_with_no_block_is_left_to_python():
+    message = Message.user("x")
+    object.__setattr__(message, "content", (Text(text=""),))  # past validation: no block to send
+    messages = (message,)
+    seen = []
+
+    def slow(index, message, option):
+        seen.append(option)
+        return b",{}"
+
+    hooks = anthropic_encode._NATIVE.hooks
+    assert speedups.anthropic_pieces(messages, 0, {0: "5m"}, slow, hooks) == b",{}"
+    assert seen == ["5m"]
 
 
 def test_repeated_writes_and_errors_leave_no_memory_behind():
@@ -265,7 +301,7 @@ def test_repeated_writes_and_errors_leave_no_memory_behind():
 
     def rounds(count: int) -> None:
         for _ in range(count):
-            speedups.anthropic_pieces(messages, 0, {1: "1h"}, slow, hooks)
+            speedups.anthropic_pieces(messages, 0, {1: "1h", 2: ("5m", ("{}",))}, slow, hooks)
             with pytest.raises(ValueError):
                 speedups.anthropic_pieces(messages, 0, {}, slow, failing)
 

@@ -422,7 +422,10 @@ def test_an_array_written_around_gets_the_text_before_and_after_it():
     body = {"a": "x", "m": array, "u": jsonbytes.Utf8(b"\xc3\xa9"), "z": [True]}
     assert jsonbytes.dumps(body) == b'{"a":"x","m":[1,2],"u":"\xc3\xa9","z":[true]}'
     assert calls == [(b'{"a":"x","m":', b',"u":"\xc3\xa9","z":[true]}')]
-    assert jsonbytes.dumps(body, indent=1) == b'{\n "a": "x",\n "m": [1,2],\n "u": "\xc3\xa9",\n "z": [\n  true\n ]\n}'
+    assert (
+        jsonbytes.dumps(body, indent=1)
+        == b'{\n "a": "x",\n "m": [1,2],\n "u": "\xc3\xa9",\n "z": [\n  true\n ]\n}'
+    )
     with pytest.raises(EncodingError, match="only be written as bytes"):
         jsonbytes.dumps_text(body)
 

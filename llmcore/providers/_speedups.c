@@ -87,6 +87,12 @@ w_write(Writer *w, const char *data, Py_ssize_t n)
 
 #define W_LIT(w, s) w_write((w), (s), (Py_ssize_t)(sizeof(s) - 1))
 
+static int
+w_cstr(Writer *w, const char *text)
+{
+    return w_write(w, text, (Py_ssize_t)strlen(text));
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* JSON string escaping (json.encoder.encode_basestring, ensure_ascii=False).               */
 
@@ -587,22 +593,25 @@ w_attr_id(Writer *w, PyObject *obj, PyObject *name, const Hooks *h)
     return result;
 }
 
-/* The bytes value of an attribute, or NULL with *result set (-1 error, FALLBACK not bytes). */
+/* An attribute's value of exactly `type`, or NULL with *result set (-1 error, FALLBACK another
+   type). */
 static PyObject *
-bytes_attr(PyObject *obj, PyObject *name, int *result)
+typed_attr(PyObject *obj, PyObject *name, PyTypeObject *type, int *result)
 {
     PyObject *value = PyObject_GetAttr(obj, name);
     if (value == NULL) {
         *result = -1;
         return NULL;
     }
-    if (!PyBytes_CheckExact(value)) {
+    if (Py_TYPE(value) != type) {
         Py_DECREF(value);
         *result = FALLBACK;
         return NULL;
     }
     return value;
 }
+
+#define bytes_attr(obj, name, result) typed_attr((obj), (name), &PyBytes_Type, (result))
 
 /* A tool result's facts: whether it has content, whether it is an error (exact bools). */
 static int
@@ -627,46 +636,31 @@ result_facts(PyObject *part, int *has_content, int *is_error)
     return 0;
 }
 
-/* Write a tool result's text (utf8_content: valid UTF-8, U+FFFD for invalid bytes). */
+/* Write a bytes attribute with fn: a tool result's text (utf8_content: valid UTF-8, U+FFFD
+   for invalid bytes) as a JSON string, an image's base64 (ASCII letters, digits, + / =:
+   nothing to escape) as it is. */
 static int
-w_result_text(Writer *w, PyObject *part)
+w_bytes_attr(Writer *w, PyObject *part, PyObject *name, Utf8Fn fn)
 {
     int result;
-    PyObject *data = bytes_attr(part, s_utf8_content, &result);
+    PyObject *data = bytes_attr(part, name, &result);
     if (data == NULL) {
         return result;
     }
-    result = w_string(w, PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data));
+    result = fn(w, PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data));
     Py_DECREF(data);
     return result;
 }
 
-/* Write an image's base64 text (ASCII letters, digits, + / =: nothing to escape). */
-static int
-w_base64(Writer *w, PyObject *part)
-{
-    int result;
-    PyObject *data = bytes_attr(part, s_base64, &result);
-    if (data == NULL) {
-        return result;
-    }
-    result = w_write(w, PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data));
-    Py_DECREF(data);
-    return result;
-}
+#define w_result_text(w, part) w_bytes_attr((w), (part), s_utf8_content, w_string)
+#define w_base64(w, part) w_bytes_attr((w), (part), s_base64, w_write)
 
 /* A Text part's text when it is sent (non-empty), NULL with *result 0 when it is not. */
 static PyObject *
 sent_text(PyObject *part, int *result)
 {
-    PyObject *text = PyObject_GetAttr(part, s_text);
+    PyObject *text = typed_attr(part, s_text, &PyUnicode_Type, result);
     if (text == NULL) {
-        *result = -1;
-        return NULL;
-    }
-    if (!PyUnicode_CheckExact(text)) {
-        Py_DECREF(text);
-        *result = FALLBACK;
         return NULL;
     }
     if (PyUnicode_GET_LENGTH(text) == 0) {
@@ -677,13 +671,14 @@ sent_text(PyObject *part, int *result)
     return text;
 }
 
-/* Write ,"<sep>" before every item but the first. */
+/* Write what comes before an item of a list: `opening` before the first, a comma before the
+   others. */
 static inline int
-w_separator(Writer *w, int *first)
+w_item(Writer *w, int *first, const char *opening)
 {
     if (*first) {
         *first = 0;
-        return 0;
+        return w_cstr(w, opening);
     }
     return W_LIT(w, ",");
 }
@@ -696,18 +691,48 @@ w_separator(Writer *w, int *first)
         }                      \
     } while (0)
 
+/* A tool call as a provider writes it: the text before the list's first item, before the id,
+   the name and the arguments, and after them; the arguments raw (a JSON value) or as a string. */
+typedef struct {
+    const char *opening, *id, *name, *arguments, *closing;
+    int as_string;
+} CallShape;
+
+static const CallShape ANTHROPIC_CALL = {
+    "", "{\"type\":\"tool_use\",\"id\":", ",\"name\":", ",\"input\":", "}", 0,
+};
+
+static const CallShape CHAT_CALL = {
+    ",\"tool_calls\":[", "{\"id\":", ",\"type\":\"function\",\"function\":{\"name\":",
+    ",\"arguments\":", "}}", 1,
+};
+
+static int
+w_tool_call(Writer *w, PyObject *part, const Hooks *h, int *first, const CallShape *shape)
+{
+    CHECK(w_item(w, first, shape->opening));
+    CHECK(w_cstr(w, shape->id));
+    CHECK(w_attr_id(w, part, s_id, h));
+    CHECK(w_cstr(w, shape->name));
+    CHECK(w_attr_str(w, part, s_name));
+    CHECK(w_cstr(w, shape->arguments));
+    CHECK(w_arguments(w, part, h, shape->as_string));
+    return w_cstr(w, shape->closing);
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* Anthropic Messages: {"role", "content": [blocks]} (anthropic/encode.py, _message_values). */
 
+/* A text block or part, {"type":"text","text":...}, when its text is sent (not empty). */
 static int
-anthropic_text(Writer *w, PyObject *part, int *first)
+w_text_part(Writer *w, PyObject *part, int *first, const char *opening)
 {
     int result = 0;
     PyObject *text = sent_text(part, &result);
     if (text == NULL) {
         return result;
     }
-    result = w_separator(w, first);
+    result = w_item(w, first, opening);
     if (result == 0) {
         result = W_LIT(w, "{\"type\":\"text\",\"text\":");
     }
@@ -723,10 +748,10 @@ anthropic_block(Writer *w, PyObject *part, const Hooks *h, int *first)
 {
     PyTypeObject *type = Py_TYPE(part);
     if (type == h->text) {
-        return anthropic_text(w, part, first);
+        return w_text_part(w, part, first, "");
     }
     if (type == h->image) {
-        CHECK(w_separator(w, first));
+        CHECK(w_item(w, first, ""));
         CHECK(W_LIT(w, "{\"type\":\"image\",\"source\":{\"type\":\"base64\",\"media_type\":"));
         CHECK(w_attr_str(w, part, s_mime_type));
         CHECK(W_LIT(w, ",\"data\":\""));
@@ -734,19 +759,12 @@ anthropic_block(Writer *w, PyObject *part, const Hooks *h, int *first)
         return W_LIT(w, "\"}}");
     }
     if (type == h->tool_call) {
-        CHECK(w_separator(w, first));
-        CHECK(W_LIT(w, "{\"type\":\"tool_use\",\"id\":"));
-        CHECK(w_attr_id(w, part, s_id, h));
-        CHECK(W_LIT(w, ",\"name\":"));
-        CHECK(w_attr_str(w, part, s_name));
-        CHECK(W_LIT(w, ",\"input\":"));
-        CHECK(w_arguments(w, part, h, 0));
-        return W_LIT(w, "}");
+        return w_tool_call(w, part, h, first, &ANTHROPIC_CALL);
     }
     if (type == h->tool_result) {
         int has_content, is_error;
         CHECK(result_facts(part, &has_content, &is_error));
-        CHECK(w_separator(w, first));
+        CHECK(w_item(w, first, ""));
         CHECK(W_LIT(w, "{\"type\":\"tool_result\",\"tool_use_id\":"));
         CHECK(w_attr_id(w, part, s_call_id, h));
         if (has_content) {
@@ -800,30 +818,9 @@ anthropic_message(Writer *w, PyObject *role, PyObject *content, PyObject *option
 /* OpenAI Chat Completions (openai_chat/encode.py, wire_messages).                            */
 
 static int
-chat_text_part(Writer *w, PyObject *part, int *first)
-{
-    int result = 0;
-    PyObject *text = sent_text(part, &result);
-    if (text == NULL) {
-        return result;
-    }
-    result = *first ? W_LIT(w, ",\"content\":[") : W_LIT(w, ",");
-    *first = 0;
-    if (result == 0) {
-        result = W_LIT(w, "{\"type\":\"text\",\"text\":");
-    }
-    if (result == 0) {
-        result = w_str(w, text);
-    }
-    Py_DECREF(text);
-    return result != 0 ? result : W_LIT(w, "}");
-}
-
-static int
 chat_image_part(Writer *w, PyObject *part, int *first)
 {
-    CHECK(*first ? W_LIT(w, ",\"content\":[") : W_LIT(w, ","));
-    *first = 0;
+    CHECK(w_item(w, first, ",\"content\":["));
     CHECK(W_LIT(w, "{\"type\":\"image_url\",\"image_url\":{\"url\":\"data:"));
     PyObject *mime = PyObject_GetAttr(part, s_mime_type);
     if (mime == NULL) {
@@ -835,20 +832,6 @@ chat_image_part(Writer *w, PyObject *part, int *first)
     CHECK(W_LIT(w, ";base64,"));
     CHECK(w_base64(w, part));
     return W_LIT(w, "\"}}");
-}
-
-static int
-chat_tool_call(Writer *w, PyObject *part, const Hooks *h, int *first)
-{
-    CHECK(*first ? W_LIT(w, ",\"tool_calls\":[") : W_LIT(w, ","));
-    *first = 0;
-    CHECK(W_LIT(w, "{\"id\":"));
-    CHECK(w_attr_id(w, part, s_id, h));
-    CHECK(W_LIT(w, ",\"type\":\"function\",\"function\":{\"name\":"));
-    CHECK(w_attr_str(w, part, s_name));
-    CHECK(W_LIT(w, ",\"arguments\":"));
-    CHECK(w_arguments(w, part, h, 1));
-    return W_LIT(w, "}}");
 }
 
 static int
@@ -901,7 +884,7 @@ chat_message(Writer *w, PyObject *role, PyObject *content, PyObject *option, con
         PyObject *part = PyTuple_GET_ITEM(content, k);
         PyTypeObject *type = Py_TYPE(part);
         if (type == h->text) {
-            CHECK(chat_text_part(w, part, &first));
+            CHECK(w_text_part(w, part, &first, ",\"content\":["));
         }
         else if (type == h->image) {
             CHECK(chat_image_part(w, part, &first));
@@ -920,7 +903,7 @@ chat_message(Writer *w, PyObject *role, PyObject *content, PyObject *option, con
     for (Py_ssize_t k = 0; calls && k < n; k++) { /* then the tool calls, in order */
         PyObject *part = PyTuple_GET_ITEM(content, k);
         if (Py_TYPE(part) == h->tool_call) {
-            CHECK(chat_tool_call(w, part, h, &first));
+            CHECK(w_tool_call(w, part, h, &first, &CHAT_CALL));
         }
     }
     if (!first) {

@@ -499,3 +499,38 @@ def test_each_kind_of_invalid_history_is_left_to_python_which_names_it():
             history_module.check_request(Request(model="m", messages=messages))
     # an old message's image is not checked again once it is known
     assert speedups.history_ok(cases["image type"], 0, 1, types, supported)
+
+
+def test_the_portable_scan_escapes_as_the_sse2_scan_does(tmp_path):
+    # Machines without SSE2 (ARM, or another compiler) build the 8-bytes-a-step scan: built here
+    # with -DLLMCORE_PORTABLE, it must escape every text as encode_str does.
+    import subprocess
+    import sys
+    import sysconfig
+    from pathlib import Path
+
+    source = Path(history_module.__file__).with_name("_speedups.c")
+    built = tmp_path / ("_speedups" + sysconfig.get_config_var("EXT_SUFFIX"))
+    compiler = (sysconfig.get_config_var("CC") or "cc").split()
+    include = sysconfig.get_paths()["include"]
+    subprocess.run(
+        [*compiler, "-shared", "-fPIC", "-O2", "-DLLMCORE_PORTABLE", f"-I{include}", str(source)]
+        + ["-o", str(built)],
+        check=True,
+        capture_output=True,
+    )
+    script = tmp_path / "check.py"
+    script.write_text(
+        "import importlib.util, sys\n"
+        "from llmcore import jsonbytes\n"
+        f"spec = importlib.util.spec_from_file_location('llmcore.providers._speedups', {str(built)!r})\n"
+        "module = importlib.util.module_from_spec(spec)\n"
+        "spec.loader.exec_module(module)\n"
+        "texts = [chr(c) for c in range(0x80)] + ['é', '日本', '🎉', 'a' * 40]\n"
+        "texts += ['a' * p + e + 'b' * (23 - p) for e in '\"\\\\\\n\\x00\\x1f\\x7f' for p in range(24)]\n"
+        "bad = [t for t in texts if module.escape(t.encode()) != jsonbytes.encode_str(t).encode()]\n"
+        "print(len(texts), len(bad))\n",
+        encoding="utf-8",
+    )
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True)
+    assert run.stdout.split() == ["276", "0"]

@@ -11,6 +11,9 @@
  * itself (one with an encoding option, a type or value the Python encoder handles otherwise) is
  * written by the `slow` callable it is given, the Python encoder, so the bytes are always the
  * Python encoder's: the property tests in tests/providers/test_speedups.py compare the two.
+ * A message a field of which cannot be read (reading it raises) goes to `slow` as well, so the
+ * error raised is the Python encoder's, and the hooks run after every field of a content value
+ * is read, in the Python encoder's order, so a hook's error is raised where it raises it.
  *
  * Both functions take (messages: tuple, first: int, options: dict, slow, hooks: tuple[,
  * prefix: bytes, suffix: bytes]):
@@ -230,18 +233,6 @@ static int
 w_str(Writer *w, PyObject *text)
 {
     return w_with_utf8(w, text, w_string);
-}
-
-static int
-w_escaped_text(Writer *w, const char *s, Py_ssize_t n)
-{
-    return w_escaped(w, (const unsigned char *)s, n);
-}
-
-static int
-w_str_inner(Writer *w, PyObject *text)
-{
-    return w_with_utf8(w, text, w_escaped_text);
 }
 
 static int
@@ -542,67 +533,83 @@ certainly_object(const char *data, Py_ssize_t n)
     return s.p == s.end;
 }
 
-/* Write a tool call's arguments text (arguments_json of its bytes): raw, or as a string. Bytes
-   that are certainly a JSON object are that text themselves; the hook decides the others. */
+/* After an error: whether it is one the Python code raises itself when it runs (an Exception
+   other than MemoryError), cleared; else it stays set. */
 static int
-w_arguments(Writer *w, PyObject *call, const Hooks *h, int as_string)
+python_raises(void)
 {
-    PyObject *arguments = PyObject_GetAttr(call, s_arguments);
-    if (arguments == NULL) {
-        return -1;
+    if (PyErr_ExceptionMatches(PyExc_Exception) && !PyErr_ExceptionMatches(PyExc_MemoryError)) {
+        PyErr_Clear();
+        return 1;
     }
-    int result;
+    return 0;
+}
+
+/* The value of attribute `name` of obj (a new reference), or NULL with *result set: FALLBACK
+   when reading it raised an Exception (other than MemoryError), for the Python encoder reads
+   the fields in its own order and raises its own error; -1 for any other error. */
+static PyObject *
+read_attr(PyObject *obj, PyObject *name, int *result)
+{
+    PyObject *value = PyObject_GetAttr(obj, name);
+    if (value == NULL) {
+        *result = python_raises() ? FALLBACK : -1;
+    }
+    return value;
+}
+
+/* The hook's text for a tool call's arguments (a new reference); NULL with *result 0 for bytes
+   that are certainly a JSON object (they are their own text), NULL with *result -1 on an
+   error. */
+static PyObject *
+arguments_text(PyObject *arguments, const Hooks *h, int *result)
+{
+    *result = 0;
     if (PyBytes_CheckExact(arguments) &&
         certainly_object(PyBytes_AS_STRING(arguments), PyBytes_GET_SIZE(arguments))) {
-        const char *data = PyBytes_AS_STRING(arguments);
-        Py_ssize_t n = PyBytes_GET_SIZE(arguments);
-        result = as_string ? w_string(w, data, n) : w_write(w, data, n);
-        Py_DECREF(arguments);
-        return result;
+        return NULL;
     }
     PyObject *text = PyObject_CallOneArg(h->arguments_json, arguments);
-    Py_DECREF(arguments);
     if (text == NULL) {
-        return -1;
+        *result = -1;
     }
-    result = as_string ? w_str(w, text) : w_str_raw(w, text);
-    Py_DECREF(text);
-    return result;
+    return text;
+}
+
+/* Write a tool call's arguments text, raw or as a JSON string: the hook's `text`, or (NULL)
+   the argument bytes themselves. */
+static int
+w_arguments(Writer *w, PyObject *arguments, PyObject *text, int as_string)
+{
+    if (text == NULL) {
+        const char *data = PyBytes_AS_STRING(arguments);
+        Py_ssize_t n = PyBytes_GET_SIZE(arguments);
+        return as_string ? w_string(w, data, n) : w_write(w, data, n);
+    }
+    return as_string ? w_str(w, text) : w_str_raw(w, text);
 }
 
 /* Write a str attribute of obj as a JSON string. */
 static int
 w_attr_str(Writer *w, PyObject *obj, PyObject *name)
 {
-    PyObject *value = PyObject_GetAttr(obj, name);
+    int result = 0;
+    PyObject *value = read_attr(obj, name, &result);
     if (value == NULL) {
-        return -1;
+        return result;
     }
-    int result = w_str(w, value);
+    result = w_str(w, value);
     Py_DECREF(value);
     return result;
 }
 
-static int
-w_attr_id(Writer *w, PyObject *obj, PyObject *name, const Hooks *h)
-{
-    PyObject *value = PyObject_GetAttr(obj, name);
-    if (value == NULL) {
-        return -1;
-    }
-    int result = w_id(w, value, h);
-    Py_DECREF(value);
-    return result;
-}
-
-/* An attribute's value of exactly `type`, or NULL with *result set (-1 error, FALLBACK another
+/* An attribute's value of exactly `type`, or NULL with *result set (read_attr; FALLBACK another
    type). */
 static PyObject *
 typed_attr(PyObject *obj, PyObject *name, PyTypeObject *type, int *result)
 {
-    PyObject *value = PyObject_GetAttr(obj, name);
+    PyObject *value = read_attr(obj, name, result);
     if (value == NULL) {
-        *result = -1;
         return NULL;
     }
     if (Py_TYPE(value) != type) {
@@ -615,32 +622,60 @@ typed_attr(PyObject *obj, PyObject *name, PyTypeObject *type, int *result)
 
 #define bytes_attr(obj, name, result) typed_attr((obj), (name), &PyBytes_Type, (result))
 
-/* A tool result's facts: whether it has content, whether it is an error (exact bools). */
-static int
-result_facts(PyObject *part, int *has_content, int *is_error)
+/* A tool result's fields, read before its hook runs: whether it is an error (an exact bool),
+   its id, and its text (utf8_content: valid UTF-8, U+FFFD for invalid bytes), NULL when its
+   content is empty. */
+typedef struct {
+    int is_error;
+    PyObject *call_id, *text;
+} ResultFields;
+
+static void
+clear_result(ResultFields *r)
 {
-    int result;
+    Py_CLEAR(r->call_id);
+    Py_CLEAR(r->text);
+}
+
+static int
+read_result(PyObject *part, ResultFields *r)
+{
+    int result = 0;
+    r->call_id = r->text = NULL;
     PyObject *content = bytes_attr(part, s_content, &result);
     if (content == NULL) {
         return result;
     }
-    *has_content = PyBytes_GET_SIZE(content) > 0;
+    int has_content = PyBytes_GET_SIZE(content) > 0;
     Py_DECREF(content);
-    PyObject *flag = PyObject_GetAttr(part, s_is_error);
+    PyObject *flag = read_attr(part, s_is_error, &result);
     if (flag == NULL) {
-        return -1;
+        return result;
     }
     Py_DECREF(flag); /* True and False live for ever */
     if (flag != Py_True && flag != Py_False) {
         return FALLBACK;
     }
-    *is_error = flag == Py_True;
-    return 0;
+    r->is_error = flag == Py_True;
+    r->call_id = read_attr(part, s_call_id, &result);
+    if (r->call_id != NULL && has_content) {
+        r->text = bytes_attr(part, s_utf8_content, &result);
+        if (r->text == NULL) {
+            clear_result(r);
+        }
+    }
+    return result;
 }
 
-/* Write a bytes attribute with fn: a tool result's text (utf8_content: valid UTF-8, U+FFFD
-   for invalid bytes) as a JSON string, an image's base64 (ASCII letters, digits, + / =:
-   nothing to escape) as it is. */
+/* Write a tool result's text as a JSON string. */
+static int
+w_result_text(Writer *w, const ResultFields *r)
+{
+    return w_string(w, PyBytes_AS_STRING(r->text), PyBytes_GET_SIZE(r->text));
+}
+
+/* Write a bytes attribute with fn: an image's base64 (ASCII letters, digits, + / =: nothing to
+   escape) as it is. */
 static int
 w_bytes_attr(Writer *w, PyObject *part, PyObject *name, Utf8Fn fn)
 {
@@ -654,7 +689,6 @@ w_bytes_attr(Writer *w, PyObject *part, PyObject *name, Utf8Fn fn)
     return result;
 }
 
-#define w_result_text(w, part) w_bytes_attr((w), (part), s_utf8_content, w_string)
 #define w_base64(w, part) w_bytes_attr((w), (part), s_base64, w_write)
 
 /* A Text part's text when it is sent (non-empty), NULL with *result 0 when it is not. */
@@ -694,32 +728,91 @@ w_item(Writer *w, int *first, const char *opening)
     } while (0)
 
 /* A tool call as a provider writes it: the text before the list's first item, before the id,
-   the name and the arguments, and after them; the arguments raw (a JSON value) or as a string. */
+   the name and the arguments, and after them; the arguments raw (a JSON value) or as a string;
+   whether the provider's encoder makes the arguments text before the id (Chat's _tool_call)
+   or after it (Anthropic's _block). */
 typedef struct {
     const char *opening, *id, *name, *arguments, *closing;
-    int as_string;
+    int as_string, arguments_first;
 } CallShape;
 
 static const CallShape ANTHROPIC_CALL = {
-    "", "{\"type\":\"tool_use\",\"id\":", ",\"name\":", ",\"input\":", "}", 0,
+    "", "{\"type\":\"tool_use\",\"id\":", ",\"name\":", ",\"input\":", "}", 0, 0,
 };
 
 static const CallShape CHAT_CALL = {
     ",\"tool_calls\":[", "{\"id\":", ",\"type\":\"function\",\"function\":{\"name\":",
-    ",\"arguments\":", "}}", 1,
+    ",\"arguments\":", "}}", 1, 1,
 };
+
+/* A tool call's fields, read before its hooks run. */
+typedef struct {
+    PyObject *id, *name, *arguments;
+} CallFields;
+
+static void
+clear_call(CallFields *c)
+{
+    Py_CLEAR(c->id);
+    Py_CLEAR(c->name);
+    Py_CLEAR(c->arguments);
+}
+
+static int
+read_call(PyObject *part, CallFields *c)
+{
+    int result = 0;
+    c->name = c->arguments = NULL;
+    c->id = read_attr(part, s_id, &result);
+    if (c->id != NULL) {
+        c->name = read_attr(part, s_name, &result);
+    }
+    if (c->name != NULL) {
+        c->arguments = read_attr(part, s_arguments, &result);
+    }
+    if (c->arguments == NULL) {
+        clear_call(c);
+    }
+    return result;
+}
+
+/* Write a tool call from its fields; *text is the arguments' hook text, asked here unless the
+   shape asks it first. */
+static int
+w_call_fields(Writer *w, const CallFields *c, PyObject **text, const Hooks *h, int *first,
+              const CallShape *shape)
+{
+    CHECK(w_item(w, first, shape->opening));
+    CHECK(w_cstr(w, shape->id));
+    CHECK(w_id(w, c->id, h));
+    CHECK(w_cstr(w, shape->name));
+    CHECK(w_str(w, c->name));
+    CHECK(w_cstr(w, shape->arguments));
+    if (!shape->arguments_first) {
+        int result;
+        *text = arguments_text(c->arguments, h, &result);
+        CHECK(result);
+    }
+    CHECK(w_arguments(w, c->arguments, *text, shape->as_string));
+    return w_cstr(w, shape->closing);
+}
 
 static int
 w_tool_call(Writer *w, PyObject *part, const Hooks *h, int *first, const CallShape *shape)
 {
-    CHECK(w_item(w, first, shape->opening));
-    CHECK(w_cstr(w, shape->id));
-    CHECK(w_attr_id(w, part, s_id, h));
-    CHECK(w_cstr(w, shape->name));
-    CHECK(w_attr_str(w, part, s_name));
-    CHECK(w_cstr(w, shape->arguments));
-    CHECK(w_arguments(w, part, h, shape->as_string));
-    return w_cstr(w, shape->closing);
+    CallFields c;
+    CHECK(read_call(part, &c));
+    PyObject *text = NULL;
+    int result = 0;
+    if (shape->arguments_first) {
+        text = arguments_text(c.arguments, h, &result);
+    }
+    if (result == 0) {
+        result = w_call_fields(w, &c, &text, h, first, shape);
+    }
+    Py_XDECREF(text);
+    clear_call(&c);
+    return result;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -746,6 +839,22 @@ w_text_part(Writer *w, PyObject *part, int *first, const char *opening)
 }
 
 static int
+anthropic_tool_result(Writer *w, const ResultFields *r, const Hooks *h, int *first)
+{
+    CHECK(w_item(w, first, ""));
+    CHECK(W_LIT(w, "{\"type\":\"tool_result\",\"tool_use_id\":"));
+    CHECK(w_id(w, r->call_id, h));
+    if (r->text != NULL) {
+        CHECK(W_LIT(w, ",\"content\":"));
+        CHECK(w_result_text(w, r));
+    }
+    if (r->is_error) {
+        CHECK(W_LIT(w, ",\"is_error\":true"));
+    }
+    return W_LIT(w, "}");
+}
+
+static int
 anthropic_block(Writer *w, PyObject *part, const Hooks *h, int *first)
 {
     PyTypeObject *type = Py_TYPE(part);
@@ -764,19 +873,11 @@ anthropic_block(Writer *w, PyObject *part, const Hooks *h, int *first)
         return w_tool_call(w, part, h, first, &ANTHROPIC_CALL);
     }
     if (type == h->tool_result) {
-        int has_content, is_error;
-        CHECK(result_facts(part, &has_content, &is_error));
-        CHECK(w_item(w, first, ""));
-        CHECK(W_LIT(w, "{\"type\":\"tool_result\",\"tool_use_id\":"));
-        CHECK(w_attr_id(w, part, s_call_id, h));
-        if (has_content) {
-            CHECK(W_LIT(w, ",\"content\":"));
-            CHECK(w_result_text(w, part));
-        }
-        if (is_error) {
-            CHECK(W_LIT(w, ",\"is_error\":true"));
-        }
-        return W_LIT(w, "}");
+        ResultFields r;
+        CHECK(read_result(part, &r));
+        int result = anthropic_tool_result(w, &r, h, first);
+        clear_result(&r);
+        return result;
     }
     return FALLBACK;
 }
@@ -824,11 +925,21 @@ chat_image_part(Writer *w, PyObject *part, int *first)
 {
     CHECK(w_item(w, first, ",\"content\":["));
     CHECK(W_LIT(w, "{\"type\":\"image_url\",\"image_url\":{\"url\":\"data:"));
-    PyObject *mime = PyObject_GetAttr(part, s_mime_type);
+    int result = 0;
+    PyObject *mime = read_attr(part, s_mime_type, &result);
     if (mime == NULL) {
-        return -1;
+        return result;
     }
-    int result = w_str_inner(w, mime);
+    /* The Python encoder copies the URL as is only when its head needs no escape (data_url);
+       else it escapes the whole URL, base64 included, so such a mime type is left to it. */
+    result = FALLBACK;
+    if (PyUnicode_CheckExact(mime) && PyUnicode_IS_ASCII(mime)) {
+        const unsigned char *chars = PyUnicode_1BYTE_DATA(mime);
+        Py_ssize_t n = PyUnicode_GET_LENGTH(mime);
+        if (find_escape(chars, 0, n) == n) {
+            result = w_write(w, (const char *)chars, n);
+        }
+    }
     Py_DECREF(mime);
     CHECK(result);
     CHECK(W_LIT(w, ";base64,"));
@@ -837,33 +948,42 @@ chat_image_part(Writer *w, PyObject *part, int *first)
 }
 
 static int
-chat_tool_message(Writer *w, PyObject *part, const Hooks *h)
+chat_tool_message_fields(Writer *w, const ResultFields *r, const Hooks *h)
 {
-    int has_content, is_error;
-    if (Py_TYPE(part) != h->tool_result || h->error_part == Py_None) {
-        return FALLBACK;
-    }
-    CHECK(result_facts(part, &has_content, &is_error));
     CHECK(W_LIT(w, ",{\"role\":\"tool\",\"tool_call_id\":"));
-    CHECK(w_attr_id(w, part, s_call_id, h));
+    CHECK(w_id(w, r->call_id, h));
     CHECK(W_LIT(w, ",\"content\":"));
-    if (!is_error && !has_content) {
+    if (!r->is_error && r->text == NULL) {
         CHECK(W_LIT(w, "\"\""));
         return W_LIT(w, "}");
     }
     CHECK(W_LIT(w, "["));
-    if (is_error) {
+    if (r->is_error) {
         CHECK(w_write(w, PyBytes_AS_STRING(h->error_part), PyBytes_GET_SIZE(h->error_part)));
-        if (has_content) {
+        if (r->text != NULL) {
             CHECK(W_LIT(w, ","));
         }
     }
-    if (has_content) {
+    if (r->text != NULL) {
         CHECK(W_LIT(w, "{\"type\":\"text\",\"text\":"));
-        CHECK(w_result_text(w, part));
+        CHECK(w_result_text(w, r));
         CHECK(W_LIT(w, "}"));
     }
     return W_LIT(w, "]}");
+}
+
+/* A tool result's message: its text is read before wire_id runs (_tool_message's order). */
+static int
+chat_tool_message(Writer *w, PyObject *part, const Hooks *h)
+{
+    if (Py_TYPE(part) != h->tool_result || h->error_part == Py_None) {
+        return FALLBACK;
+    }
+    ResultFields r;
+    CHECK(read_result(part, &r));
+    int result = chat_tool_message_fields(w, &r, h);
+    clear_result(&r);
+    return result;
 }
 
 static int
@@ -923,16 +1043,17 @@ typedef int (*MessageFn)(Writer *, PyObject *, PyObject *, PyObject *, const Hoo
 static int
 write_message(Writer *w, PyObject *message, PyObject *option, const Hooks *h, MessageFn fn)
 {
-    PyObject *role = PyObject_GetAttr(message, s_role);
+    int result = 0;
+    PyObject *role = read_attr(message, s_role, &result);
     if (role == NULL) {
-        return -1;
+        return result;
     }
-    PyObject *content = PyObject_GetAttr(message, s_content);
+    PyObject *content = read_attr(message, s_content, &result);
     if (content == NULL) {
         Py_DECREF(role);
-        return -1;
+        return result;
     }
-    int result = FALLBACK;
+    result = FALLBACK;
     if (PyUnicode_CheckExact(role) && PyTuple_CheckExact(content)) {
         result = fn(w, role, content, option, h);
     }
@@ -984,6 +1105,10 @@ encode_run(PyObject *const *args, Py_ssize_t nargs, MessageFn fn, const char *na
     }
     Py_ssize_t first = PyLong_AsSsize_t(args[1]);
     if (first == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (first > PY_SSIZE_T_MAX - PyTuple_GET_SIZE(messages)) {
+        PyErr_Format(PyExc_OverflowError, "%s(): first + len(messages) overflows", name);
         return NULL;
     }
     Hooks hooks;
@@ -1093,7 +1218,8 @@ escape(PyObject *module, PyObject *arg)
 /* The history's checks (history.py: validate_pairing, check_images), answered fast.          */
 
 /* 1 when the history certainly passes both checks, 0 when it may not (the Python checks then
-   run and raise the precise error), -1 on an error. */
+   run and raise the precise error, as they do for an error raised reading a field or comparing
+   ids, so the error is theirs), -1 on any other error (MemoryError). */
 static int
 history_passes(PyObject *messages, Py_ssize_t resume, Py_ssize_t known, PyObject *const *types,
                PyObject *supported)
@@ -1112,7 +1238,7 @@ history_passes(PyObject *messages, Py_ssize_t resume, Py_ssize_t known, PyObject
         PyObject *content = role == NULL ? NULL : PyObject_GetAttr(message, s_content);
         if (content == NULL) {
             Py_XDECREF(role);
-            answer = -1;
+            answer = python_raises() ? 0 : -1;
             break;
         }
         if (!PyUnicode_CheckExact(role) || !PyTuple_CheckExact(content)) {
@@ -1125,12 +1251,12 @@ history_passes(PyObject *messages, Py_ssize_t resume, Py_ssize_t known, PyObject
                                         ? PyObject_GetAttr(part, s_call_id)
                                         : NULL;
                 if (call_id == NULL) {
-                    answer = PyErr_Occurred() ? -1 : 0;
+                    answer = PyErr_Occurred() && !python_raises() ? -1 : 0;
                     break;
                 }
                 int removed = PySet_Discard(pending, call_id); /* 1 when it was pending */
                 Py_DECREF(call_id);
-                answer = removed < 0 ? -1 : removed;
+                answer = removed >= 0 ? removed : python_raises() ? 0 : -1;
             }
         }
         else if (PySet_GET_SIZE(pending) != 0) {
@@ -1147,7 +1273,7 @@ history_passes(PyObject *messages, Py_ssize_t resume, Py_ssize_t known, PyObject
                     PyObject *call_id = PyObject_GetAttr(part, s_id);
                     if (call_id == NULL || PySet_Add(pending, call_id) < 0) {
                         Py_XDECREF(call_id);
-                        answer = -1;
+                        answer = python_raises() ? 0 : -1;
                         break;
                     }
                     Py_DECREF(call_id);
@@ -1156,12 +1282,12 @@ history_passes(PyObject *messages, Py_ssize_t resume, Py_ssize_t known, PyObject
                 else if (type == image && user && index >= known) {
                     PyObject *mime = PyObject_GetAttr(part, s_mime_type);
                     if (mime == NULL) {
-                        answer = -1;
+                        answer = python_raises() ? 0 : -1;
                         break;
                     }
                     int found = PySequence_Contains(supported, mime);
                     Py_DECREF(mime);
-                    answer = found < 0 ? -1 : found;
+                    answer = found >= 0 ? found : python_raises() ? 0 : -1;
                 }
                 else if (type != text && type != image) {
                     answer = 0;

@@ -486,13 +486,18 @@ def history_array(
             return piece
 
     if cache is None:
-        return _cold_array(messages, options, values, head)
+        return _cold_array(messages, _plain_options(options, len(messages)), values, head)
     history = cache.encode_all(messages, options, encode)
     return wire_array(history, _piece(list(head)))
 
 
 def _plain_options(options: Mapping[int, Hashable], count: int) -> dict[int, Hashable]:
-    """Return the options of the messages ``0 … count-1`` as a plain ``dict`` (the C writer's)."""
+    """Return the options of the messages ``0 … count-1`` as a plain ``dict``.
+
+    Every build reads its options through this filter (a cached one through
+    :meth:`EncodeCache.encode_all`'s own), so a key that only equals an index (``1.0``) is
+    dropped by each alike, with or without the C writer.
+    """
     return {i: o for i, o in options.items() if isinstance(i, int) and 0 <= i < count}
 
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import gc
 import json
+import sys
 import tracemalloc
 from collections.abc import Iterator
 from contextlib import contextmanager
+from fractions import Fraction
 
 import pytest
 from hypothesis import given, settings
@@ -534,3 +536,388 @@ def test_the_portable_scan_escapes_as_the_sse2_scan_does(tmp_path):
     )
     run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True)
     assert run.stdout.split() == ["276", "0"]
+
+
+def test_a_one_message_write_allocates_for_that_message_only():
+    # A cached build writes each new message in a call of its own: a writer that started from
+    # a multi-megabyte buffer paid for it (allocating and freeing it) on every message.
+    messages = (Message.user("hi"),)
+    hooks = anthropic_encode._NATIVE.hooks
+    slow = slow_of(anthropic_encode)
+    speedups.anthropic_pieces(messages, 0, {}, slow, hooks)
+    tracemalloc.start()
+    try:
+        piece = speedups.anthropic_pieces(messages, 0, {}, slow, hooks)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert piece == b',{"role":"user","content":[{"type":"text","text":"hi"}]}'
+    assert peak < 64 * 1024
+
+
+def tampered_image(mime_type: str, base64: bytes) -> Image:
+    """An image whose fields were set past its checks (``object.__setattr__``)."""
+    image = Image(data=PNG, mime_type="image/png")
+    object.__setattr__(image, "mime_type", mime_type)
+    object.__setattr__(image, "_base64", base64)
+    return image
+
+
+@pytest.mark.parametrize("mime_type", ['image/"x"', "image/\u00e9", "image/\n", "image/png"])
+@pytest.mark.parametrize("base64", [b"QUJD", b'"\n\\\xff', b"\xc3\xa9"])
+@pytest.mark.parametrize("provider", ["anthropic", "openai-chat"])
+def test_an_image_url_whose_head_needs_escapes_is_escaped_whole_as_python_does(
+    provider, mime_type, base64
+):
+    # Chat's data URL is copied as is only when "data:<mime>;base64," needs no escape; else
+    # the Python encoder escapes the whole URL, base64 text included (data_url).
+    message = Message.assistant("look")
+    object.__setattr__(message, "content", (tampered_image(mime_type, base64),))
+    request = Request(model="m", messages=(Message.user("show me"), message))
+    for cache in (None, EncodeCache()):
+        built = get_provider(provider).build_body(request, cache=cache)
+        with pure_python():
+            assert built == get_provider(provider).build_body(request)
+
+
+class RaisingMessage(Message):
+    """A message whose role and content raise errors of different types when read."""
+
+    __slots__ = ()
+
+    @property  # type: ignore[override]
+    def role(self) -> str:
+        raise ValueError("role")
+
+    @property  # type: ignore[override]
+    def content(self) -> tuple[Text, ...]:
+        raise KeyError("content")
+
+
+def history_json(module, messages, cache=None, options=None):  # noqa: ANN001, ANN201
+    """The JSON of the array ``module`` writes for ``messages`` (a cold one is written here)."""
+    array = history_module.history_array(
+        messages, options or {}, module._message_values, cache, native=module._NATIVE
+    )
+    return jsonbytes.dumps([array])
+
+
+@pytest.mark.parametrize("module", [anthropic_encode, chat_encode])
+def test_a_message_whose_fields_raise_raises_the_python_encoders_error(module):
+    # Each encoder reads role and content in its own order (Anthropic: content first).
+    message = object.__new__(RaisingMessage)
+    errors = []
+    for native in (True, False):
+        saved = history_module._speedups
+        history_module._speedups = saved if native else None
+        try:
+            with pytest.raises((ValueError, KeyError)) as raised:
+                history_json(module, (message,))
+        finally:
+            history_module._speedups = saved
+        errors.append(type(raised.value))
+    assert errors[0] is errors[1]
+
+
+def unchecked(cls, **fields):  # noqa: ANN001, ANN003, ANN201 - any content class
+    """A content value whose fields were set past its checks; a field not given stays unset."""
+    value = object.__new__(cls)
+    for name, field_value in fields.items():
+        object.__setattr__(value, name, field_value)
+    return value
+
+
+def unchecked_message(role: str, *parts: object) -> Message:
+    message = Message.user("placeholder")
+    object.__setattr__(message, "role", role)
+    object.__setattr__(message, "content", parts)
+    return message
+
+
+MODULES = {"anthropic": anthropic_encode, "openai-chat": chat_encode}
+
+
+def build_error(provider: str, messages: tuple[Message, ...]) -> str:
+    """The type of the error writing ``messages`` raises, with and without the C writer."""
+    module = MODULES[provider]
+    names = []
+    for native in (True, False):
+        saved = history_module._speedups
+        history_module._speedups = saved if native else None
+        try:
+            with pytest.raises(Exception) as raised:  # noqa: PT011 - the type is compared
+                history_json(module, messages)
+        finally:
+            history_module._speedups = saved
+        names.append(type(raised.value).__name__)
+    assert names[0] == names[1]
+    return names[0]
+
+
+SURROGATE_ID = "\ud800" * 41  # rewritten by both providers; its rewrite raises (no UTF-8 form)
+
+
+@pytest.mark.parametrize(
+    ("provider", "parts", "error"),
+    [
+        # _block reads every field (and fails) before wire_id runs
+        ("anthropic", [unchecked(ToolCall, id=SURROGATE_ID, name="f")], "AttributeError"),
+        # _tool_call runs arguments_json before wire_id
+        (
+            "openai-chat",
+            [unchecked(ToolCall, id=SURROGATE_ID, name="f", arguments=None)],
+            "AttributeError",
+        ),
+        (
+            "openai-chat",
+            [unchecked(ToolCall, id=SURROGATE_ID, name="f", arguments="{}")],
+            "TypeError",
+        ),
+        # the parts in order: the tool call's error comes before the unreadable text's
+        (
+            "openai-chat",
+            [unchecked(ToolCall, id="c1", name="f", arguments="{}"), unchecked(Text)],
+            "TypeError",
+        ),
+    ],
+)
+def test_fields_set_past_their_checks_raise_the_python_encoders_error(provider, parts, error):
+    assert build_error(provider, (unchecked_message("assistant", *parts),)) == error
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai-chat"])
+def test_a_result_whose_text_cannot_be_read_raises_the_python_encoders_error(provider):
+    # _tool_message reads utf8_content before wire_id (_block: after; either way one error)
+    result = unchecked(ToolResult, call_id=SURROGATE_ID, content=b"r", is_error=False)
+    expected = "AttributeError" if provider == "openai-chat" else "UnicodeEncodeError"
+    assert build_error(provider, (unchecked_message("tool", result),)) == expected
+
+
+def test_a_first_index_past_the_largest_index_is_refused():
+    messages = (Message.user("a"), Message.user("b"))
+    slow = slow_of(anthropic_encode)
+    hooks = anthropic_encode._NATIVE.hooks
+    with pytest.raises(OverflowError, match="overflows"):
+        speedups.anthropic_pieces(messages, sys.maxsize - 1, {}, slow, hooks)
+    written = speedups.anthropic_pieces(messages, sys.maxsize - 2, {}, slow, hooks)
+    assert written.count(b'"role":"user"') == 2
+
+
+@pytest.mark.parametrize("key", [1, True, 1.0, Fraction(1)])
+def test_carried_data_under_a_key_that_only_equals_an_index_is_dropped_by_every_build(key):
+    # The Python cold build looked options up by index (1.0 == 1), the C writer and the cache
+    # kept int keys only: the same request gave two bodies.
+    messages = (Message.user("a"), Message.assistant("b"), Message.user("c"))
+    carry = {key: ('{"type":"thinking","thinking":"t","signature":"s"}',)}
+    request = Request(model="m", messages=messages)
+    p = get_provider("anthropic")
+    bodies = {
+        p.build_body(request, carry=carry),
+        p.build_body(request, carry=carry, cache=EncodeCache()),
+    }
+    with pure_python():
+        bodies.add(p.build_body(request, carry=carry))
+        bodies.add(p.build_body(request, carry=carry, cache=EncodeCache()))
+    assert len(bodies) == 1
+    assert (b'"thinking":"t"' in bodies.pop()) is isinstance(key, int)
+
+
+class StrSubclass(str):
+    """A ``str`` of the caller's own type."""
+
+
+class BytesSubclass(bytes):
+    """A ``bytes`` of the caller's own type."""
+
+
+class Unset:
+    """A field value that leaves the field unset."""
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET = Unset()
+ODD_VALUES = (
+    UNSET,
+    None,
+    0,
+    1,
+    True,
+    1.5,
+    (),
+    bytearray(b"{}"),
+    StrSubclass("c1"),
+    BytesSubclass(b"{}"),
+    "\ud800",
+    "\ud800" * 41,  # over both id limits: its rewrite raises
+)
+FIELD_TEXTS = (
+    "",
+    "a",
+    "c1",
+    "tool",
+    "x" * 41,
+    "x" * 300,
+    "id with space",
+    'é"\\\n\x00',
+    "\U0001f600",
+)
+FIELD_BYTES = (b"", b"r", b"{}", b'{"a": 1}', b'\xff"', b"  ", b"[1]", PNG)
+FIELDS: dict[type, dict[str, type]] = {
+    Text: {"text": str},
+    Image: {"mime_type": str, "data": bytes, "_base64": bytes},
+    ToolCall: {"id": str, "name": str, "arguments": bytes},
+    ToolResult: {
+        "call_id": str,
+        "tool_name": str,
+        "content": bytes,
+        "is_error": bool,
+        "_valid_utf8": bool,
+    },
+}
+
+
+def field_values(kind: type) -> st.SearchStrategy[object]:
+    if kind is str:
+        valid: st.SearchStrategy[object] = st.sampled_from(FIELD_TEXTS)
+    elif kind is bytes:
+        valid = st.sampled_from(FIELD_BYTES)
+    else:
+        valid = st.booleans()
+    return st.one_of(valid, valid, st.sampled_from(ODD_VALUES))
+
+
+# Recipes (plain values hypothesis can show), made into messages inside the test: a content
+# value whose fields are unset cannot be shown.
+content_recipes = st.one_of(
+    st.sampled_from(list(FIELDS)).flatmap(
+        lambda cls: st.tuples(
+            st.just(cls),
+            st.fixed_dictionaries({name: field_values(kind) for name, kind in FIELDS[cls].items()}),
+        )
+    ),
+    st.tuples(st.just(None), st.sampled_from([None, "text", (Text(text="x"),)])),
+)
+message_recipes = st.tuples(
+    st.sampled_from(["user", "assistant", "tool", StrSubclass("tool"), "system", 3, UNSET]),
+    st.lists(content_recipes, max_size=3),
+    st.booleans(),
+)
+
+
+def odd_message(recipe: tuple[object, list[tuple[type | None, object]], bool]) -> Message:
+    """The message of a recipe: role, content values (class and fields), content as a list."""
+    role, parts, as_list = recipe
+    content = [
+        value
+        if cls is None
+        else unchecked(cls, **{k: v for k, v in value.items() if v is not UNSET})
+        for cls, value in parts
+    ]
+    message = object.__new__(Message)
+    if role is not UNSET:
+        object.__setattr__(message, "role", role)
+    object.__setattr__(message, "content", content if as_list else tuple(content))
+    return message
+
+
+OPTIONS = (None, "5m", "1h", "x", StrSubclass("1h"), (None, ('{"type":"thinking"}',)))
+"""A message's encoding options: none, breakpoint TTLs (any other text is 5m), carried data."""
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai-chat"])
+@settings(max_examples=200, deadline=None)
+@given(recipe=message_recipes, option=st.sampled_from(OPTIONS))
+def test_any_field_values_give_the_python_encoders_bytes_or_error(provider, recipe, option):
+    """Content values set past their checks: the same bytes, or an error of the same type."""
+    module = MODULES[provider]
+    messages = (Message.user("before"), odd_message(recipe))
+    options = {1: option}
+
+    def outcome(native: bool, cache: EncodeCache | None) -> bytes | str:
+        saved = history_module._speedups
+        history_module._speedups = saved if native else None
+        try:
+            return history_json(module, messages, cache, options)
+        except Exception as exc:  # noqa: BLE001 - the type is compared
+            return type(exc).__name__
+        finally:
+            history_module._speedups = saved
+
+    assert outcome(True, None) == outcome(False, None)
+    assert outcome(True, EncodeCache()) == outcome(False, EncodeCache())
+
+
+@pytest.mark.parametrize("hook", ["wire_id", "arguments"])
+@pytest.mark.parametrize("returned", [5, b"{}", StrSubclass("c9"), None])
+def test_a_hook_returning_no_exact_str_leaves_the_message_to_the_python_encoder(hook, returned):
+    messages = tool_history("needs rewriting!", b"r")
+    call = ToolCall(id="needs rewriting!", name="f", arguments=b"no JSON")  # the hook decides
+    messages = (messages[0], Message.assistant(call), messages[2])
+    seen = []
+
+    def slow(index, message, option):
+        seen.append(index)
+        return b",{}"
+
+    hooks = hooks_of(anthropic_encode, **{hook: lambda value: returned})
+    written = speedups.anthropic_pieces(messages, 0, {}, slow, hooks)
+    assert seen == ([1, 2] if hook == "wire_id" else [1])
+    assert written.count(b",{}") == len(seen)
+
+
+class BytesPiece(bytes):
+    """A piece of a ``bytes`` subclass."""
+
+
+@pytest.mark.parametrize("piece", [BytesPiece(b",{}"), bytearray(b",{}"), memoryview(b",{}")])
+def test_a_piece_from_the_python_encoder_must_be_bytes(piece):
+    messages = (Message.user("a"),)
+    carried = {0: (None, ('{"type":"thinking"}',))}  # carried data: the Python encoder writes it
+    hooks = anthropic_encode._NATIVE.hooks
+    if isinstance(piece, bytes):
+        assert (
+            speedups.anthropic_pieces(messages, 0, carried, lambda i, m, o: piece, hooks) == b",{}"
+        )
+    else:
+        with pytest.raises(TypeError, match="not bytes"):
+            speedups.anthropic_pieces(messages, 0, carried, lambda i, m, o: piece, hooks)
+
+
+class ContentRaises(Message):
+    """A message whose content raises ``KeyError`` when read."""
+
+    __slots__ = ()
+
+    @property  # type: ignore[override]
+    def content(self) -> tuple[Text, ...]:
+        raise KeyError("content")
+
+
+class RoleRaises(Message):
+    """A message whose role raises ``ValueError`` when read."""
+
+    __slots__ = ()
+
+    @property  # type: ignore[override]
+    def role(self) -> str:
+        raise ValueError("role")
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai-chat"])
+def test_a_field_the_c_check_cannot_read_leaves_the_checks_to_python(provider):
+    # validate_pairing reads no user message's content: the later role's error is its error.
+    first = object.__new__(ContentRaises)
+    object.__setattr__(first, "role", "user")
+    second = object.__new__(RoleRaises)
+    object.__setattr__(second, "content", (Text(text="x"),))
+    request = Request(model="m", messages=(first, second))
+    for native in (True, False):
+        saved = history_module._speedups
+        history_module._speedups = saved if native else None
+        try:
+            with pytest.raises(ValueError, match="role"):
+                get_provider(provider).build_body(request)
+        finally:
+            history_module._speedups = saved

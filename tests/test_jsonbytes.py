@@ -155,6 +155,8 @@ def test_utf8_bytes_are_written_as_their_decoded_text_is(data):
     assert jsonbytes.dumps({"k": [jsonbytes.Utf8(data)]}) == b'{"k":[' + str_path(data) + b"]}"
 
 
+@pytest.mark.full_count
+@settings(max_examples=examples(full=2000, sample=400))
 @given(st.binary(max_size=300))
 def test_plain_utf8_is_copied_as_it_is(data):
     text = base64.b64encode(data)

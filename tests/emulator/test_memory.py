@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmcore import jsonbytes
@@ -22,6 +22,7 @@ from llmcore.emulator.store import (
 )
 from llmcore.tokens import common_prefix_len
 from tests.emulator.helpers import RESPONSES_TOOLS, SONNET, ephemeral, text_block
+from tests.examples import examples
 
 KEY = KEY_ENTRY_BYTES + 32  # one Anthropic entry with a SHA-256 key
 TTL = 300.0
@@ -208,6 +209,8 @@ def _naive_prefix(a: bytes, b: bytes) -> int:
     return n
 
 
+@pytest.mark.full_count
+@settings(max_examples=examples(full=2000, sample=400))
 @given(st.binary(max_size=600), st.binary(max_size=40), st.binary(max_size=40))
 def test_common_prefix_len_matches_a_byte_by_byte_scan(shared: bytes, a: bytes, b: bytes) -> None:
     left, right = shared * 3 + a, shared * 3 + b  # long shared runs cross the doubling windows

@@ -94,7 +94,7 @@ def test_any_text_is_escaped_as_encode_str_escapes_it(text):
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 @pytest.mark.full_count
-@settings(max_examples=examples(full=600, sample=50), deadline=None)
+@settings(max_examples=examples(full=600, sample=30), deadline=None)
 @given(data=st.data())
 def test_bodies_written_in_c_are_the_bodies_written_in_python(provider, data):
     """Cold builds, cached builds step by step, carried data and every cache mode."""
@@ -373,7 +373,7 @@ def json_texts(draw: st.DrawFn) -> bytes:
 
 
 @pytest.mark.full_count
-@settings(max_examples=examples(full=5000, sample=200))
+@settings(max_examples=examples(full=5000, sample=120))
 @given(json_texts())
 def test_arguments_c_sends_verbatim_are_json_objects_by_the_python_rule(data):
     if speedups.is_object(data):
@@ -381,7 +381,7 @@ def test_arguments_c_sends_verbatim_are_json_objects_by_the_python_rule(data):
 
 
 @pytest.mark.full_count
-@settings(max_examples=examples(full=2000, sample=80))
+@settings(max_examples=examples(full=2000, sample=50))
 @given(st.dictionaries(st.text(max_size=6), _JSON_VALUES, max_size=5))
 def test_ascii_json_objects_are_recognised_without_asking_python(value):
     data = json.dumps(value).encode("ascii")  # ASCII, shallow, short numbers
@@ -447,7 +447,7 @@ def python_check(messages: tuple[Message, ...], resume: int, known: int) -> str 
 
 
 @pytest.mark.full_count
-@settings(max_examples=examples(full=10000, sample=300))
+@settings(max_examples=examples(full=10000, sample=150))
 @given(st.lists(_ANY_MESSAGE, max_size=8).map(tuple), st.data())
 def test_a_history_c_passes_passes_the_python_checks(messages, data):
     known = data.draw(st.integers(0, len(messages)), label="known")
@@ -460,7 +460,7 @@ def test_a_history_c_passes_passes_the_python_checks(messages, data):
 
 
 @pytest.mark.parametrize("provider", ["anthropic", "openai-chat"])
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(data=st.data())
 def test_valid_conversations_pass_the_c_check(provider, data):
     conversation = data.draw(conversations(provider), label="conversation")
@@ -826,8 +826,9 @@ OPTIONS = (None, "5m", "1h", "x", StrSubclass("1h"), (None, ('{"type":"thinking"
 """A message's encoding options: none, breakpoint TTLs (any other text is 5m), carried data."""
 
 
+@pytest.mark.full_count
 @pytest.mark.parametrize("provider", ["anthropic", "openai-chat"])
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(full=6000, sample=100), deadline=None)
 @given(recipe=message_recipes, option=st.sampled_from(OPTIONS))
 def test_any_field_values_give_the_python_encoders_bytes_or_error(provider, recipe, option):
     """Content values set past their checks: the same bytes, or an error of the same type."""

@@ -14,6 +14,7 @@ from llmcore.errors import SessionIdError
 from llmcore.session import ProjectPaths, check_session_id, safe_relative
 from llmcore.session.drift import build_manifest, detect_drift, file_sha256
 from llmcore.session.paths import config_root, project_dir_name
+from tests.examples import examples
 
 ID = re.compile(r"^[a-f0-9]{12}$")
 
@@ -57,6 +58,8 @@ def test_config_root_is_platformdirs_or_the_override(tmp_path, monkeypatch):
         config_root("../up")
 
 
+@pytest.mark.full_count
+@settings(max_examples=examples(full=2000, sample=400))
 @given(st.lists(st.sampled_from(["a", "..", ".", "/", "b", "\\", "C:", "\x00"]), max_size=6))
 def test_safe_relative_never_keeps_dotdot_or_absolute(parts):
     path = "".join(p if p in ("/",) else p + "/" for p in parts).rstrip("/")

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmcore.session import PATTERNS, find_secrets, scrub, scrub_text
+from tests.examples import examples
 
 SAMPLES = {
     "private-key": "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nIBAAK\n-----END RSA PRIVATE KEY-----",
@@ -81,6 +82,8 @@ def test_scrub_walks_keys_values_and_lists():
     }
 
 
+@pytest.mark.full_count
+@settings(max_examples=examples(full=2000, sample=400))
 @given(
     st.lists(
         st.sampled_from([*SAMPLES.values(), " ", "text", "=", ":", '"', "\n", "key"]), max_size=8

@@ -114,6 +114,7 @@ def _mark_last_part(wire: list[dict[str, Any]], ttl: CacheTtl) -> None:
 
 
 def _message_values(index: int, message: Message, option: Hashable) -> list[dict[str, Any]]:
+    """Chat's wire messages, the last content part marked when ``option`` (a TTL) is given."""
     wire = openai_chat.wire_messages(message)
     if option is not None:
         _mark_last_part(wire, "1h" if option == "1h" else "5m")
@@ -144,7 +145,9 @@ class OpenRouterProvider(ResponseMethods):
         if system is not None and mode == "breakpoints":
             _mark_last_part([system], ttl)
         options = breakpoint_options(request) if mode == "breakpoints" else {}
-        messages = openai_chat.messages_array(request, options, _message_values, cache, system)
+        messages = openai_chat.messages_array(
+            request, options, _message_values, cache, system, unmarked_as_chat=True
+        )
         body = openai_chat.body_fields(request, messages)
         if mode == "automatic":
             body["cache_control"] = cache_control(ttl)

@@ -922,3 +922,27 @@ def test_a_field_the_c_check_cannot_read_leaves_the_checks_to_python(provider):
                 get_provider(provider).build_body(request)
         finally:
             history_module._speedups = saved
+
+
+@pytest.mark.parametrize("mode", ["breakpoints", "automatic"])
+def test_openrouter_messages_without_a_marker_are_written_in_c(monkeypatch, mode):
+    from llmcore.providers import openrouter
+
+    written_in_python = []
+    python_values = openrouter._message_values
+
+    def counted(index, message, option):
+        written_in_python.append(index)
+        return python_values(index, message, option)
+
+    monkeypatch.setattr(openrouter, "_message_values", counted)
+    messages = (*tool_history("c1", b"r"), Message.assistant("done"), Message.user("next"))
+    request = Request(
+        model="anthropic/claude-sonnet-4.5", messages=messages, params=Params(cache_mode=mode)
+    )
+    built = get_provider("openrouter").build_body(request)
+    marked = [2, 4] if mode == "breakpoints" else []  # before the last assistant; the newest
+    assert written_in_python == marked
+    with pure_python():
+        assert built == get_provider("openrouter").build_body(request)
+    assert built.count(b"cache_control") == (2 if mode == "breakpoints" else 1)

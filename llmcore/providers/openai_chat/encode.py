@@ -189,8 +189,8 @@ _NATIVE: Final = NativePieces(
         jsonbytes.dumps(_text_part(TOOL_ERROR_TEXT)),
     ),
 )
-"""Chat's own :func:`_message_values` written in C (OpenRouter's, which adds cache markers, is
-not)."""
+"""Chat's own :func:`_message_values` written in C; OpenRouter's messages without a cache marker
+too (:func:`messages_array`)."""
 
 
 def system_message(request: Request) -> dict[str, Any] | None:
@@ -205,6 +205,8 @@ def messages_array(
     values: MessageValues,
     cache: EncodeCache | None,
     system: dict[str, Any] | None = None,
+    *,
+    unmarked_as_chat: bool = False,
 ) -> jsonbytes.RawArray:
     """Return the ``messages`` array: ``system`` (default :func:`system_message`), then history.
 
@@ -214,11 +216,14 @@ def messages_array(
         values: Returns a message's wire messages (:func:`wire_messages`, or OpenRouter's).
         cache: The conversation's encode cache, or ``None``.
         system: The system message to send in place of :func:`system_message`'s.
+        unmarked_as_chat: ``values`` writes a message without an option exactly as
+            :func:`wire_messages` does (OpenRouter's adds only cache markers), so the C writer
+            writes those messages and ``values`` the marked ones.
     """
     if system is None:
         system = system_message(request)
     head = [system] if system is not None else []
-    native = _NATIVE if values is _message_values else None
+    native = _NATIVE if values is _message_values or unmarked_as_chat else None
     return history_array(request.messages, options, values, cache, head, native)
 
 

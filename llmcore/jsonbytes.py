@@ -201,9 +201,9 @@ class _Pieces(list[Any]):
         super().__init__()
         self.marks: list[int] = []
         """The indexes of the pieces that are lists of bytes (or views), in order."""
-        self.around: RawArray | None = None
-        """The array written around the rest of the output (:meth:`RawArray.written_around`);
-        its place is the piece :data:`_AROUND`."""
+        self.around: Callable[[bytes, bytes], bytes] | None = None
+        """The writer of the array written around the rest of the output
+        (:meth:`RawArray.written_around`); its place is the piece :data:`_AROUND`."""
 
     def add_bytes(self, pieces: list[bytes | memoryview]) -> None:
         """Append bytes pieces that are copied into the output as they are."""
@@ -341,7 +341,7 @@ def _write_other(value: Any, out: _Pieces) -> None:
             out.add_bytes(value.pieces)
             out.append("]")
         elif out.around is None:
-            out.around = value
+            out.around = value.around
             out.add_bytes([_AROUND])
         else:
             out.add_bytes([value.around(b"", b"")])
@@ -503,9 +503,9 @@ def _finish(out: _Pieces) -> bytes:
         start = index + 1
     if start < len(out):
         parts.append(_encode("".join(out[start:])))
-    if out.around is not None and out.around.around is not None:
+    if out.around is not None:
         at = next(i for i, part in enumerate(parts) if part is _AROUND)
-        return out.around.around(b"".join(parts[:at]), b"".join(parts[at + 1 :]))
+        return out.around(b"".join(parts[:at]), b"".join(parts[at + 1 :]))
     return b"".join(parts)
 
 

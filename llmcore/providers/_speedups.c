@@ -674,22 +674,19 @@ w_result_text(Writer *w, const ResultFields *r)
     return w_string(w, PyBytes_AS_STRING(r->text), PyBytes_GET_SIZE(r->text));
 }
 
-/* Write a bytes attribute with fn: an image's base64 (ASCII letters, digits, + / =: nothing to
-   escape) as it is. */
+/* Write an image's base64 (ASCII letters, digits, + / =: nothing to escape) as it is. */
 static int
-w_bytes_attr(Writer *w, PyObject *part, PyObject *name, Utf8Fn fn)
+w_base64(Writer *w, PyObject *part)
 {
     int result;
-    PyObject *data = bytes_attr(part, name, &result);
+    PyObject *data = bytes_attr(part, s_base64, &result);
     if (data == NULL) {
         return result;
     }
-    result = fn(w, PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data));
+    result = w_write(w, PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data));
     Py_DECREF(data);
     return result;
 }
-
-#define w_base64(w, part) w_bytes_attr((w), (part), s_base64, w_write)
 
 /* A Text part's text when it is sent (non-empty), NULL with *result 0 when it is not. */
 static PyObject *

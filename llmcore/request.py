@@ -22,15 +22,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from itertools import repeat
-from typing import Any, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 from llmcore import jsonbytes
 from llmcore.errors import InvalidRequestError
+from llmcore.jsonbytes import integer_size
 from llmcore.messages import Message, clean_text
 
 __all__ = [
     "CacheMode",
     "CacheTtl",
+    "MAX_JSON_INTEGER",
     "Params",
     "Request",
     "Tool",
@@ -173,22 +175,47 @@ def _json_text(value: object, at: str, *, need_object: bool = False) -> str:
     return text
 
 
+MAX_JSON_INTEGER: Final = 2**53 - 1
+"""Largest integer ``maxTokens`` may be: 9,007,199,254,740,991. RFC 8259 §6: "numbers that are
+integers and are in the range [-(2**53)+1, (2**53)-1] are interoperable in the sense that
+implementations will agree exactly on their numeric values" (read 2026-12-02); a provider
+reading a larger one may read another value or refuse the body."""
+
+
 def _check_max_tokens(value: object) -> None:
+    at = "params.maxTokens"
     if isinstance(value, bool) or not isinstance(value, int):
         kind = type(value).__name__
-        raise InvalidRequestError(f"expected an int, not {kind}", location="params.maxTokens")
+        raise InvalidRequestError(f"expected an int, not {kind}", location=at)
     if value < 1:
-        raise InvalidRequestError(f"must be at least 1, not {value}", location="params.maxTokens")
+        shown = integer_size(value) if value < -MAX_JSON_INTEGER else str(value)
+        raise InvalidRequestError(f"must be at least 1, not {shown}", location=at)
+    if value > MAX_JSON_INTEGER:
+        raise InvalidRequestError(
+            f"{integer_size(value)} is over {MAX_JSON_INTEGER:,}, the largest integer JSON "
+            "readers agree on (RFC 8259 §6)",
+            location=at,
+        )
 
 
 def _check_number(value: object, at: str) -> None:
     # Ranges are the provider's to enforce: they differ (Anthropic temperature <= 1, OpenAI <= 2)
-    # and recorded bodies hold values outside them. Only values with no JSON form are refused.
+    # and recorded bodies hold values outside them. Only values with no JSON form are refused,
+    # and integers no JSON number reader (IEEE 754 binary64, RFC 8259 §6) can hold.
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise InvalidRequestError(f"expected a number, not {type(value).__name__}", location=at)
-    if not math.isfinite(value):
+    if isinstance(value, int):
+        try:
+            float(value)
+        except OverflowError:
+            raise InvalidRequestError(
+                f"{integer_size(value)} is too large for a JSON number (IEEE 754 binary64 "
+                "holds at most about 1.8e308, RFC 8259 §6)",
+                location=at,
+            ) from None
+    elif not math.isfinite(value):
         raise InvalidRequestError(f"{value!r} is not a finite number", location=at)
 
 

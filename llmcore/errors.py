@@ -10,6 +10,7 @@ streams)::
     │   ├── InvalidRequestError    a request cannot be built (pairing, unknown tool choice, …)
     │   ├── RequestFileError       a request file or recorded body is malformed (file, key, index)
     │   ├── UnsupportedContentError  content outside the four cases (documents, server tools, …)
+    │   ├── FileRefusedError   a file is not a regular file, too large or hard-linked (also OSError)
     │   └── UnknownProviderError   no provider is registered under that name
     ├── EncodingError              a value cannot be written as JSON (NaN, lone surrogate, …)
     ├── ArchiveError               the conversation archive cannot be read or written
@@ -49,6 +50,7 @@ __all__ = [
     "BackendNotFoundError",
     "BackendStreamError",
     "EncodingError",
+    "FileRefusedError",
     "InvalidMessageError",
     "InvalidRequestError",
     "LLMCoreError",
@@ -126,6 +128,31 @@ class UnsupportedContentError(UserError):
     def __init__(self, feature: str, message: str, *, location: str | None = None) -> None:
         self.feature = feature
         super().__init__(message, location=location)
+
+
+class FileRefusedError(UserError, OSError):
+    """A file was refused before its bytes were read or written (:mod:`llmcore.safeio`).
+
+    It is not a regular file (a FIFO, a device, a socket, a folder), it is larger than the
+    limit for its kind, or (where links matter) another hard link to it exists. ``location``
+    is the path. It is also an :class:`OSError` (``errno``, ``strerror`` = the message,
+    ``filename`` = the path), so code that handles an unreadable file handles it too.
+
+    Args:
+        message: What is wrong with the file, e.g. ``"is a FIFO (named pipe)"``.
+        location: The path.
+        code: The ``errno`` it stands for (``EINVAL``, ``EFBIG``, ``EMLINK``).
+    """
+
+    def __init__(self, message: str, *, location: str, code: int) -> None:
+        super().__init__(message, location=location)
+        self.errno = code
+        self.strerror = message
+        self.filename = location
+
+    def __str__(self) -> str:
+        """Return ``"<path>: <message>"`` (not :class:`OSError`'s ``[Errno N] …``)."""
+        return f"{self.location}: {self.message}"
 
 
 class UnknownProviderError(UserError):

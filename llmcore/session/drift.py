@@ -11,69 +11,92 @@ Safety (S6): a path is checked by :func:`~llmcore.session.paths.safe_relative` b
 (absolute paths and ``..`` are skipped and reported as skipped); the file is then opened one
 component at a time from the workspace folder with ``O_NOFOLLOW`` (``openat``), so no symlink
 is ever followed — a file or folder replaced by a symlink reads as deleted — and nothing
-outside the workspace is read.
+outside the workspace is read. A tracked file is hashed in a stream (constant memory); a FIFO,
+device or socket in its place reads as deleted and is never opened (:mod:`llmcore.safeio`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
-import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Final
 
+from llmcore.safeio import read_regular, sha256_regular
+
 from .paths import safe_relative
 
-__all__ = ["Drift", "build_manifest", "detect_drift", "file_sha256", "read_inside"]
+__all__ = ["Drift", "build_manifest", "detect_drift", "file_sha256", "open_folder", "read_inside"]
 
 _NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY: Final = getattr(os, "O_DIRECTORY", 0)
-_CHUNK: Final = 1 << 20
+_FOLDER_FLAGS: Final = os.O_RDONLY | os.O_CLOEXEC | _NOFOLLOW | _DIRECTORY
 
 
-def read_inside(workspace: Path, relative: PurePosixPath) -> bytes | None:
-    """Return the bytes of regular file ``workspace/relative``, never following a symlink.
+def open_folder(workspace: Path, parts: tuple[str, ...]) -> int:
+    """Open folder ``workspace/<parts…>`` one component at a time, following no symlink.
 
-    Returns ``None`` when any component is missing, is a symlink, or is not a folder (last: not
-    a regular file), or cannot be read.
+    Returns:
+        The folder's descriptor (the caller closes it).
+
+    Raises:
+        OSError: A component is missing, a symlink (``ELOOP``) or not a folder (``ENOTDIR``).
+        ValueError: A component holds a NUL or cannot be encoded (a lone surrogate).
     """
-    flags = os.O_RDONLY | os.O_CLOEXEC | _NOFOLLOW
+    folder = os.open(workspace, _FOLDER_FLAGS)
     try:
-        folder = os.open(workspace, flags | _DIRECTORY)
-    except OSError:
-        return None
-    try:
-        for part in relative.parts[:-1]:
-            inner = os.open(part, flags | _DIRECTORY, dir_fd=folder)
+        for part in parts:
+            inner = os.open(part, _FOLDER_FLAGS, dir_fd=folder)
             os.close(folder)
             folder = inner
-        fd = os.open(relative.parts[-1], flags | os.O_NONBLOCK, dir_fd=folder)
-    except OSError:
-        return None
+    except BaseException:
+        os.close(folder)
+        raise
+    return folder
+
+
+def read_inside(workspace: Path, relative: PurePosixPath, *, limit: int) -> bytes:
+    """Return the bytes of regular file ``workspace/relative``, never following a symlink.
+
+    The file is read by :func:`llmcore.safeio.read_regular` with ``single_link``: a FIFO,
+    device or socket is refused without being opened, a file over ``limit`` bytes before any
+    byte is read, and a file with another hard link (which may be outside the workspace).
+
+    Raises:
+        FileRefusedError: Not a regular file, over ``limit``, or hard-linked.
+        OSError: A component is missing, a symlink, not a folder, or unreadable.
+        ValueError: A component holds a NUL or cannot be encoded.
+    """
+    folder = open_folder(workspace, relative.parts[:-1])
+    try:
+        return read_regular(
+            relative.parts[-1], limit=limit, dir_fd=folder, name=str(relative), single_link=True
+        )
     finally:
         os.close(folder)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        chunks = []
-        while chunk := os.read(fd, _CHUNK):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def file_sha256(workspace: Path, path: str) -> str | None:
-    """Return the SHA-256 hex of workspace file ``path``, or ``None`` (unsafe, missing, link)."""
+    """Return the SHA-256 hex of workspace file ``path``, or ``None`` (unsafe, missing, link).
+
+    The file is hashed in 1 MiB chunks (:func:`llmcore.safeio.sha256_regular`): memory stays
+    constant whatever its size. A FIFO, device or socket is ``None`` without being opened. A
+    hard-linked file is hashed: only its digest is kept, never its bytes, and it is not written.
+    """
     relative = safe_relative(path)
     if relative is None:
         return None
-    data = read_inside(workspace, relative)
-    return None if data is None else hashlib.sha256(data).hexdigest()
+    try:
+        folder = open_folder(workspace, relative.parts[:-1])
+    except (OSError, ValueError):
+        return None
+    try:
+        return sha256_regular(relative.parts[-1], dir_fd=folder, name=str(relative))
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(folder)
 
 
 def build_manifest(workspace: Path, paths: Iterable[str]) -> dict[str, str]:

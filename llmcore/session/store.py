@@ -40,6 +40,7 @@ from llmcore.archive.lock import (
     folder_lock,
 )
 from llmcore.errors import SessionConflictError, SessionReadError, SessionWriteError
+from llmcore.safeio import MAX_FILE, read_regular
 
 from .paths import ProjectPaths, check_session_id
 from .record import SessionRecord, decode_record, encode_record
@@ -47,6 +48,7 @@ from .record import SessionRecord, decode_record, encode_record
 __all__ = [
     "FILE_MODE",
     "FOLDER_MODE",
+    "MAX_POINTER",
     "NO_FILE",
     "Loaded",
     "SessionStore",
@@ -61,26 +63,26 @@ FOLDER_MODE: Final = 0o700
 """Mode of every folder the session layer creates."""
 NO_FILE: Final = "none"
 """The base of a session that has no file on disk yet."""
+MAX_POINTER: Final = 4096
+"""Largest pointer file ``active_<pid>.json`` read (it holds ``{"session_id": …}``, 31 bytes)."""
 _NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
 
 
-def read_nofollow(path: Path) -> bytes | None:
+def read_nofollow(path: Path, *, limit: int = MAX_FILE) -> bytes | None:
     """Return the bytes of regular file ``path`` (no symlink followed), ``None`` if missing.
 
+    Read by :func:`llmcore.safeio.read_regular`: a FIFO, device or socket is refused without
+    being opened, a file over ``limit`` bytes (default :data:`~llmcore.safeio.MAX_FILE`,
+    64 MiB) before any byte is read.
+
     Raises:
+        FileRefusedError: Not a regular file, or over ``limit`` (an ``OSError`` too).
         OSError: Any failure but a missing file (``ELOOP`` for a symlink).
     """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | _NOFOLLOW | os.O_NONBLOCK)
+        return read_regular(path, limit=limit)
     except FileNotFoundError:
         return None
-    try:
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
 
 
 def ensure_folder(path: Path) -> None:
@@ -241,7 +243,7 @@ class SessionStore:
         """
         path = self.paths.pointer_file(pid)
         try:
-            data = read_nofollow(path)
+            data = read_nofollow(path, limit=MAX_POINTER)
             obj = None if data is None else jsonbytes.loads(data)
         except (OSError, ValueError) as exc:
             raise SessionReadError("the pointer cannot be read", location=str(path)) from exc

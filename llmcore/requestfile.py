@@ -21,7 +21,6 @@ above, indented by two spaces.
 
 from __future__ import annotations
 
-import stat
 from pathlib import Path
 from typing import Any, Final
 
@@ -103,12 +102,15 @@ def parse_json_bytes(raw: bytes, name: str) -> Any:
 
 
 def _read_regular(path: Path) -> bytes:
+    """The bytes of request file ``path`` (:func:`llmcore.safeio.read_regular`, symlinks followed).
+
+    A FIFO, device, socket or folder is refused without being read, and a file over
+    :data:`~llmcore.safeio.MAX_FILE` (64 MiB) before any byte is read.
+    """
+    from llmcore.safeio import MAX_FILE, read_regular
+
     try:
-        mode = path.stat().st_mode
-        if not stat.S_ISREG(mode):
-            kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
-            raise RequestFileError(f"cannot read the file (it is {kind})", location=str(path))
-        return path.read_bytes()
+        return read_regular(path, limit=MAX_FILE, follow_symlinks=True)
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise RequestFileError(f"cannot read the file ({reason})", location=str(path)) from None

@@ -161,6 +161,7 @@ def read_regular(
             limit=limit,
             name=where,
             what="it grew past the {limit:,}-byte limit while it was read",
+            expected=info.st_size,
         )
     finally:
         os.close(fd)
@@ -176,12 +177,14 @@ def read_stream_at_most(
     limit: int,
     name: str,
     what: str = "it holds more than the {limit:,}-byte limit",
+    expected: int = _CHUNK,
 ) -> bytes:
     """Return what ``read(n)`` gives until it gives ``b""``, refusing more than ``limit`` bytes.
 
     For a stream that has no size (standard input) and for a file after its size was checked:
-    at most ``limit + 1`` bytes are read. ``what`` is the refusal's message (``{limit}`` is
-    filled in).
+    at most ``limit + 1`` bytes are read, the first ``read`` asking for ``expected + 1`` (a
+    file's size: one call reads it and a second sees its end), the later ones 1 MiB each.
+    ``what`` is the refusal's message (``{limit}`` is filled in).
 
     Raises:
         FileRefusedError: More than ``limit`` bytes came.
@@ -189,9 +192,11 @@ def read_stream_at_most(
     """
     chunks = []
     left = limit + 1
-    while left > 0 and (chunk := read(min(left, 16 * _CHUNK))):
+    size = expected + 1
+    while left > 0 and (chunk := read(min(left, size))):
         chunks.append(chunk)
         left -= len(chunk)
+        size = _CHUNK
     if left <= 0:
         raise _too_large(what.format(limit=limit), name)
     return b"".join(chunks)

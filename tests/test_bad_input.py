@@ -471,7 +471,7 @@ def test_import_with_duplicate_tool_names_is_a_request_file_error():
 
 
 def test_read_json_file_refuses_a_directory_and_bad_paths(tmp_path):
-    with pytest.raises(RequestFileError, match="it is a directory"):
+    with pytest.raises(RequestFileError, match="it is a folder, not a regular file"):
         read_json_file(tmp_path)
     with pytest.raises(RequestFileError, match="expected a path"):
         load_request_file(None)  # type: ignore[arg-type]

@@ -17,6 +17,8 @@ import stat
 from pathlib import Path
 from typing import Final
 
+from llmcore.safeio import MAX_FILE, read_regular
+
 __all__ = ["MUTATING", "FileSystem"]
 
 MUTATING: Final = frozenset(
@@ -42,13 +44,17 @@ class FileSystem:
     # -- reading (never changes the disk)
 
     def read_bytes(self, path: Path) -> bytes:
-        """Return the whole file at ``path`` (following no symlink at the last component)."""
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-        try:
-            with os.fdopen(fd, "rb", closefd=False) as handle:
-                return handle.read()
-        finally:
-            os.close(fd)
+        """Return the whole regular file at ``path`` (following no symlink at the last component).
+
+        Read by :func:`llmcore.safeio.read_regular`: a FIFO, device or socket is refused
+        without being opened, and a file over :data:`~llmcore.safeio.MAX_FILE` (64 MiB) before
+        any byte is read.
+
+        Raises:
+            FileRefusedError: Not a regular file, or over the limit (an ``OSError`` too).
+            OSError: Missing, a symlink (``ELOOP``), unreadable.
+        """
+        return read_regular(path, limit=MAX_FILE)
 
     def lstat(self, path: Path) -> os.stat_result | None:
         """Return ``os.lstat(path)``, or ``None`` if nothing is there (or a parent is a file)."""

@@ -91,6 +91,7 @@ from llmcore.errors import (
     ArchiveWriteError,
 )
 from llmcore.messages import Image, Message, Text
+from llmcore.safeio import file_kind
 
 from .codec import UNREAD, FragmentCache, Unread, decode, encode
 from .conversation import UNBOUND, UNKNOWN, Conversation
@@ -619,8 +620,10 @@ class ArchiveStore:
             raise self._refuse(
                 "conversation.json is a symbolic link; llmcore neither follows nor replaces links"
             )
-        kind = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file"
-        raise self._refuse(f"conversation.json is {kind} llmcore did not create")
+        raise self._refuse(
+            f"conversation.json is {file_kind(info.st_mode)} llmcore did not create; "
+            "llmcore replaces only a regular file"
+        )
 
     def _check_images_dir(self) -> None:
         """Refuse an archive with images when ``images`` is not a real folder (not followed)."""

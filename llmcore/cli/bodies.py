@@ -88,11 +88,13 @@ def _is_stdin(path: Path) -> bool:
 
 
 def _read_stdin() -> bytes:
-    """All of standard input's bytes; a failed read is a one-line error."""
+    """All of standard input's bytes (at most 64 MiB); a failed read is a one-line error."""
+    from llmcore.safeio import MAX_FILE, read_stream_at_most
+
     if sys.stdin is None:  # started with standard input closed (`<&-`)
         raise RequestFileError("cannot read (standard input is closed)", location=_STDIN)
     try:
-        return sys.stdin.buffer.read()
+        return read_stream_at_most(sys.stdin.buffer.read, limit=MAX_FILE, name=_STDIN)
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise RequestFileError(f"cannot read ({reason})", location=_STDIN) from None

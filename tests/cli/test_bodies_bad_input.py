@@ -166,7 +166,7 @@ def test_import_with_lone_surrogates_writes_replacement_characters(tmp_path):
 
 def test_a_directory_is_refused(tmp_path):
     code, _, err = _run("body", str(tmp_path), "-p", "anthropic")
-    assert "it is a directory" in _one_line_error(code, err)
+    assert "it is a folder, not a regular file" in _one_line_error(code, err)
 
 
 def _cli(*args: str, stdout: object = subprocess.PIPE) -> subprocess.CompletedProcess[bytes]:
@@ -187,7 +187,7 @@ def test_a_fifo_is_refused_without_blocking(tmp_path, command):
     assert done.returncode == 2
     assert (
         done.stderr.decode()
-        == f"llmcore: {fifo}: cannot read the file (it is not a regular file)\n"
+        == f"llmcore: {fifo}: cannot read the file (it is a FIFO (named pipe), not a regular file)\n"
     )
 
 

@@ -55,9 +55,7 @@ def runner():
     return Runner(provider="anthropic", model="claude-sonnet-4-5", transport=Replies())
 
 
-def test_a_session_file_over_the_limit_is_refused_at_start_up_without_being_read(
-    terminal, saved
-):
+def test_a_session_file_over_the_limit_is_refused_at_start_up_without_being_read(terminal, saved):
     path, old_id = saved
     make_sparse(path, MAX_FILE + 1)
     terminal.said.clear()
@@ -71,9 +69,7 @@ def test_a_session_file_over_the_limit_is_refused_at_start_up_without_being_read
 
 
 @pytest.mark.parametrize("kind", ["fifo", "device"])
-def test_a_fifo_or_device_in_place_of_the_session_file_is_refused_unopened(
-    terminal, saved, kind
-):
+def test_a_fifo_or_device_in_place_of_the_session_file_is_refused_unopened(terminal, saved, kind):
     path, old_id = saved
     path.unlink()
     if kind == "fifo":

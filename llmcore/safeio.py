@@ -16,7 +16,8 @@ and its images — is read here, by one rule:
 4. Where the file's identity matters (the workspace tools), refuse a regular file with more than
    one hard link (``st_nlink > 1``): another name for it may be outside the workspace.
 
-:func:`sha256_regular` hashes such a file in 1 MiB chunks (constant memory, no size limit).
+:func:`sha256_regular` hashes such a file in 1 MiB chunks (constant memory); one over
+:data:`MAX_HASHED` by its size, time and ends (constant time).
 
 It leaves out writing (each writer renames a temporary file in the same folder over its
 target) and the folder walks (:mod:`llmcore.session.drift` opens each folder with ``openat``).
@@ -36,6 +37,7 @@ from llmcore.errors import FileRefusedError
 
 __all__ = [
     "MAX_FILE",
+    "MAX_HASHED",
     "file_kind",
     "open_regular",
     "read_regular",
@@ -202,19 +204,33 @@ def read_stream_at_most(
     return b"".join(chunks)
 
 
+MAX_HASHED: Final = MAX_FILE
+"""Largest file :func:`sha256_regular` hashes whole (64 MiB, about 0.1 s); a larger one is
+hashed by its size, modification time and first and last MiB instead (constant time)."""
+
+
 def sha256_regular(path: PathArg, *, dir_fd: int | None = None, name: str | None = None) -> str:
     """Return the SHA-256 hex of regular file ``path``, read in 1 MiB chunks (constant memory).
+
+    A file over :data:`MAX_HASHED` bytes is not read whole: the digest is of its size, its
+    modification time (ns) and its first and last MiB, so a tracked 3 GiB file costs two
+    reads. A change that keeps all three is not seen; a ``touch`` alone is seen as a change.
 
     Raises:
         FileRefusedError: Not a regular file (not opened).
         OSError: Missing, a symlink (``ELOOP``), unreadable.
         ValueError: The path holds a NUL or cannot be encoded.
     """
-    fd, _ = open_regular(path, dir_fd=dir_fd, name=name)
+    fd, info = open_regular(path, dir_fd=dir_fd, name=name)
     digest = hashlib.sha256()
     try:
-        while chunk := os.read(fd, _CHUNK):
-            digest.update(chunk)
+        if info.st_size > MAX_HASHED:
+            digest.update(f"llmcore large file {info.st_size} {info.st_mtime_ns}\n".encode())
+            digest.update(os.pread(fd, _CHUNK, 0))
+            digest.update(os.pread(fd, _CHUNK, info.st_size - _CHUNK))
+        else:
+            while chunk := os.read(fd, _CHUNK):
+                digest.update(chunk)
     finally:
         os.close(fd)
     return digest.hexdigest()

@@ -11,7 +11,13 @@ from pathlib import Path
 import pytest
 
 from llmcore.errors import FileRefusedError, LLMCoreError, UserError
-from llmcore.safeio import MAX_FILE, read_regular, read_stream_at_most, sha256_regular
+from llmcore.safeio import (
+    MAX_FILE,
+    MAX_HASHED,
+    read_regular,
+    read_stream_at_most,
+    sha256_regular,
+)
 from tests.special_files import finishes, make_fifo, make_null_device, make_sparse, unix_socket
 
 
@@ -131,3 +137,25 @@ def test_a_stream_is_read_to_at_most_limit_plus_one():
     rest = iter([b"ab", b""])
     assert read_stream_at_most(lambda n: next(rest), limit=5, name="x") == b"ab"
     assert issubclass(FileRefusedError, LLMCoreError)
+
+
+def test_a_file_over_max_hashed_is_hashed_by_size_time_and_ends(tmp_path):
+    sparse = make_sparse(tmp_path / "big", 3 * 1024**3)
+    tracemalloc.start()
+    try:
+        first = sha256_regular(sparse)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 << 20
+    assert sha256_regular(sparse) == first
+    info = os.stat(sparse)
+    with open(sparse, "r+b") as handle:  # a change in the last MiB, the time kept
+        handle.seek(info.st_size - 10)
+        handle.write(b"x")
+    os.utime(sparse, ns=(info.st_atime_ns, info.st_mtime_ns))
+    second = sha256_regular(sparse)
+    assert second != first
+    os.utime(sparse, ns=(info.st_atime_ns, info.st_mtime_ns + 1))
+    assert sha256_regular(sparse) not in (first, second)
+    assert MAX_HASHED == MAX_FILE

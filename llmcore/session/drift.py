@@ -11,8 +11,9 @@ Safety (S6): a path is checked by :func:`~llmcore.session.paths.safe_relative` b
 (absolute paths and ``..`` are skipped and reported as skipped); the file is then opened one
 component at a time from the workspace folder with ``O_NOFOLLOW`` (``openat``), so no symlink
 is ever followed — a file or folder replaced by a symlink reads as deleted — and nothing
-outside the workspace is read. A tracked file is hashed in a stream (constant memory); a FIFO,
-device or socket in its place reads as deleted and is never opened (:mod:`llmcore.safeio`).
+outside the workspace is read. A tracked file is hashed in a stream (constant memory; one over
+64 MiB by its size, modification time and first and last MiB: constant time); a FIFO, device
+or socket in its place reads as deleted and is never opened (:mod:`llmcore.safeio`).
 """
 
 from __future__ import annotations
@@ -81,8 +82,10 @@ def file_sha256(workspace: Path, path: str) -> str | None:
     """Return the SHA-256 hex of workspace file ``path``, or ``None`` (unsafe, missing, link).
 
     The file is hashed in 1 MiB chunks (:func:`llmcore.safeio.sha256_regular`): memory stays
-    constant whatever its size. A FIFO, device or socket is ``None`` without being opened. A
-    hard-linked file is hashed: only its digest is kept, never its bytes, and it is not written.
+    constant whatever its size, and a file over :data:`~llmcore.safeio.MAX_HASHED` is hashed by
+    its size, modification time and ends, so a save never reads gigabytes. A FIFO, device or
+    socket is ``None`` without being opened. A hard-linked file is hashed: only its digest is
+    kept, never its bytes, and it is not written.
     """
     relative = safe_relative(path)
     if relative is None:

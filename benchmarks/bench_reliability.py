@@ -14,10 +14,17 @@ Scenarios (``tests/archive/reliability.py``; the test suite runs a sample of eac
 Columns: cases, torn archives, lost updates, deleted-but-referenced images, leftovers after the
 next save, unexpected exceptions, hangs over 2 s. Every loss column must be 0.
 
+The chat surface (``tests/chat/hostile.py``), in a second table: hostile tool calls (paths,
+links, FIFOs, sockets, devices, sizes, encodings, arguments, a 1,200-level tree) × every tool;
+random hostile paths (``--paths``, default 2,000); a FIFO, socket, device, sparse 3 GiB file,
+folder or symlink placed where a session file, pointer, ``conversation.json``, request file or
+tracked file is read, and ``llmcore verify``. Columns: cases, escapes, lost, unexpected
+(tracebacks), hangs, peak RSS over baseline (MiB). Every column but RSS must be 0, RSS < 64.
+
 Usage::
 
     python benchmarks/bench_reliability.py [--kills 10000] [--rounds 500] [--reads 5000]
-        [--mutations 100000] [--seed 2026] [--out results/bench_reliability.json]
+        [--mutations 100000] [--paths 2000] [--seed 2026] [--out results/bench_reliability.json]
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.archive import reliability  # noqa: E402 - the harness lives beside its tests
+from tests.chat import hostile  # noqa: E402
 
 
 def main() -> int:
@@ -46,6 +54,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=500, help="two-saver rounds")
     parser.add_argument("--reads", type=int, default=5_000, help="opens during saves")
     parser.add_argument("--mutations", type=int, default=100_000, help="mutated files opened")
+    parser.add_argument("--paths", type=int, default=2_000, help="fuzzed hostile tool paths")
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "bench_reliability.json")
     args = parser.parse_args()
@@ -95,18 +104,49 @@ def main() -> int:
     for row in rows:
         for note in row.notes:
             console.print(f"[red]{row.scenario}: {note}")
+    chat_rows = chat_surface(console, paths=args.paths, seed=args.seed)
     results = {
         "python": platform.python_version(),
         "machine": platform.machine(),
         "seconds": round(time.perf_counter() - started, 1),
         "arguments": {k: v for k, v in vars(args).items() if k != "out"},
         "rows": [dataclasses.asdict(row) for row in rows],
-        "all_clean": all(row.clean for row in rows),
+        "chat_surface_rows": [dataclasses.asdict(row) for row in chat_rows],
+        "all_clean": all(row.clean for row in rows) and all(row.clean for row in chat_rows),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     console.print(f"wrote {args.out}")
     return 0 if results["all_clean"] else 1
+
+
+def chat_surface(console: Console, *, paths: int, seed: int) -> list[hostile.HostileRow]:
+    """Run and print the chat-surface rows (hostile tool calls and placed files)."""
+    with tempfile.TemporaryDirectory(prefix="bench-chat-surface-") as tmp:
+        rows = hostile.run_all(
+            Path(tmp),
+            paths=paths,
+            seed=seed,
+            progress=lambda row: console.log(f"{row.scenario}: {row.cases:,} cases"),
+        )
+    table = Table(title="Chat surface (every column but RSS must be 0; RSS under 64 MiB)")
+    columns = ("scenario", "cases", "escapes", "lost", "unexpected", "hangs", "peak RSS MiB", "s")
+    for column in columns:
+        table.add_column(column, justify="left" if column == "scenario" else "right")
+    for row in rows:
+        counts = (row.escapes, row.lost, row.unexpected, row.hangs)
+        table.add_row(
+            row.scenario,
+            f"{row.cases:,}",
+            *(str(v) for v in counts),
+            f"{row.peak_rss_mib:.1f}",
+            f"{row.seconds:.1f}",
+        )
+    console.print(table)
+    for row in rows:
+        for note in row.notes:
+            console.print(f"[red]{row.scenario}: {note}")
+    return rows
 
 
 if __name__ == "__main__":

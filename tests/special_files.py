@@ -28,12 +28,15 @@ def make_fifo(path: Path) -> Path:
 def unix_socket(path: Path) -> Iterator[Path]:
     """A listening Unix socket bound at ``path`` while the block runs."""
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        server.bind(str(path))
+    folder = os.open(path.parent, _FOLDER)
+    try:  # bound through /proc/self/fd: a socket path may be at most 107 bytes long
+        short = f"/proc/self/fd/{folder}/{path.name}"
+        server.bind(short if len(os.fsencode(path)) > 100 else str(path))
         server.listen(1)
         yield path
     finally:
         server.close()
+        os.close(folder)
 
 
 def make_null_device(path: Path) -> bool:
@@ -72,7 +75,7 @@ def make_deep_tree(root: Path, depth: int, name: str = "d") -> None:
 
 
 def remove_deep_tree(root: Path, name: str = "d") -> None:
-    """Remove a tree :func:`make_deep_tree` made, bottom up, with no recursion or long path."""
+    """Remove the tree :func:`make_deep_tree` made under ``root`` (bottom up, no recursion)."""
     chain = [os.open(root, _FOLDER)]
     try:
         while True:
@@ -80,13 +83,12 @@ def remove_deep_tree(root: Path, name: str = "d") -> None:
                 chain.append(os.open(name, _FOLDER, dir_fd=chain[-1]))
             except FileNotFoundError:
                 break
-        for index in range(len(chain) - 1, -1, -1):
+        for index in range(len(chain) - 1, 0, -1):  # the root's other entries are left
             for entry in os.listdir(chain[index]):
                 if entry != name:
                     os.unlink(entry, dir_fd=chain[index])
-            if index:
-                os.close(chain.pop())
-                os.rmdir(name, dir_fd=chain[index - 1])
+            os.close(chain.pop())
+            os.rmdir(name, dir_fd=chain[index - 1])
     finally:
         for fd in chain:
             os.close(fd)

@@ -27,7 +27,8 @@ from typing import Final
 
 from llmcore import tokens
 from llmcore.audit import _shape
-from llmcore.audit._compare import Change, Prepared, compare, continuation, frame
+from llmcore.audit._compare import Change, Notes, Prepared, compare, continuation, frame
+from llmcore.audit._parameters import lost_from, with_parameters
 from llmcore.audit._scan import ItemCache, ItemInfo, scan_body
 from llmcore.audit.report import (
     GROUPINGS,
@@ -364,13 +365,16 @@ class Auditor:
 
     def _judge(self, prep: Prepared, inp: AuditInput) -> RequestRecord:
         scope = self._scope(inp, prep)
+        if inp.rejection is not None:
+            return self._rejected(prep, inp, scope, inp.rejection)
         chained = self._chained(prep, scope, inp.file)
         change: Change | None
         previous: Prepared | None
         old: Prepared | None
+        notes: Notes = []
         if chained is not None:
             conv, previous, how = chained
-            change = continuation(previous, prep)
+            change = continuation(previous, prep, notes)
             old = conv.last
         else:
             found, how = self._group(prep, scope)
@@ -382,7 +386,9 @@ class Auditor:
             else:
                 conv, previous = found, found.last
                 old = previous
-            change = compare(previous, prep) if previous is not None else None
+            change = compare(previous, prep, notes) if previous is not None else None
+        if previous is not None:
+            change = with_parameters(previous, prep, change)
         if old is not None:
             conv.last, conv.active = prep, prep.index
         self._index(conv, old)
@@ -390,8 +396,6 @@ class Auditor:
             self._responses[self._response_key(inp.file, inp.response_id)] = (conv, prep)
         verdict = Verdict.NEW if previous is None else Verdict.STABLE
         detail = None
-        if previous is not None and previous.model != prep.model:
-            detail = f"model changed from {previous.model!r} to {prep.model!r}"
         if change is None and previous is not None and previous.body.text == prep.body.text:
             verdict, detail = Verdict.RETRY, f"identical to request {previous.index} (a retry)"
         max_cacheable = self._theoretical(prep)
@@ -409,10 +413,42 @@ class Auditor:
             path=change.path if change is not None else None,
             detail=change.detail if change is not None else detail,
             lost_bytes=change.lost_bytes if change is not None else 0,
-            lost_tokens=_lost_tokens(previous, prep) if change and change.lost_bytes else 0,
+            lost_tokens=_lost(previous, prep, change),
             total_tokens=prep.total_tokens,
             max_cacheable_tokens=max_cacheable,
             divergence=change.divergence if change is not None else None,
+            file=inp.file,
+            position=inp.position,
+            usage=inp.usage,
+            kind=change.kind if change is not None and change.verdict is Verdict.BREAK else None,
+            parameter=change.parameter if change is not None else None,
+            notes=_notes(notes),
+        )
+
+    def _rejected(self, prep: Prepared, inp: AuditInput, scope: Scope, why: str) -> RequestRecord:
+        """A request the recorded server did not process: listed, never a baseline.
+
+        It joins no conversation state (the next request is compared with the one before it),
+        writes nothing to the theoretical maximum's cache, and its maximum is 0.
+        """
+        found, _how = self._group(prep, scope)
+        return RequestRecord(
+            index=prep.index,
+            source=prep.source,
+            provider=prep.provider,
+            model=prep.model,
+            conversation=found.number if found is not None else -1,
+            compared_with=None,
+            grouping=f"not grouped: {why}",
+            verdict=Verdict.REJECTED,
+            changes=(Verdict.REJECTED,),
+            first_break_offset=None,
+            path=None,
+            detail=f"{why}; never a baseline for the next request",
+            lost_bytes=0,
+            lost_tokens=0,
+            total_tokens=prep.total_tokens,
+            max_cacheable_tokens=0,
             file=inp.file,
             position=inp.position,
             usage=inp.usage,
@@ -475,6 +511,32 @@ def _trie_keys(prep: Prepared) -> list[object]:
     level = _shape.messages_level(prep.body, prep.provider)
     last = _shape.SECTIONS[prep.provider][-1]
     return [(tok[0], level) if tok[3] == last else tok[0] for tok in prep.toks]
+
+
+def _notes(notes: Notes) -> tuple[str, ...]:
+    """One line per equivalence met: its name and the items it covered."""
+    by_name: dict[str, list[str]] = {}
+    for name, item in notes:
+        items = by_name.setdefault(name, [])
+        if item not in items:
+            items.append(item)
+    return tuple(
+        f"{name} at {', '.join(items[:3])}{' …' if len(items) > 3 else ''}: not a change to "
+        "the provider (cache-key model)"
+        for name, items in by_name.items()
+    )
+
+
+def _lost(p: Prepared | None, c: Prepared, change: Change | None) -> int:
+    """Tokens lost: from the discarded level on (a parameter break), else past the shared items.
+
+    See :func:`_lost_tokens` for the latter.
+    """
+    if p is None or change is None:
+        return 0
+    if change.kind == "parameter" and change.verdict is Verdict.BREAK:
+        return lost_from(p, change.section)
+    return _lost_tokens(p, c) if change.lost_bytes else 0
 
 
 def _partial(node: _Node, tok: _shape.TokenItem, now: float | None) -> int:

@@ -50,6 +50,8 @@ __all__ = [
     "anthropic_rules",
     "body_shape",
     "cache_ttl",
+    "canonical",
+    "compact",
     "conflict_message",
     "detect_provider",
     "history_key",
@@ -61,6 +63,7 @@ __all__ = [
     "note_conflict",
     "shape_conflict",
     "shape_from_uri",
+    "strip",
     "token_items",
     "wire_conflict",
     "wire_shape",
@@ -747,6 +750,25 @@ def _compact(value: Any) -> bytes:
         return jsonbytes.dumps(value)
     except EncodingError:  # a lone surrogate from a \u escape: keep its code unit
         return jsonbytes.dumps_text(value).encode("utf-8", "surrogatepass")
+
+
+def compact(value: Any) -> bytes:
+    """Return ``value`` as compact JSON bytes in its key order (one text per JSON value)."""
+    return _compact(value)
+
+
+def strip(value: Any) -> Any:
+    """Return ``value`` without breakpoints (``cache_control`` members, ``cachePoint`` blocks)."""
+    return _strip(value)
+
+
+def canonical(info: ItemInfo) -> bytes:
+    """Return an item's compact JSON without breakpoints.
+
+    Equal for two texts of one JSON value (escapes and whitespace between tokens aside),
+    different for any other difference, key order included.
+    """
+    return _whole(info)[0]
 
 
 def item_tokens(value: Any, data: bytes) -> int:

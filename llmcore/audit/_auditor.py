@@ -28,7 +28,7 @@ from typing import Final
 from llmcore import tokens
 from llmcore.audit import _shape
 from llmcore.audit._compare import Change, Notes, Prepared, compare, continuation, frame
-from llmcore.audit._parameters import lost_from, with_parameters
+from llmcore.audit._parameters import lost_tokens, note_lines, with_parameters
 from llmcore.audit._scan import ItemCache, ItemInfo, scan_body
 from llmcore.audit.report import (
     GROUPINGS,
@@ -413,7 +413,7 @@ class Auditor:
             path=change.path if change is not None else None,
             detail=change.detail if change is not None else detail,
             lost_bytes=change.lost_bytes if change is not None else 0,
-            lost_tokens=_lost(previous, prep, change),
+            lost_tokens=lost_tokens(previous, prep, change, _lost_tokens),
             total_tokens=prep.total_tokens,
             max_cacheable_tokens=max_cacheable,
             divergence=change.divergence if change is not None else None,
@@ -422,7 +422,7 @@ class Auditor:
             usage=inp.usage,
             kind=change.kind if change is not None and change.verdict is Verdict.BREAK else None,
             parameter=change.parameter if change is not None else None,
-            notes=_notes(notes),
+            notes=note_lines(notes),
         )
 
     def _rejected(self, prep: Prepared, inp: AuditInput, scope: Scope, why: str) -> RequestRecord:
@@ -511,32 +511,6 @@ def _trie_keys(prep: Prepared) -> list[object]:
     level = _shape.messages_level(prep.body, prep.provider)
     last = _shape.SECTIONS[prep.provider][-1]
     return [(tok[0], level) if tok[3] == last else tok[0] for tok in prep.toks]
-
-
-def _notes(notes: Notes) -> tuple[str, ...]:
-    """One line per equivalence met: its name and the items it covered."""
-    by_name: dict[str, list[str]] = {}
-    for name, item in notes:
-        items = by_name.setdefault(name, [])
-        if item not in items:
-            items.append(item)
-    return tuple(
-        f"{name} at {', '.join(items[:3])}{' …' if len(items) > 3 else ''}: not a change to "
-        "the provider (cache-key model)"
-        for name, items in by_name.items()
-    )
-
-
-def _lost(p: Prepared | None, c: Prepared, change: Change | None) -> int:
-    """Tokens lost: from the discarded level on (a parameter break), else past the shared items.
-
-    See :func:`_lost_tokens` for the latter.
-    """
-    if p is None or change is None:
-        return 0
-    if change.kind == "parameter" and change.verdict is Verdict.BREAK:
-        return lost_from(p, change.section)
-    return _lost_tokens(p, c) if change.lost_bytes else 0
 
 
 def _partial(node: _Node, tok: _shape.TokenItem, now: float | None) -> int:

@@ -13,12 +13,14 @@ Leaves out: the byte comparison (:mod:`llmcore.audit._compare`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from llmcore.audit import _shape, keymodel
-from llmcore.audit._compare import Change, Prepared, _lost, _missing_offset, divergence
+from llmcore.audit._compare import Change, Notes, Prepared, _lost, _missing_offset, divergence
 from llmcore.audit._scan import byte_offset
 from llmcore.audit.report import Verdict
 
-__all__ = ["lost_from", "with_parameters"]
+__all__ = ["lost_from", "lost_tokens", "note_lines", "with_parameters"]
 
 
 def _offset(c: Prepared, found: keymodel.ParameterChange, section: str) -> int:
@@ -43,7 +45,7 @@ def _detail(found: keymodel.ParameterChange, section: str, sections: tuple[str, 
         why = f"the provider keys its {section} cache on it"
     return (
         f"parameter {found.parameter} changed from {found.before} to {found.after}: {why}, so "
-        f"the cached {discarded} {'is' if ', ' not in discarded else 'are'} discarded"
+        f"the cache of {discarded} is discarded"
     )
 
 
@@ -82,3 +84,35 @@ def lost_from(p: Prepared, section: str) -> int:
     sections = _shape.SECTIONS[p.provider]
     later = frozenset(sections[sections.index(section) :])
     return sum(tok[2] for tok in p.toks if tok[3] in later)
+
+
+def note_lines(notes: Notes) -> tuple[str, ...]:
+    """One line per equivalence met: its name and the items it covered."""
+    by_name: dict[str, list[str]] = {}
+    for name, item in notes:
+        items = by_name.setdefault(name, [])
+        if item not in items:
+            items.append(item)
+    return tuple(
+        f"{name} at {', '.join(items[:3])}{' …' if len(items) > 3 else ''}: not a change to "
+        "the provider (cache-key model)"
+        for name, items in by_name.items()
+    )
+
+
+def lost_tokens(
+    p: Prepared | None,
+    c: Prepared,
+    change: Change | None,
+    past_shared: Callable[[Prepared, Prepared], int],
+) -> int:
+    """Tokens lost: from the discarded level on for a parameter break, else ``past_shared``.
+
+    ``past_shared`` counts ``p``'s tokens past the prefix items ``c`` shares (the maximum's
+    item rule, in the auditor).
+    """
+    if p is None or change is None:
+        return 0
+    if change.kind == "parameter" and change.verdict is Verdict.BREAK:
+        return lost_from(p, change.section)
+    return past_shared(p, c) if change.lost_bytes else 0

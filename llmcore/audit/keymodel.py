@@ -213,40 +213,32 @@ def _anthropic_keyed(choice: str, thinking: str, models: str = "") -> tuple[Keye
     )
 
 
+def _openai(shape: str, schema: str, level: str) -> KeyModel:
+    """Chat Completions or Responses: the model, tools, the output schema, then the messages."""
+    return KeyModel(
+        shape=shape,
+        levels=_shape.SECTIONS[shape],
+        order=_O_ORDER,
+        keyed=(Keyed("model", "", _OPENAI_MODEL), Keyed(schema, level, _O_FORMAT, ordered=True)),
+        invisible=_JSON_FORMS,
+        visible=(_ARGUMENTS,),
+    )
+
+
 MODELS: Final[Mapping[str, KeyModel]] = {
     "anthropic": KeyModel(
         shape="anthropic",
-        levels=("tools", "system", "messages"),
+        levels=_shape.SECTIONS["anthropic"],
         order=_A_ORDER,
         keyed=_anthropic_keyed("tool_choice", "thinking"),
         invisible=(*_JSON_FORMS, _A_TEXT_BLOCK),
         visible=(_KEY_ORDER,),
     ),
-    "openai-chat": KeyModel(
-        shape="openai-chat",
-        levels=("tools", "messages"),
-        order=_O_ORDER,
-        keyed=(
-            Keyed("model", "", _OPENAI_MODEL),
-            Keyed("response_format", "messages", _O_FORMAT, ordered=True),
-        ),
-        invisible=_JSON_FORMS,
-        visible=(_ARGUMENTS,),
-    ),
-    "openai-responses": KeyModel(
-        shape="openai-responses",
-        levels=("tools", "instructions", "input"),
-        order=_O_ORDER,
-        keyed=(
-            Keyed("model", "", _OPENAI_MODEL),
-            Keyed("text.format", "instructions", _O_FORMAT, ordered=True),
-        ),
-        invisible=_JSON_FORMS,
-        visible=(_ARGUMENTS,),
-    ),
+    "openai-chat": _openai("openai-chat", "response_format", "messages"),
+    "openai-responses": _openai("openai-responses", "text.format", "instructions"),
     "openrouter": KeyModel(
         shape="openrouter",
-        levels=("tools", "messages"),
+        levels=_shape.SECTIONS["openrouter"],
         order=Source(
             "https://openrouter.ai/docs/guides/best-practices/prompt-caching",
             "the upstream provider's caching applies (Anthropic's breakpoints passed through, "
@@ -261,7 +253,7 @@ MODELS: Final[Mapping[str, KeyModel]] = {
     ),
     "gemini": KeyModel(
         shape="gemini",
-        levels=("cachedContent", "systemInstruction", "tools", "toolConfig", "contents"),
+        levels=_shape.SECTIONS["gemini"],
         order=Source(
             _GEMINI,
             "Implicit caching: 'Try putting large and common contents at the beginning of your "
@@ -283,7 +275,7 @@ MODELS: Final[Mapping[str, KeyModel]] = {
     ),
     "bedrock-converse": KeyModel(
         shape="bedrock-converse",
-        levels=("toolConfig.tools", "system", "messages"),
+        levels=_shape.SECTIONS["bedrock-converse"],
         order=Source(
             _BEDROCK,
             "cache checkpoints in tools, system and messages, matched as a prefix in that order; "

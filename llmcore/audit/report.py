@@ -300,6 +300,14 @@ class AuditReport:
         return sum(1 for r in self.requests if r.verdict is Verdict.BREAK)
 
     @property
+    def prefix_breaks(self) -> int:
+        """Number of breaks of kind ``prefix``: a byte of a cached prefix changed (P4 itself).
+
+        A ``parameter`` break keeps every byte (a keyed field changed), so it is not counted.
+        """
+        return sum(1 for r in self.requests if r.verdict is Verdict.BREAK and r.kind == "prefix")
+
+    @property
     def exempted(self) -> int:
         """Number of breaks an exemption covers."""
         return sum(1 for r in self.requests if r.exemption is not None)

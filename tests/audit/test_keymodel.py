@@ -266,3 +266,14 @@ def test_a_recorded_converse_tool_choice_change_is_a_parameter_break_of_the_mess
     )
     assert rec.usage is not None and rec.usage.cache_read_tokens == 2752
     assert rec.max_cacheable_tokens < rec.total_tokens
+
+
+def test_prefix_breaks_leave_out_parameter_breaks():
+    """``llmcore bench`` counts P4 breaks of llmcore's own bodies: a first image is not one."""
+    image = b.image_message("AAAA")
+    edited = [b.user("other"), b.assistant("a"), image]
+    report = audit_bodies(
+        _keyed(_anthropic(FIRST), _anthropic([*FIRST, b.assistant("a"), image]), _anthropic(edited))
+    )
+    assert [r.kind for r in report.requests] == [None, "parameter", "prefix"]
+    assert (report.breaks, report.prefix_breaks) == (2, 1)

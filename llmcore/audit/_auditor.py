@@ -5,14 +5,17 @@ provider (``--provider`` or its shape), given a scope (its cassette file, its co
 the whole input; :data:`~llmcore.audit.report.GROUPINGS`), grouped into a conversation within
 that scope (or joined to the conversation of the recorded response its ``previous_response_id``
 names), compared with the previous
-request of that conversation (:mod:`llmcore.audit._compare`), and given its theoretical maximum
+request of that conversation (:mod:`llmcore.audit._compare`; keyed fields by
+:mod:`llmcore.audit._parameters`), and given its theoretical maximum
 cacheable prefix: the longest prefix of :mod:`llmcore.tokens` prefix items it shares with any
 earlier request to the same provider and model whose cache entry is still alive (for Anthropic,
 messages items match only under the same messages-level key: image presence, ``tool_choice``,
 thinking — PROVIDER-RULES §1.6). Anthropic counts
 whole items and nothing below the model's minimum; OpenAI adds the common leading bytes of the
 first differing item and floors to 1,024 + 128·k. Lifetimes apply only when both requests carry
-timestamps; a hit refreshes the entry (PROVIDER-RULES §1.4, §2.1).
+timestamps; a hit refreshes the entry (PROVIDER-RULES §1.4, §2.1). A request the recorded
+server rejected (status ≥ 400) or never answered is listed as ``rejected`` and changes no state:
+it is never a baseline and writes nothing.
 
 Leaves out: reading files (:mod:`llmcore.audit.inputs`).
 """

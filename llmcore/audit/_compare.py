@@ -2,7 +2,10 @@
 
 Every wire item (``tools[j]``, ``system[j]``, ``instructions``, ``messages[i]``, ``input[i]``) is
 compared on its exact recorded text after the P4 normalization (``cache_control`` and
-``prompt_cache_breakpoint`` members deleted). Tools, system and instructions must be unchanged;
+``prompt_cache_breakpoint`` members deleted); two texts the cache-key model calls one item to
+the provider (:func:`llmcore.audit.keymodel.equivalence`: JSON escape forms, whitespace between
+tokens, an Anthropic or OpenRouter string content and one text block) are unchanged, with a
+note. Tools, system and instructions must be unchanged;
 the history must be the previous history followed by new items. Two changes are allowed and
 reported as their own kinds (M4, C1):
 

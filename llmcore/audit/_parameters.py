@@ -8,6 +8,8 @@ requests of a conversation, the cache from that level on is discarded even thoug
 the prefix is unchanged: the request is a break of kind ``parameter`` naming the field, and its
 lost prefix is counted from that level.
 
+Also here: the note lines for the equivalences the comparison met (:func:`note_lines`).
+
 Leaves out: the byte comparison (:mod:`llmcore.audit._compare`).
 """
 

@@ -676,12 +676,14 @@ _SHORTHAND_KEYS: Final = frozenset({"type", "text", "cache_control"})
 
 
 def text_shorthand(value: Any) -> Any:
-    """Return a chat message with a lone text part written as the plain string it stands for.
+    """Return a message with a lone text part written as the plain string it stands for.
 
-    OpenRouter sends ``[{"type": "text", "text": t, "cache_control": …}]`` and ``t`` to the
-    model as the same prompt: recorded usage shows the whole earlier prompt read from the cache
-    after a breakpoint moved off a message and it went back to the string form (pydantic-ai's
-    OpenRouter cache cassettes). Other values are returned unchanged.
+    Anthropic: "Using a string for content is shorthand for an array of one content block of
+    type "text"" (https://docs.anthropic.com/en/api/messages). OpenRouter sends
+    ``[{"type": "text", "text": t, "cache_control": …}]`` and ``t`` to the model as the same
+    prompt: recorded usage shows the whole earlier prompt read from the cache after a breakpoint
+    moved off a message and it went back to the string form (pydantic-ai's OpenRouter cache
+    cassettes). Other values are returned unchanged.
     """
     if not isinstance(value, dict):
         return value

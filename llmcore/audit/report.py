@@ -185,7 +185,9 @@ class RequestRecord:
     """Every kind of change found (allowed kinds and/or ``break``); empty when stable or new."""
     first_break_offset: int | None
     """Byte offset, in this request's recorded body, of the first byte that differs from the
-    previous request's prefix (``None`` when stable or new)."""
+    previous request's prefix (``None`` when stable or new); for a ``parameter`` break, where
+    the field's value starts (the first image: the message holding it; a field removed: the
+    start of the level it discards)."""
     path: str | None
     """JSON path of the deepest value holding that byte (``messages[3].content[0].input``)."""
     detail: str | None

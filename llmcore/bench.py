@@ -133,7 +133,9 @@ class BenchResult:
     theoretical_hit_rate: float
     """The auditor's Σ max cacheable tokens ÷ Σ prompt tokens over :attr:`bodies` (V1)."""
     audit_breaks: int
-    """Prefix-invariant breaks the auditor found in :attr:`bodies` (expected 0)."""
+    """Prefix-invariant breaks the auditor found in :attr:`bodies` (expected 0): breaks of kind
+    ``prefix``; the script's first image is a ``parameter`` break of the messages level, inherent
+    to the conversation and already a miss in the maximum."""
     reopen_identical: bool
     """Whether the body built after reopening equals the one built before saving (P5)."""
     archive_bytes: int
@@ -323,7 +325,7 @@ def _result(session: _Session, live: bool) -> BenchResult:
         rows=tuple(session.rows),
         bodies=tuple(session.bodies),
         theoretical_hit_rate=report.theoretical_hit_rate,
-        audit_breaks=report.breaks,
+        audit_breaks=report.prefix_breaks,
         reopen_identical=session.reopen_identical,
         archive_bytes=session.archive_bytes,
         live=live,

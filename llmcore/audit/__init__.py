@@ -15,7 +15,10 @@ Requests are grouped within a scope (a cassette file, a conversation key such as
 ``prompt_cache_key`` or a JSONL envelope's ``conversation``, a ``previous_response_id`` chain;
 ``group=`` overrides); besides ``stable``/``break``/``new`` the verdicts name allowed kinds
 (deferred tools, retries, shorter reruns, server-side continuations, thinking/reasoning drops,
-compaction) and a break names its divergence (``tools``, ``system`` or ``messages``). Recorded
+compaction) and a break names its divergence (``tools``, ``system`` or ``messages``) and its
+kind: ``prefix`` (a byte changed) or ``parameter`` (a field the provider keys a cache level on,
+per the cache-key model of :mod:`llmcore.audit.keymodel`, which also names the byte differences
+the provider cannot see); a request the recorded server rejected is ``rejected``. Recorded
 responses' usage (:mod:`llmcore.audit.usage`) sits beside the estimated figures; intended breaks
 are exempted with a reason (:mod:`llmcore.audit.exemptions`).
 

@@ -5,14 +5,17 @@ provider (``--provider`` or its shape), given a scope (its cassette file, its co
 the whole input; :data:`~llmcore.audit.report.GROUPINGS`), grouped into a conversation within
 that scope (or joined to the conversation of the recorded response its ``previous_response_id``
 names), compared with the previous
-request of that conversation (:mod:`llmcore.audit._compare`), and given its theoretical maximum
+request of that conversation (:mod:`llmcore.audit._compare`; keyed fields by
+:mod:`llmcore.audit._parameters`), and given its theoretical maximum
 cacheable prefix: the longest prefix of :mod:`llmcore.tokens` prefix items it shares with any
 earlier request to the same provider and model whose cache entry is still alive (for Anthropic,
 messages items match only under the same messages-level key: image presence, ``tool_choice``,
 thinking — PROVIDER-RULES §1.6). Anthropic counts
 whole items and nothing below the model's minimum; OpenAI adds the common leading bytes of the
 first differing item and floors to 1,024 + 128·k. Lifetimes apply only when both requests carry
-timestamps; a hit refreshes the entry (PROVIDER-RULES §1.4, §2.1).
+timestamps; a hit refreshes the entry (PROVIDER-RULES §1.4, §2.1). A request the recorded
+server rejected (status ≥ 400) or never answered is listed as ``rejected`` and changes no state:
+it is never a baseline and writes nothing.
 
 Leaves out: reading files (:mod:`llmcore.audit.inputs`).
 """
@@ -27,7 +30,8 @@ from typing import Final
 
 from llmcore import tokens
 from llmcore.audit import _shape
-from llmcore.audit._compare import Change, Prepared, compare, continuation, frame
+from llmcore.audit._compare import Change, Notes, Prepared, compare, continuation, frame
+from llmcore.audit._parameters import lost_tokens, note_lines, with_parameters
 from llmcore.audit._scan import ItemCache, ItemInfo, scan_body
 from llmcore.audit.report import (
     GROUPINGS,
@@ -364,13 +368,16 @@ class Auditor:
 
     def _judge(self, prep: Prepared, inp: AuditInput) -> RequestRecord:
         scope = self._scope(inp, prep)
+        if inp.rejection is not None:
+            return self._rejected(prep, inp, scope, inp.rejection)
         chained = self._chained(prep, scope, inp.file)
         change: Change | None
         previous: Prepared | None
         old: Prepared | None
+        notes: Notes = []
         if chained is not None:
             conv, previous, how = chained
-            change = continuation(previous, prep)
+            change = continuation(previous, prep, notes)
             old = conv.last
         else:
             found, how = self._group(prep, scope)
@@ -382,7 +389,9 @@ class Auditor:
             else:
                 conv, previous = found, found.last
                 old = previous
-            change = compare(previous, prep) if previous is not None else None
+            change = compare(previous, prep, notes) if previous is not None else None
+        if previous is not None:
+            change = with_parameters(previous, prep, change)
         if old is not None:
             conv.last, conv.active = prep, prep.index
         self._index(conv, old)
@@ -390,8 +399,6 @@ class Auditor:
             self._responses[self._response_key(inp.file, inp.response_id)] = (conv, prep)
         verdict = Verdict.NEW if previous is None else Verdict.STABLE
         detail = None
-        if previous is not None and previous.model != prep.model:
-            detail = f"model changed from {previous.model!r} to {prep.model!r}"
         if change is None and previous is not None and previous.body.text == prep.body.text:
             verdict, detail = Verdict.RETRY, f"identical to request {previous.index} (a retry)"
         max_cacheable = self._theoretical(prep)
@@ -409,10 +416,42 @@ class Auditor:
             path=change.path if change is not None else None,
             detail=change.detail if change is not None else detail,
             lost_bytes=change.lost_bytes if change is not None else 0,
-            lost_tokens=_lost_tokens(previous, prep) if change and change.lost_bytes else 0,
+            lost_tokens=lost_tokens(previous, prep, change, _lost_tokens),
             total_tokens=prep.total_tokens,
             max_cacheable_tokens=max_cacheable,
             divergence=change.divergence if change is not None else None,
+            file=inp.file,
+            position=inp.position,
+            usage=inp.usage,
+            kind=change.kind if change is not None and change.verdict is Verdict.BREAK else None,
+            parameter=change.parameter if change is not None else None,
+            notes=note_lines(notes),
+        )
+
+    def _rejected(self, prep: Prepared, inp: AuditInput, scope: Scope, why: str) -> RequestRecord:
+        """A request the recorded server did not process: listed, never a baseline.
+
+        It joins no conversation state (the next request is compared with the one before it),
+        writes nothing to the theoretical maximum's cache, and its maximum is 0.
+        """
+        found, _how = self._group(prep, scope)
+        return RequestRecord(
+            index=prep.index,
+            source=prep.source,
+            provider=prep.provider,
+            model=prep.model,
+            conversation=found.number if found is not None else -1,
+            compared_with=None,
+            grouping=f"not grouped: {why}",
+            verdict=Verdict.REJECTED,
+            changes=(Verdict.REJECTED,),
+            first_break_offset=None,
+            path=None,
+            detail=f"{why}; never a baseline for the next request",
+            lost_bytes=0,
+            lost_tokens=0,
+            total_tokens=prep.total_tokens,
+            max_cacheable_tokens=0,
             file=inp.file,
             position=inp.position,
             usage=inp.usage,

@@ -2,7 +2,10 @@
 
 Every wire item (``tools[j]``, ``system[j]``, ``instructions``, ``messages[i]``, ``input[i]``) is
 compared on its exact recorded text after the P4 normalization (``cache_control`` and
-``prompt_cache_breakpoint`` members deleted). Tools, system and instructions must be unchanged;
+``prompt_cache_breakpoint`` members deleted); two texts the cache-key model calls one item to
+the provider (:func:`llmcore.audit.keymodel.equivalence`: JSON escape forms, whitespace between
+tokens, an Anthropic or OpenRouter string content and one text block) are unchanged, with a
+note. Tools, system and instructions must be unchanged;
 the history must be the previous history followed by new items. Two changes are allowed and
 reported as their own kinds (M4, C1):
 
@@ -21,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from llmcore.audit import _shape
+from llmcore.audit import _shape, keymodel
 from llmcore.audit._scan import (
     ItemInfo,
     ScannedBody,
@@ -33,7 +36,15 @@ from llmcore.audit._scan import (
 )
 from llmcore.audit.report import Verdict
 
-__all__ = ["Change", "Prepared", "compare", "continuation", "divergence", "frame"]
+__all__ = [
+    "Change",
+    "Notes",
+    "Prepared",
+    "compare",
+    "continuation",
+    "divergence",
+    "frame",
+]
 
 _THINKING: Final = frozenset({"thinking", "redacted_thinking"})
 _ID_STATUS: Final = frozenset({"id", "status"})
@@ -122,6 +133,38 @@ class Change:
     """Normalized bytes of the previous request's items from the first changed one on."""
     divergence: str | None = None
     """For a break: ``tools``, ``system`` or ``messages`` (``report.DIVERGENCES``)."""
+    section: str = ""
+    """For a break, the first prefix section whose cache it discards."""
+    kind: str = "prefix"
+    """For a break: ``prefix`` (a byte of the prefix changed) or ``parameter`` (a field the
+    provider keys a cache level on changed: :mod:`llmcore.audit.keymodel`)."""
+    parameter: str | None = None
+    """For a ``parameter`` break, the field (``tool_choice``, ``first image``)."""
+
+
+Notes = list[tuple[str, str]]
+"""Equivalences met while comparing: (equivalence name, item name), in order."""
+
+
+def _same(
+    c: Prepared, a: ItemInfo, b: ItemInfo, where: tuple[str, int], notes: Notes | None
+) -> bool:
+    """Whether ``a`` (earlier) and ``b`` (``c``'s item ``where``) are one item to the provider.
+
+    Equal normalized texts, or texts the cache-key model calls equivalent (the equivalence is
+    added to ``notes``).
+    """
+    if a is b or a.norm == b.norm:
+        return True
+    section, j = where
+    found = keymodel.equivalence(
+        c.provider, a, b, history=section == _shape.history_key(c.provider)
+    )
+    if found is None:
+        return False
+    if notes is not None:
+        notes.append((found, _name(c.body, section, j)))
+    return True
 
 
 def _name(body: ScannedBody, section: str, j: int) -> str:
@@ -202,6 +245,7 @@ def _break(p: Prepared, c: Prepared, section: str, where: tuple[int, int]) -> Ch
         detail=detail,
         lost_bytes=_lost(p, section, pj),
         divergence=divergence(c.provider, section),
+        section=section,
     )
 
 
@@ -229,7 +273,7 @@ def frame(p: Prepared) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _fixed(p: Prepared, c: Prepared, section: str) -> Change | None:
+def _fixed(p: Prepared, c: Prepared, section: str, notes: Notes | None) -> Change | None:
     """Tools, system, instructions: every item unchanged, none added or removed.
 
     Anthropic tools marked ``defer_loading: true`` may come and go (:attr:`Verdict.DEFERRED_TOOLS`).
@@ -241,7 +285,7 @@ def _fixed(p: Prepared, c: Prepared, section: str) -> Change | None:
         if n >= len(cur_items):
             return _break(p, c, section, (pj, len(cur_all)))
         cj, cur = cur_items[n]
-        if not (prev is cur or prev.norm == cur.norm):
+        if not _same(c, prev, cur, (section, cj), notes):
             return _break(p, c, section, (pj, cj))
     if len(cur_items) > len(prev_items):
         j = cur_items[len(prev_items)][0]
@@ -254,9 +298,11 @@ def _fixed(p: Prepared, c: Prepared, section: str) -> Change | None:
             detail=f"{name} added",
             lost_bytes=_lost(p, section, prev_items[-1][0] + 1 if prev_items else 0),
             divergence=divergence(c.provider, section),
+            section=section,
         )
     if len(prev_all) == len(cur_all) and all(
-        a is b or a.norm == b.norm for a, b in zip(prev_all, cur_all, strict=True)
+        _same(c, a, b, (section, j), None)
+        for j, (a, b) in enumerate(zip(prev_all, cur_all, strict=True))
     ):
         return None
     return _deferred_change(p, c, section)
@@ -322,10 +368,6 @@ class _Walk:
                 self._kind(Verdict.THINKING_DROPPED)
                 self.pi, self.ci = self.pi + 1, self.ci + 1
                 return True
-        if c.provider == "openrouter" and b is not None:
-            if _shape.text_shorthand(a.parsed()) == _shape.text_shorthand(b.parsed()):
-                self.pi, self.ci = self.pi + 1, self.ci + 1
-                return True
         if c.provider == "openai-responses":
             if fa.type == "reasoning" and turn_over:
                 self._kind(Verdict.REASONING_DROPPED)
@@ -343,14 +385,14 @@ class _Walk:
             self.kinds.append(kind)
 
 
-def _history(p: Prepared, c: Prepared) -> Change | None:
+def _history(p: Prepared, c: Prepared, notes: Notes | None) -> Change | None:
     section = _shape.history_key(c.provider)
     hp, hc = p.hist, c.hist
     w = _Walk(p, c)
     while w.pi < len(hp):
         a = hp[w.pi]
         b = hc[w.ci] if w.ci < len(hc) else None
-        if b is not None and (a is b or a.norm == b.norm):
+        if b is not None and _same(c, a, b, (section, w.ci), notes):
             if _shape.msg(a).turn_start:
                 w.reasoning_turn = False
             w.pi, w.ci = w.pi + 1, w.ci + 1
@@ -363,7 +405,7 @@ def _history(p: Prepared, c: Prepared) -> Change | None:
                 return _at(p, c, section, w.first, [Verdict.COMPACTION], "history compacted")
         if not w.allowed(a, b):
             return _break_at(p, c, section, (w.pi, w.ci), w.kinds, _edited_base(a, c, w.ci))
-    if w.first is None or not w.kinds:  # only equivalent forms differed (text shorthand)
+    if w.first is None or not w.kinds:
         return None
     return _at(p, c, section, w.first, w.kinds, "allowed change")
 
@@ -416,6 +458,7 @@ def _break_at(
         detail=detail,
         lost_bytes=_lost(p, section, pi),
         divergence=divergence(c.provider, section, pi < p.lead or ci < c.lead),
+        section=section,
     )
 
 
@@ -442,30 +485,37 @@ def _at(
     )
 
 
-def compare(p: Prepared, c: Prepared) -> Change | None:
+def compare(p: Prepared, c: Prepared, notes: Notes | None = None) -> Change | None:
     """Check P4 from request ``p`` to the next request ``c`` of its conversation.
+
+    Items are compared on their normalized text; two texts the cache-key model calls one item
+    (:func:`llmcore.audit.keymodel.equivalence`) are unchanged, and the equivalence is added to
+    ``notes``. Keyed fields outside the sections are judged by
+    :func:`llmcore.audit._parameters.with_parameters`.
 
     Returns:
         ``None`` when P4 holds, else the changes in cache order: a break in tools or system
         comes before any history change; an allowed change of the tools (deferred tools) is
         listed before what the history shows.
     """
-    broken, allowed = _frame_change(p, c)
-    return broken if broken is not None else _merge(allowed, _history(p, c))
+    broken, allowed = _frame_change(p, c, notes)
+    return broken if broken is not None else _merge(allowed, _history(p, c, notes))
 
 
-def _frame_change(p: Prepared, c: Prepared) -> tuple[Change | None, Change | None]:
+def _frame_change(
+    p: Prepared, c: Prepared, notes: Notes | None = None
+) -> tuple[Change | None, Change | None]:
     """Compare the fixed sections: (a break, with any allowed kind before it; the allowed kind)."""
     allowed: Change | None = None
     for section in _shape.SECTIONS[c.provider][:-1]:
-        change = _fixed(p, c, section)
+        change = _fixed(p, c, section, notes)
         if change is not None and change.verdict is Verdict.BREAK:
             return _merge(allowed, change), allowed
         allowed = allowed or change
     return None, allowed
 
 
-def continuation(p: Prepared, c: Prepared) -> Change:
+def continuation(p: Prepared, c: Prepared, notes: Notes | None = None) -> Change:
     """Check a Responses request that continues ``p``'s response (``previous_response_id``).
 
     The server holds ``p``'s input and output; ``c`` carries only the appended input items, so
@@ -474,7 +524,7 @@ def continuation(p: Prepared, c: Prepared) -> Change:
     but the detail names the items counted twice). Returns a break there, else
     :attr:`Verdict.CONTINUATION`.
     """
-    broken, allowed = _frame_change(p, c)
+    broken, allowed = _frame_change(p, c, notes)
     if broken is not None:
         return broken
     key = _shape.history_key(c.provider)
@@ -520,4 +570,7 @@ def _merge(first: Change | None, then: Change | None) -> Change | None:
         detail=lead.detail,
         lost_bytes=then.lost_bytes if then.verdict is Verdict.BREAK else first.lost_bytes,
         divergence=lead.divergence,
+        section=lead.section,
+        kind=lead.kind,
+        parameter=lead.parameter,
     )

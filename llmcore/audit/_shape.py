@@ -50,6 +50,8 @@ __all__ = [
     "anthropic_rules",
     "body_shape",
     "cache_ttl",
+    "canonical",
+    "compact",
     "conflict_message",
     "detect_provider",
     "history_key",
@@ -61,6 +63,7 @@ __all__ = [
     "note_conflict",
     "shape_conflict",
     "shape_from_uri",
+    "strip",
     "token_items",
     "wire_conflict",
     "wire_shape",
@@ -673,12 +676,14 @@ _SHORTHAND_KEYS: Final = frozenset({"type", "text", "cache_control"})
 
 
 def text_shorthand(value: Any) -> Any:
-    """Return a chat message with a lone text part written as the plain string it stands for.
+    """Return a message with a lone text part written as the plain string it stands for.
 
-    OpenRouter sends ``[{"type": "text", "text": t, "cache_control": …}]`` and ``t`` to the
-    model as the same prompt: recorded usage shows the whole earlier prompt read from the cache
-    after a breakpoint moved off a message and it went back to the string form (pydantic-ai's
-    OpenRouter cache cassettes). Other values are returned unchanged.
+    Anthropic: "Using a string for content is shorthand for an array of one content block of
+    type "text"" (https://docs.anthropic.com/en/api/messages). OpenRouter sends
+    ``[{"type": "text", "text": t, "cache_control": …}]`` and ``t`` to the model as the same
+    prompt: recorded usage shows the whole earlier prompt read from the cache after a breakpoint
+    moved off a message and it went back to the string form (pydantic-ai's OpenRouter cache
+    cassettes). Other values are returned unchanged.
     """
     if not isinstance(value, dict):
         return value
@@ -747,6 +752,25 @@ def _compact(value: Any) -> bytes:
         return jsonbytes.dumps(value)
     except EncodingError:  # a lone surrogate from a \u escape: keep its code unit
         return jsonbytes.dumps_text(value).encode("utf-8", "surrogatepass")
+
+
+def compact(value: Any) -> bytes:
+    """Return ``value`` as compact JSON bytes in its key order (one text per JSON value)."""
+    return _compact(value)
+
+
+def strip(value: Any) -> Any:
+    """Return ``value`` without breakpoints (``cache_control`` members, ``cachePoint`` blocks)."""
+    return _strip(value)
+
+
+def canonical(info: ItemInfo) -> bytes:
+    """Return an item's compact JSON without breakpoints.
+
+    Equal for two texts of one JSON value (escapes and whitespace between tokens aside),
+    different for any other difference, key order included.
+    """
+    return _whole(info)[0]
 
 
 def item_tokens(value: Any, data: bytes) -> int:

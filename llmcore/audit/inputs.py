@@ -22,7 +22,8 @@ Inputs, by file name:
   YAML reads but Python cannot hold (an integer of over 4,300 digits, a 13th month) is refused
   naming the interaction's line and the value's path (``c.yaml:7: interactions[1].recorded_at``).
 * ``*.jsonl`` — one request body per non-blank line, bytes exactly as written, or an envelope
-  ``{"conversation": KEY, "body": …}`` (:data:`ENVELOPE_KEYS`).
+  ``{"conversation": KEY, "body": …, "status": 200, "usage": {…}, "time": …}``
+  (:data:`ENVELOPE_KEYS`); a line with ``body`` and any other key is refused as ambiguous.
 
 A cassette's inputs carry their file as their grouping scope, and the recorded response's ``id``
 and reported usage (:func:`llmcore.audit.usage.read_response`).
@@ -50,7 +51,7 @@ import yaml
 from llmcore import jsonbytes
 from llmcore.audit._shape import BEDROCK_INVOKE, shape_from_uri
 from llmcore.audit.report import AuditInput, AuditInputError
-from llmcore.audit.usage import read_response
+from llmcore.audit.usage import read_response, usage_of
 from llmcore.errors import EncodingError
 
 __all__ = ["ENVELOPE_KEYS", "STDIN_NAME", "read_inputs", "read_path", "read_stdin"]
@@ -168,29 +169,52 @@ def _jsonl(path: Path, data: bytes) -> list[AuditInput]:
     return out
 
 
-ENVELOPE_KEYS: Final = frozenset({"body", "conversation"})
-"""A JSONL line that is an object with a ``"body"`` and only these keys is an envelope:
-``{"conversation": "c-17", "body": {...}}``. ``body`` is the request body as a JSON string
-(its exact bytes) or object (written back compactly, in its key order); ``conversation``, a
-string, is the line's conversation key (:attr:`AuditInput.conversation_key`)."""
+ENVELOPE_KEYS: Final = frozenset({"body", "conversation", "status", "usage", "time"})
+"""A JSONL line that is an object with a ``"body"`` is an envelope, read by these fields:
+
+* ``body`` (required): the request body as a JSON string (its exact bytes) or object (written
+  back compactly, in its key order);
+* ``conversation``: a string, the line's conversation key (:attr:`AuditInput.conversation_key`);
+* ``status``: the HTTP status the server answered (an integer), or ``null`` for a request that
+  got no response; a status ≥ 400 or ``null`` makes the request :attr:`Verdict.REJECTED`;
+* ``usage``: the response's ``usage`` (or Gemini ``usageMetadata``) object in its provider's
+  shape (:func:`llmcore.audit.usage.usage_of`);
+* ``time``: when it was sent, ISO 8601 text or seconds since the epoch (enables TTLs).
+
+No request body of any shape has a top-level ``body``, so the line is never read as one; a
+line with ``body`` and any other key is refused (ambiguous), naming ``file:line``."""
 
 
 def _jsonl_line(line: bytes, file: str, number: int) -> AuditInput:
     """One JSONL line: a request body as written, or an envelope (:data:`ENVELOPE_KEYS`).
 
     Raises:
-        AuditInputError: An envelope whose ``body`` or ``conversation`` has the wrong type.
+        AuditInputError: A line with ``body`` and a key that is not an envelope field, or an
+            envelope field of the wrong type (names ``file:line``).
     """
     plain = AuditInput(body=line, source=f"{file}:{number}", file=file, position=number)
-    if not line.lstrip().startswith((b'{"body"', b'{"conversation"')):
+    if b'"body"' not in line:
         return plain
     try:
         value = jsonbytes.loads(line)
     except (ValueError, RecursionError):
         return plain  # the auditor names the bad JSON
-    if not isinstance(value, dict) or "body" not in value or not set(value) <= ENVELOPE_KEYS:
+    if not isinstance(value, dict) or "body" not in value:
         return plain
     where = f"{file}:{number}"
+    other = [k for k in value if k not in ENVELOPE_KEYS]
+    if other:
+        raise AuditInputError(
+            f"ambiguous line: 'body' beside {', '.join(repr(k) for k in other[:3])}: an "
+            f"envelope holds only {', '.join(sorted(ENVELOPE_KEYS))}, and no request body has "
+            "a top-level 'body'",
+            location=where,
+        )
+    return _envelope(plain, value, where)
+
+
+def _envelope(plain: AuditInput, value: dict[str, Any], where: str) -> AuditInput:
+    """Read an envelope's fields (:data:`ENVELOPE_KEYS`) into the input."""
     body, key = value["body"], value.get("conversation")
     if key is not None and not isinstance(key, str):
         raise AuditInputError(
@@ -207,7 +231,28 @@ def _jsonl_line(line: bytes, file: str, number: int) -> AuditInput:
         raise AuditInputError(
             f"envelope 'body' is {_kind(body)}, not a string or object", location=where
         )
-    return replace(plain, body=data, conversation_key=key)
+    status = value.get("status", 0)
+    if status is not None and (not isinstance(status, int) or isinstance(status, bool)):
+        raise AuditInputError(
+            f"envelope 'status' is {_kind(status)}, not an integer or null", location=where
+        )
+    usage = None
+    if "usage" in value:
+        usage = usage_of(value["usage"])
+        if usage is None:
+            raise AuditInputError(
+                "envelope 'usage' is not a usage object of a known provider shape",
+                location=where,
+            )
+    return replace(
+        plain,
+        body=data,
+        conversation_key=key,
+        status=status or None,
+        answered="status" not in value or status is not None,
+        usage=usage,
+        timestamp=_timestamp(value.get("time"), f"{where}: time"),
+    )
 
 
 def _json(path: Path, data: bytes, skipped: list[str], strict: bool) -> list[AuditInput]:
@@ -432,17 +477,31 @@ def _cassette_doc(
 
 
 def _recorded(inp: AuditInput, interaction: dict[str, Any], file: str, index: int) -> AuditInput:
-    """Add the cassette's scope and the recorded response's id and usage (never raises).
+    """Add the cassette's scope and the recorded response's id, usage and status (never raises).
+
+    ``response: null`` records that no response came (:attr:`AuditInput.answered`); an
+    interaction without ``response`` recorded none either way and is judged as usual.
 
     The response is ``interaction["response"]["body"]`` as vcrpy writes it, or the mapping
     pydantic-ai stores as ``parsed_body`` (see :func:`llmcore.audit.usage.read_response`); a
     missing or unreadable one adds nothing.
     """
-    response = interaction.get("response")
-    response = response if isinstance(response, dict) else {}
+    recorded = interaction.get("response")
+    response = recorded if isinstance(recorded, dict) else {}
     body = response.get("body")
     got = read_response(response.get("parsed_body") if body is None else body)
-    return replace(inp, file=file, position=index, scope=file, response_id=got.id, usage=got.usage)
+    status = response.get("status")
+    code = status.get("code") if isinstance(status, dict) else status
+    return replace(
+        inp,
+        file=file,
+        position=index,
+        scope=file,
+        response_id=got.id,
+        usage=got.usage,
+        status=code if isinstance(code, int) and not isinstance(code, bool) else None,
+        answered=not ("response" in interaction and recorded is None),
+    )
 
 
 def _interaction(interaction: Any, where: str) -> AuditInput | str:

@@ -76,6 +76,10 @@ class Verdict(StrEnum):
     """Allowed: the request is a proper prefix of the previous one (the same tools and system,
     history cut short): a rerun from an earlier point reads the earlier cached prefix, nothing
     it holds has changed (P4 concerns bytes kept, not bytes dropped from the end)."""
+    REJECTED = "rejected"
+    """Not judged: the recorded server rejected the request (status ≥ 400) or the recording
+    holds no response. Nothing was cached or read, so it is never the baseline the next
+    request is compared with; listed, never failing."""
     CONTINUATION = "continuation"
     """Allowed: a Responses request continuing a recorded response server-side
     (``previous_response_id``, https://platform.openai.com/docs/api-reference/responses/create):
@@ -139,6 +143,21 @@ class AuditInput:
     """The recorded response's ``id`` (cassettes), for ``previous_response_id`` chains."""
     usage: RecordedUsage | None = None
     """Token usage the recorded response reported, if any (:mod:`llmcore.audit.usage`)."""
+    status: int | None = None
+    """The recorded response's HTTP status (a cassette's ``response.status.code``, an
+    envelope's ``status``), or ``None`` when not recorded."""
+    answered: bool = True
+    """``False`` when the recording says no response came (a cassette interaction with
+    ``response: null``, an envelope with ``"status": null``)."""
+
+    @property
+    def rejection(self) -> str | None:
+        """Why the request was not processed (status ≥ 400, no response), or ``None``."""
+        if not self.answered:
+            return "no response was recorded"
+        if self.status is not None and self.status >= 400:
+            return f"the recorded response has status {self.status}"
+        return None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -166,7 +185,9 @@ class RequestRecord:
     """Every kind of change found (allowed kinds and/or ``break``); empty when stable or new."""
     first_break_offset: int | None
     """Byte offset, in this request's recorded body, of the first byte that differs from the
-    previous request's prefix (``None`` when stable or new)."""
+    previous request's prefix (``None`` when stable or new); for a ``parameter`` break, where
+    the field's value starts (the first image: the message holding it; a field removed: the
+    start of the level it discards)."""
     path: str | None
     """JSON path of the deepest value holding that byte (``messages[3].content[0].input``)."""
     detail: str | None
@@ -196,6 +217,16 @@ class RequestRecord:
     """What the recorded response reported (input, cache read, cache write), if recorded."""
     exemption: str | None = None
     """For an exempted break, the exemption's reason (:mod:`llmcore.audit.exemptions`)."""
+    kind: str | None = None
+    """For a break: ``prefix`` (a byte of the cached prefix changed) or ``parameter`` (a field
+    the provider keys a cache level on changed, :mod:`llmcore.audit.keymodel`); else ``None``."""
+    parameter: str | None = None
+    """For a ``parameter`` break, the field: ``model``, ``tool_choice``,
+    ``thinking.budget_tokens``, ``response_format``, ``text.format``, ``first image``, …"""
+    notes: tuple[str, ...] = ()
+    """Byte differences the provider cannot see (the cache-key model's equivalences), one line
+    each: JSON escape forms, whitespace between JSON tokens, a string content and one text
+    block."""
 
     @property
     def failing(self) -> bool:
@@ -228,6 +259,9 @@ class RequestRecord:
             "max_cacheable_tokens": self.max_cacheable_tokens,
             "key_order_recorded": self.key_order_recorded,
             "divergence": self.divergence,
+            "kind": self.kind,
+            "parameter": self.parameter,
+            "notes": list(self.notes),
             "file": self.file,
             "position": self.position,
             "token_counts": "estimated",
@@ -268,9 +302,22 @@ class AuditReport:
         return sum(1 for r in self.requests if r.verdict is Verdict.BREAK)
 
     @property
+    def prefix_breaks(self) -> int:
+        """Number of breaks of kind ``prefix``: a byte of a cached prefix changed (P4 itself).
+
+        A ``parameter`` break keeps every byte (a keyed field changed), so it is not counted.
+        """
+        return sum(1 for r in self.requests if r.verdict is Verdict.BREAK and r.kind == "prefix")
+
+    @property
     def exempted(self) -> int:
         """Number of breaks an exemption covers."""
         return sum(1 for r in self.requests if r.exemption is not None)
+
+    @property
+    def rejected(self) -> tuple[RequestRecord, ...]:
+        """The requests not judged: rejected by the recorded server, or never answered."""
+        return tuple(r for r in self.requests if r.verdict is Verdict.REJECTED)
 
     @property
     def recorded(self) -> tuple[RequestRecord, ...]:

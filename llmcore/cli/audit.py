@@ -68,6 +68,7 @@ _STYLE = {
     "retry": "green",
     "shorter_rerun": "green",
     "continuation": "green",
+    "rejected": "magenta",
 }
 """The rich style of each :class:`~llmcore.audit.Verdict`, by its name."""
 
@@ -111,7 +112,9 @@ def _table(report: AuditReport, width: int) -> Table:
         where = _where(r)
         u = r.usage
         verdict = f"[{_STYLE[r.verdict]}]{r.verdict}[/]"
-        if r.divergence is not None:
+        if r.kind == "parameter":
+            verdict += f" (parameter {escape(r.parameter or '')})"
+        elif r.divergence is not None:
             verdict += f" ({r.divergence})"
         if r.exemption is not None:
             verdict = f"[yellow]{r.verdict} (exempted)[/]"
@@ -187,9 +190,14 @@ def _summary(report: AuditReport) -> list[str]:
     for r in report.requests:
         if r.verdict is Verdict.BREAK and r.detail:
             where = f" in {r.divergence}" if r.divergence else ""
+            if r.kind == "parameter":
+                where = f" (parameter {r.parameter})"
             lines.append(f"request {r.index} ({r.source}): break{where}: {r.detail}")
             if r.exemption is not None:
                 lines.append(f"  exempted: {r.exemption}")
+        elif r.verdict is Verdict.REJECTED:
+            lines.append(f"request {r.index} ({r.source}): rejected: {r.detail}")
+        lines.extend(f"request {r.index} ({r.source}): note: {note}" for note in r.notes)
     if report.exempted:
         lines.append(
             f"{_plural(report.exempted, 'break')} exempted; "

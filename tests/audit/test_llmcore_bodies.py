@@ -86,7 +86,13 @@ def test_llmcore_bodies_keep_p4(provider: str, turns: list[list[Message]], mode:
         )
         bodies.append(builder.build_body(request))
     report = audit_bodies(bodies, provider=provider)
-    assert [r.verdict for r in report.requests] == [Verdict.NEW] + [Verdict.STABLE] * (
-        len(bodies) - 1
-    ), [r.detail for r in report.requests]
+    # Anthropic keys its messages cache on whether any image is present (cache-key model): the
+    # request that sends the conversation's first image is a parameter break, the rest stable.
+    images = [any(isinstance(b, Image) for m in t for b in m.content) for t in turns]
+    first = images.index(True) if provider == "anthropic" and True in images[1:] else -1
+    expected = [Verdict.NEW] + [
+        Verdict.BREAK if i == first else Verdict.STABLE for i in range(1, len(bodies))
+    ]
+    assert [r.verdict for r in report.requests] == expected, [r.detail for r in report.requests]
+    assert all(r.parameter == "first image" for r in report.requests if r.verdict is Verdict.BREAK)
     assert report.conversations == 1

@@ -38,7 +38,12 @@ TOOLS_SYSTEM = tokens_of(TOOLS[0]) + tokens_of(SYSTEM[0])
 def test_first_image_caps_the_shared_prefix_at_tools_and_system():
     report = audit_bodies([body(FIRST), body(SECOND)])
     assert report.requests[1].max_cacheable_tokens == TOOLS_SYSTEM
-    assert report.breaks == 0  # the bytes are a prefix: P4 holds, only the cache level misses
+    # The bytes are a prefix, but the messages level's key changed: a break of kind parameter
+    # (issue 19) whose loss is the earlier request's messages level.
+    second = report.requests[1]
+    assert (second.verdict, second.kind, second.parameter) == ("break", "parameter", "first image")
+    assert second.path == "messages[2].content[0]" and second.divergence == "messages"
+    assert second.lost_tokens == tokens_of(FIRST[0]["content"][0])
 
 
 def test_without_a_toggle_the_whole_earlier_request_is_cacheable():

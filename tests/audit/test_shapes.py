@@ -317,11 +317,18 @@ def test_a_converse_tool_choice_change_keeps_the_tools_prefix():
     first = body(1, {"tool": {"name": "catalog_lookup"}})
     second = body(3, {"auto": {}})
     r0, r1 = _audit([first, second], CONVERSE)
-    assert r1.verdict is Verdict.STABLE
-    # The tools and system are still cacheable; the messages level is not (the choice changed).
+    # A break of kind parameter (the cache-key model: Anthropic's tool_choice rule for Claude)
+    # that discards only the messages level: the tools and system are still cacheable.
+    assert (r1.verdict, r1.kind, r1.parameter) == (
+        Verdict.BREAK,
+        "parameter",
+        "toolConfig.toolChoice",
+    )
+    assert r1.divergence == "messages"
     tools_and_system = _audit([w.converse([], tools=tools)], CONVERSE)[0].total_tokens
     assert r1.max_cacheable_tokens == tools_and_system > 1024
     assert r0.total_tokens > tools_and_system
+    assert r1.lost_tokens == r0.total_tokens - tools_and_system
 
 
 @settings(max_examples=100)

@@ -384,3 +384,26 @@ def test_the_module_imports_nothing_heavy() -> None:
         "typing",
         "pytest",
     }
+
+
+def test_a_parameter_break_fails_the_test_with_the_audit_message(pytester: pytest.Pytester) -> None:
+    """Issue 19: a tool_choice change keeps every byte of the prefix but discards the messages
+    cache; the plugin fails the test with the detail ``llmcore audit`` prints."""
+    first = json.loads(STABLE[0])
+    second = {**json.loads(STABLE[1]), "tool_choice": {"type": "auto"}}
+    bodies = [STABLE[0], json.dumps(second, separators=(",", ":"))]
+    assert first["messages"] == second["messages"][:3]
+    _replay(pytester, bodies)
+    result = pytester.runpytest_inprocess("--llmcore-audit")
+    result.assert_outcomes(failed=1)
+    result.stdout.re_match_lines(
+        [
+            re.escape("llmcore audit: prompt-cache break in cassette cassettes/conversation.yaml"),
+            re.escape("  request 1 (compared with request 0): first differing byte at offset ")
+            + r"\d+, JSON path tool_choice",
+            re.escape(
+                '    parameter tool_choice changed from absent to {"type":"auto"}: the provider'
+                " keys its messages cache on it, so the cache of messages is discarded"
+            ),
+        ]
+    )

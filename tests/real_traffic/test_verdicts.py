@@ -96,12 +96,14 @@ def pydantic_ai_rows() -> dict[str, dict[str, str]]:
 
 
 def _category(cell: str) -> str:
-    """Map either side's cell to new / kept / break / unread (the shared vocabulary)."""
+    """Map either side's cell to new / kept / break / unread / rejected (the shared vocabulary)."""
     word = cell.split(" ", 1)[0].rstrip(":")
     if word in ("new", "first", "new-conversation", "different-conversation"):
         return "new"
     if word in ("skipped", "not"):
         return "unread"
+    if word == "rejected":  # the recorded server rejected it: listed, never a baseline
+        return "rejected"
     if word == "break" or word.endswith("-divergent") or word in ("shrunk", "deferred-tools"):
         return "break"
     return "kept"  # stable, retry, extension, identical and llmcore's allowed kinds
@@ -173,7 +175,8 @@ def test_every_difference_has_a_reason_and_only_differences_do(expected):
 def test_one_run_over_the_folder_groups_nothing_across_files(report):
     files_of: dict[int, set[str]] = defaultdict(set)
     for record in report.requests:
-        files_of[record.conversation].add(record.file)
+        if record.conversation >= 0:  # -1: a rejected request no conversation holds
+            files_of[record.conversation].add(record.file)
     assert len(files_of) == report.conversations
     assert all(len(files) == 1 for files in files_of.values())
 

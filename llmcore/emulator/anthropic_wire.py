@@ -14,20 +14,14 @@ from typing import Any
 
 from llmcore import jsonbytes
 from llmcore.emulator.anthropic_cache import AnthropicUsage
-from llmcore.emulator.common import Turn, event, make_id, pieces
+from llmcore.emulator.common import Turn, all_text, event, make_id, pieces
 from llmcore.emulator.prefix import item_bytes
 from llmcore.emulator.script import Reply
 
 __all__ = ["anthropic_turn", "message_body", "message_events"]
 
 
-def _first_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    for block in content:
-        if isinstance(block, dict) and block.get("type") == "text":
-            return str(block.get("text", ""))
-    return ""
+_TEXT = frozenset({"text"})
 
 
 def anthropic_turn(body: dict[str, Any]) -> Turn:
@@ -36,7 +30,7 @@ def anthropic_turn(body: dict[str, Any]) -> Turn:
     done = messages[:-1] if messages[-1]["role"] == "assistant" else messages
     first = next((m for m in messages if m["role"] == "user"), messages[0])
     return Turn(
-        first_user_text=_first_text(first["content"]),
+        first_user_text=all_text(first["content"], _TEXT),
         index=sum(1 for m in done if m["role"] == "assistant"),
         seed=item_bytes(messages[0]),
     )

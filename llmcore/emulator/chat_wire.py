@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmcore.emulator.common import Turn, event, make_id, pieces
+from llmcore.emulator.common import Turn, all_text, event, make_id, pieces
 from llmcore.emulator.openai_cache import OpenAIPlan
 from llmcore.emulator.prefix import item_bytes
 from llmcore.emulator.script import Reply
@@ -22,13 +22,7 @@ FINGERPRINT = "fp_emulator"
 """The ``system_fingerprint`` every response carries."""
 
 
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    for part in content or ():
-        if isinstance(part, dict) and part.get("type") == "text":
-            return str(part.get("text", ""))
-    return ""
+_TEXT = frozenset({"text"})
 
 
 def chat_turn(body: dict[str, Any]) -> Turn:
@@ -36,7 +30,7 @@ def chat_turn(body: dict[str, Any]) -> Turn:
     messages = body["messages"]
     first = next((m for m in messages if m["role"] == "user"), messages[0])
     return Turn(
-        first_user_text=_text(first.get("content")),
+        first_user_text=all_text(first.get("content"), _TEXT),
         index=sum(1 for m in messages if m["role"] == "assistant"),
         seed=item_bytes(messages[0]),
     )

@@ -311,8 +311,9 @@ class Engine:
         usage = responses_usage(plan, reply.output_tokens)
         if body.get("store", True):
             given = body.get("input", [])
-            items = [{"role": "user", "content": given}] if isinstance(given, str) else given
-            new = list(items) + output
+            # a string input is stored as the item it was measured as (openai_items), so a
+            # continuation by previous_response_id shares its prefix (it is a user message)
+            new = ([given] if isinstance(given, str) else list(given)) + output
             size = history_bytes + sum(
                 RESPONSE_ITEM_BYTES + 2 * len(jsonbytes.dumps(item)) for item in new
             )

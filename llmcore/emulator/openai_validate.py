@@ -195,6 +195,8 @@ def validate_chat(body: Any) -> dict[str, Any]:
 
 
 def _item_kind(item: Any, index: int) -> str:
+    if isinstance(item, str):  # a stored string input: one user message
+        return "message"
     if isinstance(item, dict) and "type" not in item and "role" in item:
         return "message"
     kind = item.get("type") if isinstance(item, dict) else None

@@ -13,7 +13,7 @@ import itertools
 import re
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from llmcore import jsonbytes
@@ -30,6 +30,7 @@ from llmcore.emulator.limits import ANTHROPIC_MAX_BODY
 from llmcore.emulator.objects_api import ConversationStore
 from llmcore.emulator.openai_cache import OpenAICache
 from llmcore.emulator.openai_validate import validate_chat, validate_responses
+from llmcore.emulator.params import obey
 from llmcore.emulator.responses_wire import (
     output_items,
     response_events,
@@ -40,6 +41,7 @@ from llmcore.emulator.responses_wire import (
 from llmcore.emulator.scan import Spans, scan_body
 from llmcore.emulator.script import Script
 from llmcore.emulator.store import DEFAULT_CACHE_BYTES, MemoryBudget, ResponseStore
+from llmcore.emulator.thinking import check_thinking, thinking_on, thinking_text
 
 __all__ = ["ANTHROPIC_MAX_BODY", "Engine", "Prepared", "parse_body"]
 
@@ -235,11 +237,15 @@ class Engine:
     def _anthropic_messages(self, raw: bytes, org: str, betas: frozenset[str]) -> Prepared:
         parsed, spans = parse_body(raw, "anthropic")
         body = validate_anthropic(parsed, betas)
+        check_thinking(body)
         plan = self.anthropic.plan(body, org, self.clock.now(), spans)
         turn = anthropic_turn(body)
         reply = self.script.reply_for(
             turn.first_user_text, turn.index, tools_offered=bool(body.get("tools"))
         )
+        reply = obey("anthropic", body, reply)
+        if thinking_on(body):
+            reply = replace(reply, thinking=thinking_text(turn.first_user_text))
         ident = make_id("msg_emu_", turn.seed, "message", turn.index)
         model = body["model"]
 
@@ -269,6 +275,8 @@ class Engine:
         reply = self.script.reply_for(
             turn.first_user_text, turn.index, tools_offered=bool(body.get("tools"))
         )
+        reply = obey("chat", body, reply)
+        n = body.get("n") or 1
         ident = make_id("chatcmpl-emu", raw, "chat")
 
         def commit() -> None:
@@ -277,9 +285,9 @@ class Engine:
         if body.get("stream"):
             options = body.get("stream_options") or {}
             usage = bool(options.get("include_usage")) if isinstance(options, dict) else False
-            events = chat_events(reply, turn, plan, body["model"], ident, int(now), usage)
+            events = chat_events(reply, turn, plan, body["model"], ident, int(now), usage, n)
             return Prepared(stream=True, body=b"", events=events, commit=commit)
-        data = chat_body(reply, turn, plan, body["model"], ident, int(now))
+        data = chat_body(reply, turn, plan, body["model"], ident, int(now), n)
         return Prepared(stream=False, body=jsonbytes.dumps(data), commit=commit)
 
     def history(self, body: Any) -> tuple[list[Any], int]:
@@ -335,6 +343,7 @@ class Engine:
         reply = self.script.reply_for(
             turn.first_user_text, turn.index, tools_offered=bool(body.get("tools"))
         )
+        reply = obey("responses", body, reply)
         ident = make_id("resp_emu_", raw, "response", length=32)
         output = output_items(reply, turn)
         usage = responses_usage(plan, reply.output_tokens)

@@ -65,11 +65,15 @@ class Reply:
     """The answer text (``""`` for none)."""
     tool_calls: tuple[ScriptedCall, ...] = ()
     """Tool calls, in order."""
+    thinking: str = ""
+    """Extended thinking before the answer (set by the emulator when a request turns it on)."""
 
     @property
     def output_tokens(self) -> int:
-        """Tokens the reply costs as output (tokens.py rule on its UTF-8 bytes)."""
+        """Tokens the reply costs as output (tokens.py rule on its UTF-8 bytes, thinking too)."""
         total = bytes_tokens(len(self.text.encode("utf-8")))
+        if self.thinking:
+            total += bytes_tokens(len(self.thinking.encode("utf-8")))
         for call in self.tool_calls:
             total += bytes_tokens(len(call.name.encode("utf-8")) + len(call.arguments.encode()))
         return total

@@ -8,7 +8,8 @@ Model turns (``/v1/messages``, ``/v1/chat/completions``, ``/v1/responses``) are 
 * OpenAI: ``POST /v1/responses/input_tokens``, ``GET`` / ``DELETE /v1/responses/{id}``,
   ``GET /v1/responses/{id}/input_items``, the Conversations API
   (:mod:`~llmcore.emulator.objects_api`);
-* both: ``GET /v1/models`` and ``GET /v1/models/{id}`` (:mod:`~llmcore.emulator.models_api`).
+* both: ``GET /v1/models`` and ``GET /v1/models/{id}`` (:mod:`~llmcore.emulator.models_api`);
+* the front door Claude Code probes: ``HEAD`` / ``GET`` ``/`` and ``/api/hello`` (200).
 
 A path no route serves is answered 404 (a known path with another method, 405) in the
 provider's JSON shape, never plain text: Anthropic's ``not_found_error`` when the request has an
@@ -307,6 +308,16 @@ _OPENAI: Final[tuple[tuple[str, list[str], Handler], ...]] = (
 )
 
 
+def _preflight(request: Request) -> Response:
+    """``HEAD`` / ``GET`` ``/`` and ``/api/hello``: 200, as the real API's front door answers.
+
+    Claude Code probes its base URL before a session (``HEAD /``, "a connectivity preflight",
+    headroomlabs-ai/headroom#2032; ``HEAD /api/hello`` for preconnect,
+    router-for-me/CLIProxyAPI#5905) and reads a non-2xx answer as "endpoint down".
+    """
+    return Response(b"" if request.method == "HEAD" else b"{}", media_type="application/json")
+
+
 def extra_routes(engine: Engine, limits: Limits, in_flight: BodiesInFlight) -> list[Route]:
     """Return the routes of this module, for :func:`llmcore.emulator.server.build_app`.
 
@@ -314,7 +325,8 @@ def extra_routes(engine: Engine, limits: Limits, in_flight: BodiesInFlight) -> l
     before ``/v1/responses/{id}``.
     """
     common = {"engine": engine, "limits": limits, "in_flight": in_flight}
-    routes = [
+    routes = [Route(path, _preflight, methods=["GET", "HEAD"]) for path in ("/", "/api/hello")]
+    routes += [
         _route(path, methods, handle, shape="anthropic", **common)  # type: ignore[arg-type]
         for path, methods, handle in _ANTHROPIC
     ]

@@ -191,3 +191,6 @@ def test_unknown_paths_are_json_404_in_the_provider_shape(emu: Emulator) -> None
     client = anthropic.Anthropic(api_key="k", base_url=emu.base_url, max_retries=0)
     with pytest.raises(anthropic.NotFoundError):
         client.get("/v1/nothing", cast_to=object)
+    # Claude Code's connectivity preflight is answered as the real front door answers it
+    assert httpx.head(emu.base_url + "/").status_code == 200
+    assert httpx.head(emu.base_url + "/api/hello").status_code == 200

@@ -237,7 +237,7 @@ class Engine:
     def _anthropic_messages(self, raw: bytes, org: str, betas: frozenset[str]) -> Prepared:
         parsed, spans = parse_body(raw, "anthropic")
         body = validate_anthropic(parsed, betas)
-        check_thinking(body)
+        check_thinking(body, raw)
         plan = self.anthropic.plan(body, org, self.clock.now(), spans)
         turn = anthropic_turn(body)
         reply = self.script.reply_for(

@@ -178,12 +178,20 @@ def _assistant(message: dict[str, Any], index: int, final: bool, on: bool) -> No
             _signature(block, f"messages.{index}.content.{number}")
 
 
-def check_thinking(body: dict[str, Any]) -> None:
+def check_thinking(body: dict[str, Any], raw: bytes | None = None) -> None:
     """Apply the rules of this module to a body :func:`validate_anthropic` accepted.
+
+    Args:
+        body: The validated body.
+        raw: Its bytes, when known: a body whose bytes hold neither ``thinking`` nor a backslash-u
+            escape (which could spell it) has no thinking config or block, and is passed
+            without walking its messages.
 
     Raises:
         Rejection: The first rule broken (HTTP 400 ``invalid_request_error``).
     """
+    if raw is not None and b"thinking" not in raw and b"\\u" not in raw:
+        return
     _config(body)
     on = thinking_on(body)
     if on:

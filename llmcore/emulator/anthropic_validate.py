@@ -34,14 +34,20 @@ TOP_LEVEL: Final = frozenset(
 
 BLOCK_KEYS: Final[dict[str, frozenset[str]]] = {
     "text": frozenset({"type", "text", "cache_control", "citations"}),
-    "image": frozenset({"type", "source", "cache_control"}),
+    "image": frozenset({"type", "source", "cache_control", "transformations"}),
     "document": frozenset({"type", "source", "title", "context", "citations", "cache_control"}),
-    "tool_use": frozenset({"type", "id", "name", "input", "cache_control", "caller"}),
-    "tool_result": frozenset({"type", "tool_use_id", "content", "is_error", "cache_control"}),
+    "tool_use": frozenset(
+        {"type", "id", "name", "input", "cache_control", "caller", "toolset_name"}
+    ),
+    "tool_result": frozenset(
+        {"type", "tool_use_id", "content", "is_error", "cache_control", "toolset_name"}
+    ),
     "thinking": frozenset({"type", "thinking", "signature"}),
     "redacted_thinking": frozenset({"type", "data"}),
 }
-"""Content block types the emulator knows and the keys each may carry."""
+"""Content block types the emulator knows and the keys each may carry (anthropic 2.14
+``*BlockParam``: ``toolset_name`` and ``transformations`` are accepted, as the API accepts
+what the SDK sends back)."""
 
 IMAGE_TYPES: Final = ("image/jpeg", "image/png", "image/gif", "image/webp")
 """Image media types Anthropic accepts (PROVIDER-RULES §1.9)."""

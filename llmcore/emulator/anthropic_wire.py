@@ -1,10 +1,12 @@
 """Anthropic Messages responses: the JSON message and its SSE stream (SPEC V2).
 
 Reads the turn from the request (assistant messages before a trailing one) and writes the
-scripted reply in the API's shapes: a ``message`` object with ``text`` / ``tool_use`` blocks
+scripted reply in the API's shapes: a ``message`` object with ``thinking`` (when the request
+turns thinking on) / ``text`` / ``tool_use`` blocks
 (``input`` spliced from the scripted argument bytes) and usage with the exact field names of
 PROVIDER-RULES §1.5; or the event stream ``message_start`` → ``ping`` → per block
-``content_block_start`` / ``content_block_delta`` (``text_delta``, ``input_json_delta``) /
+``content_block_start`` / ``content_block_delta`` (``thinking_delta`` then ``signature_delta``,
+``text_delta``, ``input_json_delta``) /
 ``content_block_stop`` → ``message_delta`` (stop reason and final usage) → ``message_stop``.
 """
 
@@ -14,20 +16,15 @@ from typing import Any
 
 from llmcore import jsonbytes
 from llmcore.emulator.anthropic_cache import AnthropicUsage
-from llmcore.emulator.common import Turn, event, make_id, pieces
+from llmcore.emulator.common import Turn, all_text, event, make_id, pieces
 from llmcore.emulator.prefix import item_bytes
 from llmcore.emulator.script import Reply
+from llmcore.emulator.thinking import sign
 
 __all__ = ["anthropic_turn", "message_body", "message_events"]
 
 
-def _first_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    for block in content:
-        if isinstance(block, dict) and block.get("type") == "text":
-            return str(block.get("text", ""))
-    return ""
+_TEXT = frozenset({"text"})
 
 
 def anthropic_turn(body: dict[str, Any]) -> Turn:
@@ -36,7 +33,7 @@ def anthropic_turn(body: dict[str, Any]) -> Turn:
     done = messages[:-1] if messages[-1]["role"] == "assistant" else messages
     first = next((m for m in messages if m["role"] == "user"), messages[0])
     return Turn(
-        first_user_text=_first_text(first["content"]),
+        first_user_text=all_text(first["content"], _TEXT),
         index=sum(1 for m in done if m["role"] == "assistant"),
         seed=item_bytes(messages[0]),
     )
@@ -44,6 +41,10 @@ def anthropic_turn(body: dict[str, Any]) -> Turn:
 
 def _blocks(reply: Reply, turn: Turn) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
+    if reply.thinking:
+        blocks.append(
+            {"type": "thinking", "thinking": reply.thinking, "signature": sign(reply.thinking)}
+        )
     if reply.text:
         blocks.append({"type": "text", "text": reply.text})
     for number, call in enumerate(reply.tool_calls):
@@ -99,6 +100,12 @@ def _block_events(index: int, block: dict[str, Any]) -> list[bytes]:
     if block["type"] == "text":
         start: dict[str, Any] = {"type": "text", "text": ""}
         deltas = [{"type": "text_delta", "text": piece} for piece in pieces(block["text"])]
+    elif block["type"] == "thinking":
+        start = {"type": "thinking", "thinking": "", "signature": ""}
+        deltas = [
+            {"type": "thinking_delta", "thinking": piece} for piece in pieces(block["thinking"])
+        ]
+        deltas.append({"type": "signature_delta", "signature": block["signature"]})
     else:
         start = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
         text = block["input"].text

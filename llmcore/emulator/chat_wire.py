@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmcore.emulator.common import Turn, event, make_id, pieces
+from llmcore.emulator.common import Turn, all_text, event, make_id, pieces
 from llmcore.emulator.openai_cache import OpenAIPlan
 from llmcore.emulator.prefix import item_bytes
 from llmcore.emulator.script import Reply
@@ -22,13 +22,7 @@ FINGERPRINT = "fp_emulator"
 """The ``system_fingerprint`` every response carries."""
 
 
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    for part in content or ():
-        if isinstance(part, dict) and part.get("type") == "text":
-            return str(part.get("text", ""))
-    return ""
+_TEXT = frozenset({"text"})
 
 
 def chat_turn(body: dict[str, Any]) -> Turn:
@@ -36,7 +30,7 @@ def chat_turn(body: dict[str, Any]) -> Turn:
     messages = body["messages"]
     first = next((m for m in messages if m["role"] == "user"), messages[0])
     return Turn(
-        first_user_text=_text(first.get("content")),
+        first_user_text=all_text(first.get("content"), _TEXT),
         index=sum(1 for m in messages if m["role"] == "assistant"),
         seed=item_bytes(messages[0]),
     )
@@ -62,10 +56,11 @@ def chat_usage(plan: OpenAIPlan, output_tokens: int) -> dict[str, Any]:
     }
 
 
-def _calls(reply: Reply, turn: Turn) -> list[dict[str, Any]]:
+def _calls(reply: Reply, turn: Turn, choice: int = 0) -> list[dict[str, Any]]:
+    extra = (choice,) if choice else ()
     return [
         {
-            "id": make_id("call_emu_", turn.seed, turn.index, number),
+            "id": make_id("call_emu_", turn.seed, turn.index, number, *extra),
             "type": "function",
             "function": {"name": call.name, "arguments": call.arguments},
         }
@@ -73,10 +68,7 @@ def _calls(reply: Reply, turn: Turn) -> list[dict[str, Any]]:
     ]
 
 
-def chat_body(
-    reply: Reply, turn: Turn, plan: OpenAIPlan, model: str, ident: str, created: int
-) -> dict[str, Any]:
-    """Return the non-streamed ``chat.completion`` object (to be written with jsonbytes)."""
+def _choice(reply: Reply, turn: Turn, index: int) -> dict[str, Any]:
     message: dict[str, Any] = {
         "role": "assistant",
         "content": reply.text or None,
@@ -84,30 +76,38 @@ def chat_body(
         "annotations": [],
     }
     if reply.tool_calls:
-        message["tool_calls"] = _calls(reply, turn)
+        message["tool_calls"] = _calls(reply, turn, index)
+    return {
+        "index": index,
+        "message": message,
+        "logprobs": None,
+        "finish_reason": "tool_calls" if reply.tool_calls else "stop",
+    }
+
+
+def chat_body(
+    reply: Reply, turn: Turn, plan: OpenAIPlan, model: str, ident: str, created: int, n: int = 1
+) -> dict[str, Any]:
+    """Return the non-streamed ``chat.completion`` object (to be written with jsonbytes).
+
+    ``n`` choices carry the same reply (each billed as output); tool call ids differ per choice.
+    """
     return {
         "id": ident,
         "object": "chat.completion",
         "created": created,
         "model": model,
-        "choices": [
-            {
-                "index": 0,
-                "message": message,
-                "logprobs": None,
-                "finish_reason": "tool_calls" if reply.tool_calls else "stop",
-            }
-        ],
-        "usage": chat_usage(plan, reply.output_tokens),
+        "choices": [_choice(reply, turn, index) for index in range(n)],
+        "usage": chat_usage(plan, n * reply.output_tokens),
         "service_tier": "default",
         "system_fingerprint": FINGERPRINT,
     }
 
 
-def _deltas(reply: Reply, turn: Turn) -> list[dict[str, Any]]:
+def _deltas(reply: Reply, turn: Turn, choice: int) -> list[dict[str, Any]]:
     deltas: list[dict[str, Any]] = [{"role": "assistant", "content": "", "refusal": None}]
     deltas.extend({"content": piece} for piece in pieces(reply.text))
-    for number, call in enumerate(_calls(reply, turn)):
+    for number, call in enumerate(_calls(reply, turn, choice)):
         head = {
             "index": number,
             "id": call["id"],
@@ -130,8 +130,13 @@ def chat_events(
     ident: str,
     created: int,
     include_usage: bool,
+    n: int = 1,
 ) -> list[bytes]:
-    """Return the chunk stream, one ``bytes`` per ``data:`` line, ``[DONE]`` last."""
+    """Return the chunk stream, one ``bytes`` per ``data:`` line, ``[DONE]`` last.
+
+    With ``n`` choices, each choice's chunks follow the previous one's (``index`` tells them
+    apart), as clients merge them by index.
+    """
     base: dict[str, Any] = {
         "id": ident,
         "object": "chat.completion.chunk",
@@ -147,13 +152,17 @@ def chat_events(
             data["usage"] = usage
         return event(data)
 
-    out = [
-        chunk([{"index": 0, "delta": delta, "logprobs": None, "finish_reason": None}])
-        for delta in _deltas(reply, turn)
-    ]
     finish = "tool_calls" if reply.tool_calls else "stop"
-    out.append(chunk([{"index": 0, "delta": {}, "logprobs": None, "finish_reason": finish}]))
+    out: list[bytes] = []
+    for index in range(n):
+        out.extend(
+            chunk([{"index": index, "delta": delta, "logprobs": None, "finish_reason": None}])
+            for delta in _deltas(reply, turn, index)
+        )
+        out.append(
+            chunk([{"index": index, "delta": {}, "logprobs": None, "finish_reason": finish}])
+        )
     if include_usage:
-        out.append(chunk([], chat_usage(plan, reply.output_tokens)))
+        out.append(chunk([], chat_usage(plan, n * reply.output_tokens)))
     out.append(b"data: [DONE]\n\n")
     return out

@@ -8,7 +8,7 @@ from typing import Any, Final
 
 from llmcore import jsonbytes
 
-__all__ = ["PIECE_CHARS", "Turn", "event", "make_id", "pieces"]
+__all__ = ["PIECE_CHARS", "Turn", "all_text", "event", "make_id", "pieces"]
 
 PIECE_CHARS: Final = 24
 """Characters per streamed text or argument delta."""
@@ -24,6 +24,26 @@ class Turn:
     """Assistant turns already in the history (picks the reply)."""
     seed: bytes
     """Bytes identifying the conversation (its first item), so ids differ across conversations."""
+
+
+def all_text(content: Any, kinds: frozenset[str]) -> str:
+    """Return all the text of a message's ``content``, as a script's ``match`` reads it.
+
+    Args:
+        content: A string, or a list of blocks / parts.
+        kinds: The block ``type`` values that carry ``text`` (``text``, ``input_text``).
+
+    Returns:
+        The string itself, or the texts of the blocks of those kinds joined by newlines.
+    """
+    if isinstance(content, str):
+        return content
+    texts = [
+        str(block.get("text", ""))
+        for block in content or ()
+        if isinstance(block, dict) and block.get("type") in kinds
+    ]
+    return texts[0] if len(texts) == 1 else "\n".join(texts)
 
 
 def make_id(prefix: str, seed: bytes, *parts: object, length: int = 24) -> str:

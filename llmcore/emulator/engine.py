@@ -13,7 +13,7 @@ import itertools
 import re
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from llmcore import jsonbytes
@@ -21,13 +21,16 @@ from llmcore.emulator.agent import AGENT_SCRIPT
 from llmcore.emulator.anthropic_cache import AnthropicCache
 from llmcore.emulator.anthropic_validate import validate_anthropic
 from llmcore.emulator.anthropic_wire import anthropic_turn, message_body, message_events
+from llmcore.emulator.batches import BatchStore
 from llmcore.emulator.chat_wire import chat_body, chat_events, chat_turn
 from llmcore.emulator.clock import Clock, SystemClock
 from llmcore.emulator.common import make_id
 from llmcore.emulator.errors import Rejection, Shape
 from llmcore.emulator.limits import ANTHROPIC_MAX_BODY
+from llmcore.emulator.objects_api import ConversationStore
 from llmcore.emulator.openai_cache import OpenAICache
 from llmcore.emulator.openai_validate import validate_chat, validate_responses
+from llmcore.emulator.params import obey
 from llmcore.emulator.responses_wire import (
     output_items,
     response_events,
@@ -38,8 +41,9 @@ from llmcore.emulator.responses_wire import (
 from llmcore.emulator.scan import Spans, scan_body
 from llmcore.emulator.script import Script
 from llmcore.emulator.store import DEFAULT_CACHE_BYTES, MemoryBudget, ResponseStore
+from llmcore.emulator.thinking import check_thinking, thinking_on, thinking_text
 
-__all__ = ["ANTHROPIC_MAX_BODY", "Engine", "Prepared"]
+__all__ = ["ANTHROPIC_MAX_BODY", "Engine", "Prepared", "parse_body"]
 
 RESPONSE_ITEM_BYTES = 256
 """Estimated bytes of one stored Responses item besides twice its compact JSON length."""
@@ -104,7 +108,7 @@ def _lone_surrogate(value: Any) -> tuple[tuple[str | int, ...], str] | None:
     return None
 
 
-def _parse(raw: bytes, shape: Shape) -> tuple[Any, Spans]:
+def parse_body(raw: bytes, shape: Shape) -> tuple[Any, Spans]:
     r"""Parse a request body; refuse what the real API cannot parse.
 
     A string holding an unpaired surrogate escape (``"\ud800"``) has no UTF-8 form: the
@@ -179,7 +183,12 @@ class Engine:
         self.budget = MemoryBudget(cache_bytes)
         self.anthropic = AnthropicCache(self.budget)
         self.openai = OpenAICache(self.budget)
-        self._responses = ResponseStore(self.budget)
+        self.stored_responses = ResponseStore(self.budget)
+        """Responses by id (``previous_response_id``, ``GET /v1/responses/{id}``)."""
+        self.conversations = ConversationStore(self.budget)
+        """The Conversations API's conversations."""
+        self.batches = BatchStore(self.budget)
+        """Anthropic Message Batches."""
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self.counts: dict[str, int] = {"requests": 0, "rejected": 0}
@@ -197,10 +206,12 @@ class Engine:
             self.counts["rejected"] += 1
 
     def reset(self) -> None:
-        """Forget every cache entry and stored response."""
+        """Forget every cache entry, stored response, conversation and batch."""
         self.anthropic.store.clear()
         self.openai.store.clear()
-        self._responses.clear()
+        self.stored_responses.clear()
+        self.conversations.clear()
+        self.batches.clear()
 
     def anthropic_messages(
         self, raw: bytes, org: str, betas: frozenset[str] = frozenset()
@@ -224,13 +235,17 @@ class Engine:
         return _guarded("anthropic", handle, raw, org)
 
     def _anthropic_messages(self, raw: bytes, org: str, betas: frozenset[str]) -> Prepared:
-        parsed, spans = _parse(raw, "anthropic")
+        parsed, spans = parse_body(raw, "anthropic")
         body = validate_anthropic(parsed, betas)
+        check_thinking(body, raw)
         plan = self.anthropic.plan(body, org, self.clock.now(), spans)
         turn = anthropic_turn(body)
         reply = self.script.reply_for(
             turn.first_user_text, turn.index, tools_offered=bool(body.get("tools"))
         )
+        reply = obey("anthropic", body, reply)
+        if thinking_on(body):
+            reply = replace(reply, thinking=thinking_text(turn.first_user_text))
         ident = make_id("msg_emu_", turn.seed, "message", turn.index)
         model = body["model"]
 
@@ -252,7 +267,7 @@ class Engine:
         return _guarded("openai", self._chat_completions, raw, org)
 
     def _chat_completions(self, raw: bytes, org: str) -> Prepared:
-        parsed, spans = _parse(raw, "openai")
+        parsed, spans = parse_body(raw, "openai")
         body = validate_chat(parsed)
         now = self.clock.now()
         plan = self.openai.plan("chat", body, [], org, now, spans)
@@ -260,6 +275,8 @@ class Engine:
         reply = self.script.reply_for(
             turn.first_user_text, turn.index, tools_offered=bool(body.get("tools"))
         )
+        reply = obey("chat", body, reply)
+        n = body.get("n") or 1
         ident = make_id("chatcmpl-emu", raw, "chat")
 
         def commit() -> None:
@@ -268,17 +285,37 @@ class Engine:
         if body.get("stream"):
             options = body.get("stream_options") or {}
             usage = bool(options.get("include_usage")) if isinstance(options, dict) else False
-            events = chat_events(reply, turn, plan, body["model"], ident, int(now), usage)
+            events = chat_events(reply, turn, plan, body["model"], ident, int(now), usage, n)
             return Prepared(stream=True, body=b"", events=events, commit=commit)
-        data = chat_body(reply, turn, plan, body["model"], ident, int(now))
+        data = chat_body(reply, turn, plan, body["model"], ident, int(now), n)
         return Prepared(stream=False, body=jsonbytes.dumps(data), commit=commit)
 
-    def _history(self, body: Any) -> tuple[list[Any], int]:
-        """Return the items stored under ``previous_response_id`` and their estimated bytes."""
-        previous = body.get("previous_response_id") if isinstance(body, dict) else None
+    def history(self, body: Any) -> tuple[list[Any], int]:
+        """Return the items a Responses body continues and their estimated bytes.
+
+        They are the items stored under ``previous_response_id``, or the items of
+        ``conversation`` (:mod:`llmcore.emulator.objects_api`); the two are mutually exclusive.
+
+        Raises:
+            Rejection: Both given; or an unknown response (400 ``previous_response_not_found``)
+                or conversation (404).
+        """
+        if not isinstance(body, dict):
+            return [], 0
+        previous = body.get("previous_response_id")
+        conversation = _conversation_id(body)
+        if previous is not None and conversation is not None:
+            raise Rejection(
+                "Mutually exclusive parameters: Ensure you are only providing one of: "
+                "'previous_response_id' or 'conversation'.",
+                param=None,
+                code="mutually_exclusive_parameters",
+            )
+        if conversation is not None:
+            return self.conversations.items(conversation), 0
         if previous is None:
             return [], 0
-        stored = self._responses.get(str(previous))
+        stored = self.stored_responses.get(str(previous))
         if stored is None:  # never stored, or evicted (store.py)
             raise Rejection(
                 f"Previous response with id '{previous}' not found.",
@@ -292,13 +329,13 @@ class Engine:
 
         Raises:
             Rejection: The request breaks a Responses rule, is nested too deeply, or names an
-                unknown ``previous_response_id``.
+                unknown ``previous_response_id`` or ``conversation``.
         """
         return _guarded("openai", self._responses_turn, raw, org)
 
     def _responses_turn(self, raw: bytes, org: str) -> Prepared:
-        parsed, spans = _parse(raw, "openai")
-        history, history_bytes = self._history(parsed)
+        parsed, spans = parse_body(raw, "openai")
+        history, history_bytes = self.history(parsed)
         body = validate_responses(parsed, history)
         now = self.clock.now()
         plan = self.openai.plan("responses", body, history, org, now, spans)
@@ -306,17 +343,12 @@ class Engine:
         reply = self.script.reply_for(
             turn.first_user_text, turn.index, tools_offered=bool(body.get("tools"))
         )
+        reply = obey("responses", body, reply)
         ident = make_id("resp_emu_", raw, "response", length=32)
         output = output_items(reply, turn)
         usage = responses_usage(plan, reply.output_tokens)
-        if body.get("store", True):
-            given = body.get("input", [])
-            items = [{"role": "user", "content": given}] if isinstance(given, str) else given
-            new = list(items) + output
-            size = history_bytes + sum(
-                RESPONSE_ITEM_BYTES + 2 * len(jsonbytes.dumps(item)) for item in new
-            )
-            self._responses.put(ident, history + new, size)
+        data = response_object(body, ident, int(now), output, usage)
+        self._keep(body, ident, history, history_bytes, output, data)
 
         def commit() -> None:
             self.openai.commit(plan, self.clock.now())
@@ -324,5 +356,37 @@ class Engine:
         if body.get("stream"):
             events = response_events(body, ident, int(now), output, usage)
             return Prepared(stream=True, body=b"", events=events, commit=commit)
-        data = response_object(body, ident, int(now), output, usage)
         return Prepared(stream=False, body=jsonbytes.dumps(data), commit=commit)
+
+    def _keep(
+        self,
+        body: dict[str, Any],
+        ident: str,
+        history: list[Any],
+        history_bytes: int,
+        output: list[Any],
+        data: dict[str, Any],
+    ) -> None:
+        """Store the response (``store`` not false) and extend its conversation, if any."""
+        given = body.get("input", [])
+        # a string input is stored as the item it was measured as (openai_items), so a
+        # continuation by previous_response_id shares its prefix (it is a user message)
+        inputs = [given] if isinstance(given, str) else list(given)
+        conversation = _conversation_id(body)
+        if conversation is not None:
+            data["conversation"] = {"id": conversation}
+            self.conversations.append(conversation, inputs + output)
+        if body.get("store", True):
+            new = inputs + output
+            size = history_bytes + sum(
+                RESPONSE_ITEM_BYTES + 2 * len(jsonbytes.dumps(item)) for item in new
+            )
+            self.stored_responses.put(ident, history + new, size, data, len(history) + len(inputs))
+
+
+def _conversation_id(body: dict[str, Any]) -> str | None:
+    """Return the id a Responses body's ``conversation`` names (a string or ``{"id": …}``)."""
+    value = body.get("conversation")
+    if isinstance(value, dict):
+        value = value.get("id")
+    return value if isinstance(value, str) else None

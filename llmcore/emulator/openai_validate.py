@@ -82,6 +82,30 @@ def _retention(body: dict[str, Any]) -> None:
         raise _invalid_value(value, ("in_memory", "24h"), "prompt_cache_retention")
 
 
+def _choices(n: Any) -> None:
+    """Refuse an ``n`` that is not an integer from 1 to 128 (Chat ``n``, openai 3.57 docs)."""
+    if n is None:
+        return
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise Rejection(
+            "Invalid type for 'n': expected an integer.", param="n", code="invalid_type"
+        )
+    if n < 1:
+        raise Rejection(
+            "Invalid 'n': integer below minimum value. Expected a value >= 1, but got "
+            f"{n} instead.",
+            param="n",
+            code="integer_below_min_value",
+        )
+    if n > 128:
+        raise Rejection(
+            "Invalid 'n': integer above maximum value. Expected a value <= 128, but got "
+            f"{n} instead.",
+            param="n",
+            code="integer_above_max_value",
+        )
+
+
 def _chat_tools(tools: Any) -> None:
     if not isinstance(tools, list):
         raise Rejection("Invalid type for 'tools': expected an array.", param="tools")
@@ -190,11 +214,14 @@ def validate_chat(body: Any) -> dict[str, Any]:
     if "tools" in body:
         _chat_tools(body["tools"])
     _retention(body)
+    _choices(body.get("n"))
     _chat_pairing(messages)
     return body
 
 
 def _item_kind(item: Any, index: int) -> str:
+    if isinstance(item, str):  # a stored string input: one user message
+        return "message"
     if isinstance(item, dict) and "type" not in item and "role" in item:
         return "message"
     kind = item.get("type") if isinstance(item, dict) else None

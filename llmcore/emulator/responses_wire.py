@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmcore.emulator.common import Turn, event, make_id, pieces
+from llmcore.emulator.common import Turn, all_text, event, make_id, pieces
 from llmcore.emulator.openai_cache import OpenAIPlan
 from llmcore.emulator.prefix import item_bytes
 from llmcore.emulator.script import Reply
@@ -22,6 +22,7 @@ from llmcore.emulator.script import Reply
 __all__ = ["output_items", "response_events", "response_object", "responses_turn"]
 
 _ASSISTANT_KINDS = frozenset({"function_call", "reasoning"})
+_TEXT = frozenset({"input_text"})
 
 
 def _is_assistant(item: Any) -> bool:
@@ -39,13 +40,7 @@ def _user_text(items: list[Any]) -> str:
             return item
         if item.get("type", "message") != "message" or item.get("role") != "user":
             continue
-        content = item.get("content")
-        if isinstance(content, str):
-            return content
-        for part in content:
-            if part.get("type") == "input_text":
-                return str(part.get("text", ""))
-        return ""
+        return all_text(item.get("content"), _TEXT)
     return ""
 
 

@@ -26,7 +26,9 @@ number *n* where *n* is the number of assistant turns already in its history (An
 assistant messages; Responses: runs of consecutive assistant ``message`` / ``function_call`` /
 ``reasoning`` items), so the same request always gets the same reply and many conversations
 can run at once. The conversation is the first entry of ``conversations`` whose ``match`` occurs
-in the text of the first user message, else ``replies``. Past the end, ``after_end`` answers.
+in the text of the first user message, else ``replies``: *all* its text, every text block or part
+joined by a newline (Claude Code's first block is always a ``<system-reminder>``, so the task is
+in a later one). Past the end, ``after_end`` answers.
 
 Output tokens of a reply follow tokens.py: ``ceil(bytes/4)`` of the text, plus for each call
 ``ceil((len(name) + len(arguments))/4)`` in UTF-8 bytes.
@@ -63,11 +65,15 @@ class Reply:
     """The answer text (``""`` for none)."""
     tool_calls: tuple[ScriptedCall, ...] = ()
     """Tool calls, in order."""
+    thinking: str = ""
+    """Extended thinking before the answer (set by the emulator when a request turns it on)."""
 
     @property
     def output_tokens(self) -> int:
-        """Tokens the reply costs as output (tokens.py rule on its UTF-8 bytes)."""
+        """Tokens the reply costs as output (tokens.py rule on its UTF-8 bytes, thinking too)."""
         total = bytes_tokens(len(self.text.encode("utf-8")))
+        if self.thinking:
+            total += bytes_tokens(len(self.thinking.encode("utf-8")))
         for call in self.tool_calls:
             total += bytes_tokens(len(call.name.encode("utf-8")) + len(call.arguments.encode()))
         return total
@@ -78,7 +84,7 @@ class Conversation:
     """Replies for conversations whose first user message contains ``match``."""
 
     match: str
-    """Text to look for in the first user message."""
+    """Text to look for in the first user message (all its text blocks, newline-joined)."""
     replies: tuple[Reply, ...]
     """The replies, in order."""
 
@@ -258,12 +264,13 @@ def parse_script(data: bytes, source: str = "<script>") -> Script:
     )
 
 
-def load_script(path: Path) -> Script:
-    """Read and parse the script file at ``path``.
+def load_script(path: str | Path) -> Script:
+    """Read and parse the script file at ``path`` (a ``str`` or a :class:`~pathlib.Path`).
 
     Raises:
         ScriptError: The file cannot be read or is malformed.
     """
+    path = Path(path)
     try:
         data = path.read_bytes()
     except OSError as exc:

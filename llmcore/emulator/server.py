@@ -33,24 +33,21 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from llmcore.emulator.clock import Clock
 from llmcore.emulator.engine import Engine, Prepared
-from llmcore.emulator.errors import EmulatorError, Rejection, Shape, error_body
+from llmcore.emulator.errors import EmulatorError, Rejection, Shape
 from llmcore.emulator.limits import (
-    LOG,
     BodiesInFlight,
     ClientGone,
     Limits,
     head_limits_protocol,
     read_body,
 )
+from llmcore.emulator.routes import CLIENT_CLOSED, extra_routes, not_found_handler, refuse
+from llmcore.emulator.routes import gone as gone_mid_body
 from llmcore.emulator.script import Script
 
 __all__ = ["CLIENT_CLOSED", "AccessLog", "Emulator", "build_app"]
 
 _SSE_HEADERS = {"cache-control": "no-cache"}
-_CLOSING: Final = frozenset({408, 413, 503})
-"""Statuses answered before the body was read through; the connection is closed after them."""
-CLIENT_CLOSED: Final = 499
-"""Status logged for a client that disconnected mid-body (nginx's convention; never sent)."""
 ACCESS: Final = logging.getLogger("llmcore.emulator.access")
 """The access log (:class:`AccessLog`), INFO level."""
 
@@ -104,32 +101,6 @@ def _answer(prepared: Prepared, headers: dict[str, str]) -> Response:
     return Response(prepared.body, media_type="application/json", headers=headers)
 
 
-def _refuse(
-    shape: Shape, rejection: Rejection, headers: dict[str, str], request_id: str
-) -> Response:
-    if rejection.status in _CLOSING:  # the rest of the body is never read: end the connection
-        headers = {**headers, "connection": "close"}
-    return Response(
-        error_body(shape, rejection, request_id),
-        status_code=rejection.status,
-        media_type="application/json",
-        headers=headers,
-    )
-
-
-def _gone(request: Request, gone: ClientGone) -> Response:
-    declared = request.headers.get("content-length")
-    of = f" of {declared}" if declared else ""
-    LOG.warning(
-        "llmcore emulator: client disconnected mid-body (%s %s, %d%s bytes)",
-        request.method,
-        request.url.path,
-        gone.received,
-        of,
-    )
-    return Response(status_code=CLIENT_CLOSED)
-
-
 def _endpoint(
     engine: Engine,
     gate: _Gate,
@@ -144,11 +115,11 @@ def _endpoint(
         try:
             raw, held = await read_body(request, shape, limits, in_flight)
         except ClientGone as gone:
-            return _gone(request, gone)
+            return gone_mid_body(request, gone)
         except Rejection as rejection:
             request_id = engine.request_id()
             engine.rejected()
-            return _refuse(shape, rejection, {id_header: request_id}, request_id)
+            return refuse(shape, rejection, {id_header: request_id}, request_id)
         try:
             return await _serve(raw, request)
         finally:
@@ -166,7 +137,7 @@ def _endpoint(
                 prepared = handle(raw, _org(request))
         except Rejection as rejection:
             engine.rejected()
-            return _refuse(shape, rejection, headers, request_id)
+            return refuse(shape, rejection, headers, request_id)
         await gate.wait()
         return _answer(prepared, headers)
 
@@ -253,7 +224,9 @@ def build_app(
         Route(path, _endpoint(engine, gate, shape, handle, limits, in_flight), methods=["POST"])
         for path, shape, handle in endpoints
     ]
-    app = Starlette(routes=routes)
+    routes += extra_routes(engine, limits, in_flight)  # count_tokens, models, batches, …
+    missing = not_found_handler(engine)  # JSON 404 / 405 in the provider's shape
+    app = Starlette(routes=routes, exception_handlers={404: missing, 405: missing})
     return AccessLog(app) if access_log else app
 
 

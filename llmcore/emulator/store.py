@@ -318,6 +318,7 @@ class ResponseStore:
     def __init__(self, budget: MemoryBudget | None = None) -> None:
         self._budget = budget if budget is not None else MemoryBudget()
         self._entries: dict[str, tuple[list[Any], int]] = {}
+        self._objects: dict[str, tuple[Any, int]] = {}
         self._lock = self._budget.lock
 
     def __len__(self) -> int:
@@ -326,6 +327,7 @@ class ResponseStore:
 
     def _evict(self, key: Hashable) -> None:
         self._entries.pop(str(key), None)
+        self._objects.pop(str(key), None)
 
     def get(self, ident: str) -> tuple[list[Any], int] | None:
         """Return the items stored under ``ident`` and their estimated bytes; counts as use."""
@@ -335,14 +337,44 @@ class ResponseStore:
                 self._budget.touch(self, ident)
             return found
 
-    def put(self, ident: str, items: list[Any], size: int) -> None:
-        """Store ``items`` (the whole conversation so far) under ``ident``, ``size`` bytes."""
+    def put(
+        self, ident: str, items: list[Any], size: int, response: Any = None, inputs: int = 0
+    ) -> None:
+        """Store ``items`` (the whole conversation so far) under ``ident``, ``size`` bytes.
+
+        Args:
+            ident: The response id.
+            items: Every item so far (history, this request's input, its output).
+            size: Estimated bytes.
+            response: The ``response`` object, for ``GET /v1/responses/{id}``.
+            inputs: How many of ``items`` are its input items (history and input).
+        """
         with self._lock:
             self._entries[ident] = (items, size)
+            self._objects[ident] = (response, inputs)
             self._budget.charge(self, ident, size)
+
+    def response(self, ident: str) -> tuple[Any, list[Any]] | None:
+        """Return the stored ``response`` object and its input items, or ``None``."""
+        with self._lock:
+            found = self._objects.get(ident)
+            if found is None:
+                return None
+            self._budget.touch(self, ident)
+            return found[0], self._entries[ident][0][: found[1]]
+
+    def delete(self, ident: str) -> bool:
+        """Forget the response ``ident``; return whether it was stored."""
+        with self._lock:
+            if self._entries.pop(ident, None) is None:
+                return False
+            self._objects.pop(ident, None)
+            self._budget.release(self, ident)
+            return True
 
     def clear(self) -> None:
         """Drop every stored response."""
         with self._lock:
             self._entries.clear()
+            self._objects.clear()
             self._budget.release_all(self)

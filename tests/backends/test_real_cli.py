@@ -5,11 +5,20 @@ Run where ``node`` is: ``.ci/run`` installs both programs into ``.npm-clis/`` (o
 the executables are not installed. Each test plays two turns (the second resumes the
 program's session), saves and reopens the archive, then plays the first turn after the reopen
 (a new session whose message carries the ``# Conversation so far`` preamble).
+
+Fidelity: every answer the emulator gave the real program is read from its access log. Model
+endpoints (``/v1/messages``, ``/v1/responses``) must all be 2xx; the other paths each program
+calls are listed in :data:`OTHER_PATHS` (Claude Code probes ``HEAD /`` before a session; Codex
+calls nothing else) and must be 2xx too, as from the real API.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -30,6 +39,41 @@ BIN = Path(os.environ.get("LLMCORE_NPM_CLIS") or ROOT / ".npm-clis" / "node_modu
 
 pytestmark = pytest.mark.real_cli
 
+MODEL_PATHS = frozenset({"/v1/messages", "/v1/chat/completions", "/v1/responses"})
+OTHER_PATHS = {"claude-code": {"/"}, "codex": set()}
+"""Non-model paths each real program calls against its base URL (Claude Code 2.1, Codex)."""
+_LINE = re.compile(r'"(?P<method>[A-Z]+) (?P<path>\S+)" (?P<status>\d+) ')
+
+
+@contextmanager
+def _answers() -> Iterator[list[tuple[str, str, int]]]:
+    """Collect ``(method, path, status)`` of every answer from the emulator's access log."""
+    seen: list[tuple[str, str, int]] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            found = _LINE.search(record.getMessage())
+            if found:
+                seen.append((found["method"], found["path"], int(found["status"])))
+
+    logger = logging.getLogger("llmcore.emulator.access")
+    handler, level = Collect(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield seen
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+def _check_fidelity(seen: list[tuple[str, str, int]], program: str) -> None:
+    model = [(m, p, s) for m, p, s in seen if p in MODEL_PATHS]
+    assert model and all(200 <= s < 300 for _, _, s in model), model
+    other = [(m, p, s) for m, p, s in seen if p not in MODEL_PATHS]
+    assert {p for _, p, _ in other} <= OTHER_PATHS[program], other
+    assert all(200 <= s < 300 for _, _, s in other), other
+
 
 def _executable(name: str) -> str:
     path = BIN / name
@@ -42,7 +86,10 @@ def test_real_claude_code(tmp_path: Path) -> None:
     claude = _executable("claude")
     workspace = write_workspace(tmp_path / "ws")
     store = ArchiveStore(tmp_path / "agent")
-    with Emulator(script=task_script("claude-code")) as emulator:
+    with (
+        _answers() as seen,
+        Emulator(script=task_script("claude-code"), access_log=True) as emulator,
+    ):
         env = claude_code_env(emulator.base_url, tmp_path / "home")
         args = ("--allowedTools", "Bash", "Read")
 
@@ -74,13 +121,14 @@ def test_real_claude_code(tmp_path: Path) -> None:
         assert third.session_id != first.session_id
         assert all("# Conversation so far" not in i.json for i in reopened.state.items)
         assert reopened.state.provider == "claude-code"
+    _check_fidelity(seen, "claude-code")
 
 
 def test_real_codex(tmp_path: Path) -> None:
     codex = _executable("codex")
     workspace = write_workspace(tmp_path / "ws")
     store = ArchiveStore(tmp_path / "agent")
-    with Emulator(script=task_script("codex")) as emulator:
+    with _answers() as seen, Emulator(script=task_script("codex"), access_log=True) as emulator:
         env = codex_env(emulator.openai_base_url, tmp_path / "home")
 
         def backend(conversation: object) -> CodexBackend:
@@ -112,3 +160,4 @@ def test_real_codex(tmp_path: Path) -> None:
         assert third.sent.endswith("\n\nSum it up.") and "resume" not in third.argv
         assert third.session_id != first.session_id
         assert all("# Conversation so far" not in i.json for i in reopened.state.items)
+    _check_fidelity(seen, "codex")

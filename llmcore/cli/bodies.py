@@ -108,16 +108,25 @@ def _write_stdout(data: bytes) -> None:
         raise fail(stdout_error(exc)) from None
 
 
-def _recorded_body(path: Path, name: str) -> Any:
-    from llmcore.requestfile import parse_json_bytes, read_json_file
+def _recorded_body(path: Path, name: str) -> tuple[Any, bytes | None]:
+    """Return the recorded body and the bytes it was parsed from (``None`` when unknown).
 
-    value = parse_json_bytes(_read_stdin(), name) if _is_stdin(path) else read_json_file(path)
+    The bytes let import keep each Anthropic ``tool_use`` ``input`` exactly (SPEC M2): a
+    plain body's are the file's, a corpus case's ``request_raw`` its text's, and a case's
+    ``request`` object the span of that object in the file.
+    """
+    from llmcore.providers._jsonspan import find_span
+    from llmcore.requestfile import parse_json_bytes, read_regular_bytes
+
+    data = _read_stdin() if _is_stdin(path) else read_regular_bytes(path)
+    value = parse_json_bytes(data, name)
     if isinstance(value, dict) and "request" in value and "model" not in value:
         raw = value.get("request_raw")
         if isinstance(raw, str):
-            return _request_raw(raw, f"{name}: $.request_raw")
-        return value["request"]
-    return value
+            return _request_raw(raw, f"{name}: $.request_raw"), raw.encode("utf-8", "replace")
+        begin, end = find_span(data, ("request",))
+        return value["request"], data[begin:end]
+    return value, data
 
 
 def _request_raw(raw: str, at: str) -> Any:
@@ -148,13 +157,13 @@ def import_(
     if provider not in _IMPORTABLE:
         raise fail(f"import supports {', '.join(_IMPORTABLE)}, not {provider!r}")
     name = _STDIN if _is_stdin(recorded) else str(recorded)
-    value = _recorded_body(recorded, name)
+    value, raw = _recorded_body(recorded, name)
     if isinstance(value, dict):
         try:
             _warn_shape(jsonbytes.dumps(value), provider, name, "imported")
         except EncodingError:  # a value the importer refuses by name below
             pass
-    result = get_provider(provider).import_body(value, location=f"{name}: $")
+    result = get_provider(provider).import_body(value, location=f"{name}: $", raw=raw)
     for note in result.notes:
         print(f"llmcore: note: {note}", file=sys.stderr)
     from llmcore.requestfile import dump_request

@@ -10,7 +10,8 @@ streams)::
     │   ├── InvalidRequestError    a request cannot be built (pairing, unknown tool choice, …)
     │   ├── RequestFileError       a request file or recorded body is malformed (file, key, index)
     │   ├── UnsupportedContentError  content outside the four cases (documents, server tools, …)
-    │   └── UnknownProviderError   no provider is registered under that name
+    │   ├── UnknownProviderError   no provider is registered under that name
+    │   └── ProviderRejectsError   strict mode: content providers refuse (llmcore.checks)
     ├── EncodingError              a value cannot be written as JSON (NaN, lone surrogate, …)
     ├── ArchiveError               the conversation archive cannot be read or written
     │   ├── ArchiveReadError       ``conversation.json`` is unreadable (names the JSON path)
@@ -54,6 +55,8 @@ __all__ = [
     "LLMCoreError",
     "MissingDependencyError",
     "ProviderError",
+    "ProviderRejectsError",
+    "ProviderRejectsWarning",
     "RequestFileError",
     "ResponseParseError",
     "SessionConflictError",
@@ -130,6 +133,19 @@ class UnsupportedContentError(UserError):
 
 class UnknownProviderError(UserError):
     """No provider is registered under the given name."""
+
+
+class ProviderRejectsError(UserError):
+    """Under :func:`llmcore.checks.strict`: content the providers refuse or rewrite.
+
+    Image bytes with no known signature, a tool name outside ``^[a-zA-Z0-9_-]{1,64}$``,
+    arguments that are not a JSON object, tool results that are not UTF-8, an unpaired tool call
+    (:mod:`llmcore.checks`); ``location`` names the request path.
+    """
+
+
+class ProviderRejectsWarning(UserWarning):
+    """The default for what :class:`ProviderRejectsError` reports under strict mode."""
 
 
 class EncodingError(LLMCoreError):

@@ -50,6 +50,7 @@ from typing import Any, Final, Literal, TypeAlias
 
 from llmcore import jsonbytes
 from llmcore.archive import Conversation, ConversationState
+from llmcore.checks import check_request, report
 from llmcore.errors import InvalidRequestError
 from llmcore.facts import Section, SentFacts, TurnFacts, plan_turn, render_sections
 from llmcore.messages import (
@@ -185,6 +186,8 @@ class _Turn:
         self.provider = runner.current_provider()
         self.start = start
         self.messages: list[Message] = [*start.history, user]
+        self.checked = len(start.history)
+        """Messages already checked for what providers refuse (the history before the turn)."""
         self.carry: dict[int, tuple[str, ...]] = {}
         self.rounds: list[tuple[Usage, Cost]] = []
         self.bodies: list[bytes] = []
@@ -198,6 +201,9 @@ class _Turn:
             messages=tuple(self.messages),
             params=self.runner.params,
         )
+        # What providers refuse, in the messages added since the last request (llmcore.checks).
+        report(check_request(request, first=self.checked), stacklevel=4)
+        self.checked = len(self.messages)
         cache = self.runner.cache_for(self.provider.name)
         body = self.provider.build_body(request, cache=cache, carry=self.carry)
         self.bodies.append(body)

@@ -84,6 +84,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Literal, Protocol
 
+from llmcore import checks
 from llmcore.errors import (
     ArchiveBusyError,
     ArchiveConflictError,
@@ -494,6 +495,8 @@ class ArchiveStore:
             if conversation.delete_pending:
                 return self._delete_for(conversation)
             return SaveResult(action="nothing")
+        # An unpaired tool call is saved, but said (a ProviderRejectsError in strict mode).
+        checks.report(checks.unpaired(conversation.history), stacklevel=2)
         self._committed = None
         try:
             result = self.write(conversation.state, base=conversation.base)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -24,6 +24,9 @@ from llmcore.cli._common import fail, one_line_errors
 from llmcore.cli._stdout import silence_stdout, stdout_error
 from llmcore.errors import EncodingError, InvalidRequestError, RequestFileError
 from llmcore.providers import PROVIDER_NAMES, get_provider
+
+if TYPE_CHECKING:
+    from llmcore.request import Request
 
 __all__ = ["register"]
 
@@ -65,6 +68,7 @@ def body(
     else:
         name = str(request)
         loaded = load_request_file(request)
+    _say_rejected(loaded, name)
     try:
         built = chosen.build_body(loaded)
     except (InvalidRequestError, EncodingError) as exc:
@@ -72,6 +76,23 @@ def body(
         raise type(exc)(exc.message, location=where) from None
     _warn_shape(built, provider, name, "built")
     _write_stdout(built)
+
+
+def _say_rejected(request: Request, name: str) -> None:
+    """Print what providers refuse in ``request``, one line each; in strict mode, fail.
+
+    Raises:
+        ProviderRejectsError: ``LLMCORE_STRICT`` is on (one line, exit 2), for the first.
+    """
+    from llmcore.checks import check_request, is_strict
+    from llmcore.errors import ProviderRejectsError
+
+    findings = check_request(request)
+    if findings and is_strict():
+        location, problem = findings[0]
+        raise ProviderRejectsError(problem, location=f"{name}: $.{location}")
+    for location, problem in findings:
+        print(f"llmcore: warning: {name}: $.{location}: {problem}", file=sys.stderr)
 
 
 def _warn_shape(data: bytes, provider: str, name: str, done: str) -> None:

@@ -11,7 +11,8 @@ streams)::
     │   ├── RequestFileError       a request file or recorded body is malformed (file, key, index)
     │   ├── UnsupportedContentError  content outside the four cases (documents, server tools, …)
     │   ├── FileRefusedError   a file is not a regular file, too large or hard-linked (also OSError)
-    │   └── UnknownProviderError   no provider is registered under that name
+    │   ├── UnknownProviderError   no provider is registered under that name
+    │   └── ProviderRejectsError   strict mode: content providers refuse (llmcore.checks)
     ├── EncodingError              a value cannot be written as JSON (NaN, lone surrogate, …)
     ├── ArchiveError               the conversation archive cannot be read or written
     │   ├── ArchiveReadError       ``conversation.json`` is unreadable (names the JSON path)
@@ -56,6 +57,8 @@ __all__ = [
     "LLMCoreError",
     "MissingDependencyError",
     "ProviderError",
+    "ProviderRejectsError",
+    "ProviderRejectsWarning",
     "RequestFileError",
     "ResponseParseError",
     "SessionConflictError",
@@ -157,6 +160,19 @@ class FileRefusedError(UserError, OSError):
 
 class UnknownProviderError(UserError):
     """No provider is registered under the given name."""
+
+
+class ProviderRejectsError(UserError):
+    """Under :func:`llmcore.checks.strict`: content the providers refuse or rewrite.
+
+    Image bytes with no known signature, a tool name outside ``^[a-zA-Z0-9_-]{1,64}$``,
+    arguments that are not a JSON object, tool results that are not UTF-8, an unpaired tool call
+    (:mod:`llmcore.checks`); ``location`` names the request path.
+    """
+
+
+class ProviderRejectsWarning(UserWarning):
+    """The default for what :class:`ProviderRejectsError` reports under strict mode."""
 
 
 class EncodingError(LLMCoreError):

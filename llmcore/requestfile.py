@@ -35,6 +35,7 @@ __all__ = [
     "parse_request",
     "parse_request_value",
     "read_json_file",
+    "read_regular_bytes",
     "request_json",
 ]
 
@@ -71,6 +72,16 @@ def read_json_file(path: Path | str) -> Any:
         raise RequestFileError(f"expected a path, not {type(path).__name__}")
     path = Path(path)
     return parse_json_bytes(_read_regular(path), str(path))
+
+
+def read_regular_bytes(path: Path | str) -> bytes:
+    """Return the bytes of the regular file at ``path`` (what :func:`read_json_file` parses).
+
+    Raises:
+        RequestFileError: The file is missing, not a regular file (refused before it is
+            opened, so a FIFO never blocks) or unreadable; the location is the file name.
+    """
+    return _read_regular(Path(path))
 
 
 def parse_json_bytes(raw: bytes, name: str) -> Any:

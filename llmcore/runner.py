@@ -50,6 +50,7 @@ from typing import Any, Final, Literal, TypeAlias
 
 from llmcore import jsonbytes
 from llmcore.archive import Conversation, ConversationState
+from llmcore.checks import check_request, report
 from llmcore.errors import InvalidRequestError
 from llmcore.facts import Section, SentFacts, TurnFacts, plan_turn, render_sections
 from llmcore.messages import (
@@ -136,6 +137,17 @@ class FunctionTool:
     function: Callable[[dict[str, Any]], Any] = field(compare=False)
     """Runs the tool."""
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.tool, Tool):
+            kind = type(self.tool).__name__
+            raise InvalidRequestError(f"a FunctionTool needs a Tool, not {kind}", location="tool")
+        if not callable(self.function):
+            raise InvalidRequestError(
+                f"tool {self.tool.name!r}: the function must be callable, not "
+                f"{type(self.function).__name__}",
+                location="function",
+            )
+
     @classmethod
     def create(
         cls,
@@ -174,6 +186,8 @@ class _Turn:
         self.provider = runner.current_provider()
         self.start = start
         self.messages: list[Message] = [*start.history, user]
+        self.checked = len(start.history)
+        """Messages already checked for what providers refuse (the history before the turn)."""
         self.carry: dict[int, tuple[str, ...]] = {}
         self.rounds: list[tuple[Usage, Cost]] = []
         self.bodies: list[bytes] = []
@@ -187,6 +201,9 @@ class _Turn:
             messages=tuple(self.messages),
             params=self.runner.params,
         )
+        # What providers refuse, in the messages added since the last request (llmcore.checks).
+        report(check_request(request, first=self.checked), stacklevel=4)
+        self.checked = len(self.messages)
         cache = self.runner.cache_for(self.provider.name)
         body = self.provider.build_body(request, cache=cache, carry=self.carry)
         self.bodies.append(body)
@@ -250,7 +267,27 @@ def _finish(conversation: Conversation | ConversationState, result: TurnResult) 
 
 
 def _start(conversation: Conversation | ConversationState) -> ConversationState:
-    return conversation.state if isinstance(conversation, Conversation) else conversation
+    if isinstance(conversation, Conversation):
+        return conversation.state
+    if not isinstance(conversation, ConversationState):
+        raise InvalidRequestError(
+            "the conversation must be a Conversation (ArchiveStore.open(), Conversation()) or a "
+            f"ConversationState, not {type(conversation).__name__}",
+            location="conversation",
+        )
+    return conversation
+
+
+def _check_tools(tools: Sequence[FunctionTool]) -> tuple[FunctionTool, ...]:
+    out = tuple(tools)
+    for index, tool in enumerate(out):
+        if not isinstance(tool, FunctionTool):
+            hint = " (wrap a Tool with FunctionTool(tool=…, function=…))" * isinstance(tool, Tool)
+            raise InvalidRequestError(
+                f"tools[{index}] must be a FunctionTool, not {type(tool).__name__}{hint}",
+                location=f"tools[{index}]",
+            )
+    return out
 
 
 class Runner:
@@ -285,16 +322,42 @@ class Runner:
     ) -> None:
         if max_steps < 1:
             raise InvalidRequestError("max_steps must be at least 1", location="max_steps")
+        if not isinstance(model, str) or not model:
+            raise InvalidRequestError("the model must be a non-empty string", location="model")
+        if isinstance(system, str):
+            system = (system,)
         self.provider = provider
         self.model = model
         self.transport = transport
         self.async_transport = async_transport
         self.system = tuple(system)
-        self.tools = tuple(tools)
+        self.tools = _check_tools(tools)
         self.params = params or Params()
         self.max_steps = max_steps
         self.prices = prices or default_prices()
         self._caches: dict[str, EncodeCache] = {}
+
+    @property
+    def provider(self) -> str | Provider:
+        """The provider of the next turn: a registered name or a provider instance (P6).
+
+        Raises:
+            UnknownProviderError: Set to a name no provider is registered under (checked
+                when set, so a misspelt name fails at construction, not at the first turn).
+            InvalidRequestError: Set to something that is neither a name nor a provider.
+        """
+        return self._provider
+
+    @provider.setter
+    def provider(self, value: str | Provider) -> None:
+        if isinstance(value, str):
+            get_provider(value)
+        elif not callable(getattr(value, "build_body", None)):
+            raise InvalidRequestError(
+                f"provider must be a provider name or instance, not {type(value).__name__}",
+                location="provider",
+            )
+        self._provider = value
 
     def current_provider(self) -> Provider:
         """Return the provider module the next turn uses."""
@@ -328,7 +391,12 @@ class Runner:
                 ``ResponseParseError``); the conversation is unchanged.
         """
         if self.transport is None:
-            raise InvalidRequestError("run_turn needs a transport", location="transport")
+            hint = (
+                "; this runner has only an async_transport: use await runner.arun_turn(…)"
+                if self.async_transport is not None
+                else " (Runner(transport=HTTPTransport()))"
+            )
+            raise InvalidRequestError(f"run_turn needs a transport{hint}", location="transport")
         start = _start(conversation)
         user, facts = _user_message(start, message, sections)
         turn = _Turn(self, start, user)
@@ -352,7 +420,14 @@ class Runner:
         Cancelling the task leaves the caller's conversation unchanged.
         """
         if self.async_transport is None:
-            raise InvalidRequestError("arun_turn needs an async transport", location="transport")
+            hint = (
+                "; this runner has only a sync transport: use runner.run_turn(…)"
+                if self.transport is not None
+                else " (Runner(async_transport=AsyncHTTPTransport()))"
+            )
+            raise InvalidRequestError(
+                f"arun_turn needs an async transport{hint}", location="async_transport"
+            )
         start = _start(conversation)
         user, facts = _user_message(start, message, sections)
         turn = _Turn(self, start, user)
@@ -438,6 +513,11 @@ def _user_message(
 ) -> tuple[Message, SentFacts]:
     """Return the turn's user message (F1 sections first) and the facts to keep after it."""
     start = len(conversation.history)
+    if not isinstance(message, str | Message):
+        raise InvalidRequestError(
+            f"the message must be text or a user Message, not {type(message).__name__}",
+            location="message",
+        )
     parts: list[MessageContent] = (
         [Text(text=message)] if isinstance(message, str) else list(message.content)
     )

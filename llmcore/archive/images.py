@@ -6,6 +6,7 @@
   first, each hash once at its newest position; the first image that does not fit and every
   older one are omitted, except older copies of a hash already kept.
 * :func:`verified` — the check of A7: bytes whose SHA-256 is not their name read as omitted.
+* :func:`omitted_images` — how many images a reopened history has lost, for the notice.
 
 It leaves out writing (:mod:`llmcore.archive.store`).
 """
@@ -17,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from llmcore.messages import Image, Message
+from llmcore.messages import Image, Message, Text
 
 __all__ = [
     "IMAGE_BUDGET",
@@ -26,6 +27,7 @@ __all__ = [
     "image_extension",
     "image_file_name",
     "kept_images",
+    "omitted_images",
     "verified",
 ]
 
@@ -149,3 +151,23 @@ def _files(
 def verified(data: bytes, sha256: str) -> bool:
     """Return whether ``data`` hashes to ``sha256`` (SPEC A7)."""
     return hashlib.sha256(data).hexdigest() == sha256
+
+
+def omitted_images(history: Sequence[Message]) -> tuple[int, int | None]:
+    """Count the history's omitted images (SPEC M3): how many, and the first one's message.
+
+    An image whose file exists but could not be read is not counted (it is kept and comes back;
+    see :attr:`~llmcore.messages.Text.unread_image_sha256`).
+
+    Returns:
+        ``(count, index)``: ``index`` is the position in ``history`` of the first message
+        holding one, ``None`` when there is none.
+    """
+    count, first = 0, None
+    for index, message in enumerate(history):
+        for part in message.content:
+            if isinstance(part, Text) and part.omitted_image_mime_type is not None:
+                if part.unread_image_sha256 is None:
+                    count += 1
+                    first = index if first is None else first
+    return count, first

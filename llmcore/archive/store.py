@@ -84,6 +84,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Literal, Protocol
 
+from llmcore import checks
 from llmcore.errors import (
     ArchiveBusyError,
     ArchiveConflictError,
@@ -97,7 +98,15 @@ from .codec import UNREAD, FragmentCache, Unread, decode, encode
 from .conversation import UNBOUND, UNKNOWN, Conversation
 from .format import CONVERSATION_FILE, IMAGES_DIR
 from .fs import FileSystem
-from .images import IMAGE_BUDGET, DigestCache, ImagePlan, image_file_name, kept_images, verified
+from .images import (
+    IMAGE_BUDGET,
+    DigestCache,
+    ImagePlan,
+    image_file_name,
+    kept_images,
+    omitted_images,
+    verified,
+)
 from .lock import (
     DEFAULT_LOCK_TIMEOUT,
     LOCK_FILE,
@@ -151,6 +160,9 @@ class Loaded:
     """The read error behind :attr:`notice`."""
     image_notice: Notice | None = None
     """Set when image files exist but could not be read; they are kept (see the module)."""
+    omitted_notice: Notice | None = None
+    """Set when the history holds omitted images (the budget of A6, or a missing file, A7):
+    the next body sends placeholder text where the open conversation sent the images."""
     version: str | None = UNKNOWN
     """What ``conversation.json`` held: SHA-256 hex of its bytes, ``None`` for no file, or
     :data:`~llmcore.archive.conversation.UNKNOWN` when it could not be read."""
@@ -158,7 +170,8 @@ class Loaded:
     @property
     def notices(self) -> tuple[Notice, ...]:
         """Every notice, for the panel."""
-        return tuple(n for n in (self.notice, self.image_notice) if n is not None)
+        notices = (self.notice, self.image_notice, self.omitted_notice)
+        return tuple(n for n in notices if n is not None)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -194,6 +207,30 @@ class _Txn:
 
 
 _UNREADABLE = "The saved conversation could not be read; it is kept unchanged."
+_OMITTED = (
+    "{count} of the saved conversation's images {were} omitted to keep it within the 20 MiB "
+    "image budget (or {their} file is missing); the model is sent placeholder text instead."
+)
+_OMITTED_REASON = (
+    "The history holds {count} imageOmitted block{s}, the first in message {first} (SPEC A6, "
+    "A7). If the last save omitted {them}, the next request differs from the one sent before "
+    "the save from that message on, and the prompt cache misses from there once; "
+    "`llmcore verify` reports it unless given --allow-omitted."
+)
+
+
+def _omitted_notice(state: ConversationState) -> Notice | None:
+    count, first = omitted_images(state.history)
+    if not count:
+        return None
+    one = count == 1
+    words = {"were": "was" if one else "were", "their": "its" if one else "their"}
+    message = _OMITTED.format(count=count, **words)
+    them = "it" if one else "them"
+    reason = _OMITTED_REASON.format(count=count, s="" if one else "s", first=first, them=them)
+    return Notice(message=message, reason=reason)
+
+
 _NUL = "the archive path contains a NUL byte, which no file system accepts"
 _UNREAD_IMAGES = (
     "{count} of the saved conversation's images could not be read; they are kept and "
@@ -344,7 +381,12 @@ class ArchiveStore:
             image_notice = Notice(
                 message=_UNREAD_IMAGES.format(count=len(unread)), reason="; ".join(unread)
             )
-        return Loaded(state=state, image_notice=image_notice, version=version_of(data))
+        return Loaded(
+            state=state,
+            image_notice=image_notice,
+            omitted_notice=_omitted_notice(state),
+            version=version_of(data),
+        )
 
     def _unreadable(
         self, error: ArchiveReadError, *, where: str | None = None, version: str | None = UNKNOWN
@@ -454,6 +496,8 @@ class ArchiveStore:
             if conversation.delete_pending:
                 return self._delete_for(conversation)
             return SaveResult(action="nothing")
+        # An unpaired tool call is saved, but said (a ProviderRejectsError in strict mode).
+        checks.report(checks.unpaired(conversation.history), stacklevel=2)
         self._committed = None
         try:
             result = self.write(conversation.state, base=conversation.base)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -24,6 +24,9 @@ from llmcore.cli._common import fail, one_line_errors
 from llmcore.cli._stdout import silence_stdout, stdout_error
 from llmcore.errors import EncodingError, InvalidRequestError, RequestFileError
 from llmcore.providers import PROVIDER_NAMES, get_provider
+
+if TYPE_CHECKING:
+    from llmcore.request import Request
 
 __all__ = ["register"]
 
@@ -65,6 +68,7 @@ def body(
     else:
         name = str(request)
         loaded = load_request_file(request)
+    _say_rejected(loaded, name)
     try:
         built = chosen.build_body(loaded)
     except (InvalidRequestError, EncodingError) as exc:
@@ -72,6 +76,23 @@ def body(
         raise type(exc)(exc.message, location=where) from None
     _warn_shape(built, provider, name, "built")
     _write_stdout(built)
+
+
+def _say_rejected(request: Request, name: str) -> None:
+    """Print what providers refuse in ``request``, one line each; in strict mode, fail.
+
+    Raises:
+        ProviderRejectsError: ``LLMCORE_STRICT`` is on (one line, exit 2), for the first.
+    """
+    from llmcore.checks import check_request, is_strict
+    from llmcore.errors import ProviderRejectsError
+
+    findings = check_request(request)
+    if findings and is_strict():
+        location, problem = findings[0]
+        raise ProviderRejectsError(problem, location=f"{name}: $.{location}")
+    for location, problem in findings:
+        print(f"llmcore: warning: {name}: $.{location}: {problem}", file=sys.stderr)
 
 
 def _warn_shape(data: bytes, provider: str, name: str, done: str) -> None:
@@ -110,16 +131,25 @@ def _write_stdout(data: bytes) -> None:
         raise fail(stdout_error(exc)) from None
 
 
-def _recorded_body(path: Path, name: str) -> Any:
-    from llmcore.requestfile import parse_json_bytes, read_json_file
+def _recorded_body(path: Path, name: str) -> tuple[Any, bytes | None]:
+    """Return the recorded body and the bytes it was parsed from (``None`` when unknown).
 
-    value = parse_json_bytes(_read_stdin(), name) if _is_stdin(path) else read_json_file(path)
+    The bytes let import keep each Anthropic ``tool_use`` ``input`` exactly (SPEC M2): a
+    plain body's are the file's, a corpus case's ``request_raw`` its text's, and a case's
+    ``request`` object the span of that object in the file.
+    """
+    from llmcore.providers._jsonspan import find_span
+    from llmcore.requestfile import parse_json_bytes, read_regular_bytes
+
+    data = _read_stdin() if _is_stdin(path) else read_regular_bytes(path)
+    value = parse_json_bytes(data, name)
     if isinstance(value, dict) and "request" in value and "model" not in value:
         raw = value.get("request_raw")
         if isinstance(raw, str):
-            return _request_raw(raw, f"{name}: $.request_raw")
-        return value["request"]
-    return value
+            return _request_raw(raw, f"{name}: $.request_raw"), raw.encode("utf-8", "replace")
+        begin, end = find_span(data, ("request",))
+        return value["request"], data[begin:end]
+    return value, data
 
 
 def _request_raw(raw: str, at: str) -> Any:
@@ -150,13 +180,13 @@ def import_(
     if provider not in _IMPORTABLE:
         raise fail(f"import supports {', '.join(_IMPORTABLE)}, not {provider!r}")
     name = _STDIN if _is_stdin(recorded) else str(recorded)
-    value = _recorded_body(recorded, name)
+    value, raw = _recorded_body(recorded, name)
     if isinstance(value, dict):
         try:
             _warn_shape(jsonbytes.dumps(value), provider, name, "imported")
         except EncodingError:  # a value the importer refuses by name below
             pass
-    result = get_provider(provider).import_body(value, location=f"{name}: $")
+    result = get_provider(provider).import_body(value, location=f"{name}: $", raw=raw)
     for note in result.notes:
         print(f"llmcore: note: {note}", file=sys.stderr)
     from llmcore.requestfile import dump_request

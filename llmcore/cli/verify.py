@@ -1,12 +1,18 @@
-"""``llmcore verify ARCHIVE [--request FILE] [--provider P]``: P5 for an archive folder (SPEC R2).
+"""``llmcore verify ARCHIVE [--request FILE] [--provider P] [--allow-omitted]`` (SPEC R2).
+
+P5 for an archive folder.
 
 Builds the next request body from the archive (model, system, tools and params from
 ``--request``, else neutral defaults; provider from ``--provider``, else the archive's; model the
 archive's unless the request file names one; the request file's messages appended after the
 history), saves a copy of the conversation into a temporary folder, reopens the copy, rebuilds
-the body and compares the two byte for byte. Exit 0: identical. Exit 1: they differ (the first
-differing byte and its context are shown). Exit 2: bad input — a missing, unreadable or newer
-archive (never touched), an unreadable request file, an unknown provider.
+the body and compares the two byte for byte. Images the archive holds as ``imageOmitted`` (the
+image budget, A6, or a missing file, A7) are a difference too: the conversation that was saved
+sent those images, and the reopened one sends placeholder text in their place, so its next body
+differs from the first of them on; ``--allow-omitted`` accepts that. Exit 0: identical.
+Exit 1: they differ (the first differing byte and its context are shown). Exit 2: bad input —
+a missing, unreadable or newer archive (never touched), an unreadable request file, an unknown
+provider.
 
 It leaves out the archive itself (:mod:`llmcore.archive`) and body building (the providers).
 """
@@ -34,6 +40,7 @@ if TYPE_CHECKING:
 
 __all__ = ["VerifyResult", "register", "verify", "verify_archive", "verify_command"]
 
+_PLACEHOLDER = b"[Image omitted:"
 EXIT_IDENTICAL = 0
 EXIT_DIFFERS = 1
 _CONTEXT = 32
@@ -58,14 +65,35 @@ class VerifyResult:
     """The body built after saving a copy and reopening it (empty if the copy is unreadable)."""
     note: str | None = None
     """Why there is no second body: the saved copy could not be read back."""
+    omitted_images: int = 0
+    """Images the archive holds as ``imageOmitted`` (A6, A7), which the body before the save
+    carried; :attr:`identical` is false while any are there and not allowed."""
+    allow_image_budget: bool = False
+    """Omitted images are expected (``--allow-omitted``): only the bytes are compared."""
+    with_request: bool = True
+    """A request file gave the system prompt and tools; without one only the history (and
+    neutral defaults) was checked, since the archive holds neither (A1)."""
 
     @property
     def identical(self) -> bool:
-        """Whether the two bodies are byte-identical (P5 holds)."""
-        return self.before == self.after
+        """Whether the two bodies are byte-identical (P5 holds) and no image was omitted."""
+        omitted = self.omitted_images > 0 and not self.allow_image_budget
+        return self.before == self.after and not omitted
 
     def first_difference(self) -> int:
-        """Return the offset of the first differing byte (the shorter length if one is a prefix)."""
+        """Return the offset of the first differing byte (the shorter length if one is a prefix).
+
+        With omitted images not allowed, the offset of the first placeholder text in the body
+        (where the body before the save had the image) when it comes first.
+        """
+        differs = self._first_byte()
+        if self.omitted_images and not self.allow_image_budget:
+            placeholder = self.before.find(_PLACEHOLDER)
+            if placeholder >= 0 and (self.before == self.after or placeholder < differs):
+                return placeholder
+        return differs
+
+    def _first_byte(self) -> int:
         for index, (a, b) in enumerate(zip(self.before, self.after, strict=False)):
             if a != b:
                 return index
@@ -146,6 +174,7 @@ def verify_archive(
     provider: str | None = None,
     *,
     encoder: Encoder | None = None,
+    allow_image_budget: bool = False,
 ) -> VerifyResult:
     """Check P5 for the archive folder ``archive``; never writes into it.
 
@@ -155,14 +184,17 @@ def verify_archive(
         provider: The provider name; ``None`` uses the archive's.
         encoder: Writes the saved copy (tests inject a non-canonical writer here); ``None``
             is the archive's own :func:`llmcore.archive.encode`.
+        allow_image_budget: Accept images the archive holds as ``imageOmitted``.
 
     Raises:
         VerifyInputError: No archive, an unreadable or newer one, or no provider/model to use.
         LLMCoreError: The request file is bad, the provider unknown, or a body cannot be built.
     """
     from llmcore.archive import ArchiveStore, encode
+    from llmcore.archive.images import omitted_images
 
     state = _open(archive)
+    omitted = omitted_images(state.history)[0]
     builder = _provider(provider, state, archive)
     name = builder.name
     first = _request(state, request)
@@ -173,17 +205,38 @@ def verify_archive(
         loaded = ArchiveStore(copy.folder).load()
     if loaded.notice is not None:
         return VerifyResult(
-            provider=name, model=first.model, before=before, after=b"", note=loaded.notice.reason
+            provider=name,
+            model=first.model,
+            before=before,
+            after=b"",
+            note=loaded.notice.reason,
+            omitted_images=omitted,
+            allow_image_budget=allow_image_budget,
+            with_request=request is not None,
         )
     extra = first.messages[len(state.history) :]
     second = dataclasses.replace(first, messages=(*loaded.state.history, *extra))
     after = builder.build_body(second)
-    return VerifyResult(provider=name, model=first.model, before=before, after=after)
+    return VerifyResult(
+        provider=name,
+        model=first.model,
+        before=before,
+        after=after,
+        omitted_images=omitted,
+        allow_image_budget=allow_image_budget,
+        with_request=request is not None,
+    )
 
 
 def _context(data: bytes, offset: int) -> str:
     start = max(0, offset - _CONTEXT)
     return repr(data[start : offset + _CONTEXT])
+
+
+_NO_REQUEST = (
+    "  note: the archive holds no system prompt or tools, so this checked the history alone; "
+    "pass --request FILE with the model, system and tools your host sends"
+)
 
 
 def report(result: VerifyResult) -> int:
@@ -193,6 +246,8 @@ def report(result: VerifyResult) -> int:
             f"OK: {len(result.before)} body bytes identical after save and reopen "
             f"({result.provider}, {result.model})"
         )
+        if not result.with_request:
+            print(_NO_REQUEST)
         return EXIT_IDENTICAL
     offset = result.first_difference()
     print(
@@ -201,15 +256,26 @@ def report(result: VerifyResult) -> int:
     )
     print(f"  before: {_context(result.before, offset)}")
     print(f"  after:  {_context(result.after, offset)}")
+    if result.omitted_images and not result.allow_image_budget:
+        count = result.omitted_images
+        print(
+            f"  {count} image{'s' * (count != 1)} of the archive {'is' if count == 1 else 'are'} "
+            "saved as imageOmitted (the 20 MiB image budget, or a missing file): the "
+            "conversation that was saved sent the image there, the reopened one sends "
+            "placeholder text (pass --allow-omitted when this is expected)"
+        )
     if result.note is not None:
         print(f"  the saved copy could not be read back: {result.note}")
     return EXIT_DIFFERS
 
 
-def verify_command(archive: Path, request: Path | None, provider: str | None) -> int:
+def verify_command(
+    archive: Path, request: Path | None, provider: str | None, allow_image_budget: bool = False
+) -> int:
     """Run ``llmcore verify`` and return its exit code; errors are one line on stderr (exit 2)."""
     try:
-        return report(verify_archive(archive, request, provider))
+        result = verify_archive(archive, request, provider, allow_image_budget=allow_image_budget)
+        return report(result)
     except LLMCoreError as exc:
         print(f"llmcore: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -230,9 +296,17 @@ def verify(
             "--provider", "-p", metavar="PROVIDER", help=f"One of: {', '.join(PROVIDER_NAMES)}."
         ),
     ] = None,
+    allow_image_budget: Annotated[
+        bool,
+        typer.Option(
+            "--allow-omitted",
+            metavar="",
+            help="Accept omitted images (the image budget).",
+        ),
+    ] = False,
 ) -> None:
     """Check that the next body is byte-identical after saving and reopening ARCHIVE (P5)."""
-    raise typer.Exit(verify_command(archive, request, provider))
+    raise typer.Exit(verify_command(archive, request, provider, allow_image_budget))
 
 
 def register(app: typer.Typer) -> None:

@@ -36,8 +36,14 @@ def get_provider(name: str) -> Provider:
     """
     module_name = _REGISTRY.get(name) if isinstance(name, str) else None
     if module_name is None:
+        close = [
+            known
+            for known in PROVIDER_NAMES
+            if isinstance(name, str) and name and (known.startswith(name) or name.startswith(known))
+        ]
+        hint = f" (did you mean {' or '.join(close)}?)" if close else ""
         raise UnknownProviderError(
-            f"unknown provider {name!r}; choose one of {', '.join(PROVIDER_NAMES)}"
+            f"unknown provider {name!r}{hint}; choose one of {', '.join(PROVIDER_NAMES)}"
         )
     provider: Provider = importlib.import_module(module_name).PROVIDER
     return provider

@@ -236,8 +236,18 @@ class Provider(Protocol):
         """
         ...
 
-    def import_body(self, body: Any, *, location: str = "$") -> ImportResult:
+    def import_body(
+        self, body: Any, *, location: str = "$", raw: bytes | None = None
+    ) -> ImportResult:
         """Return the neutral request a recorded body (a parsed JSON object) stands for.
+
+        Args:
+            body: The parsed body.
+            location: Where errors say the body is (``file.json: $``).
+            raw: The JSON bytes ``body`` was parsed from, when known. Anthropic tool calls then
+                keep the exact byte span of their ``input`` (SPEC M2, P2), so building the
+                imported request gives the recorded bytes back; without it ``input`` is written
+                compactly. OpenAI ``arguments`` are strings and keep their bytes either way.
 
         Raises:
             RequestFileError: The body is malformed; the error names the JSON path.

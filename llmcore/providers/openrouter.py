@@ -154,7 +154,9 @@ class OpenRouterProvider(ResponseMethods):
         imp.put_extra(body, request.params)
         return jsonbytes.dumps(body)
 
-    def import_body(self, body: Any, *, location: str = "$") -> ImportResult:
+    def import_body(
+        self, body: Any, *, location: str = "$", raw: bytes | None = None
+    ) -> ImportResult:
         """Refuse: recorded OpenRouter bodies are imported with the ``openai-chat`` provider.
 
         Raises:

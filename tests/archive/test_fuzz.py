@@ -82,11 +82,12 @@ def test_mutated_files_open_with_at_most_one_notice_and_change_nothing(data):
         assert exc.location is not None and exc.location.startswith("$")
     fs = CountingFS()
     conv = ArchiveStore(folder, fs=fs).open()
-    assert len(conv.notices) <= 1
-    assert conv.keeps_unreadable == bool(conv.notices)
+    unreadable = [n for n in conv.notices if "image budget" not in n.message]  # A6 aside
+    assert len(unreadable) <= 1
+    assert conv.keeps_unreadable == bool(unreadable)
     assert fs.calls == []
     assert _state_of(folder) == before
     # A save of the untouched conversation keeps an unreadable folder byte-for-byte.
-    if conv.notices:
+    if unreadable:
         ArchiveStore(folder).save(conv)
         assert _state_of(folder) == before

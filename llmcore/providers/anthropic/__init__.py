@@ -63,19 +63,24 @@ class AnthropicProvider(ResponseMethods):
         """
         return encode.build_body(request, cache=cache, carry=carry)
 
-    def import_body(self, body: Any, *, location: str = "$") -> ImportResult:
+    def import_body(
+        self, body: Any, *, location: str = "$", raw: bytes | None = None
+    ) -> ImportResult:
         """Return the neutral request a recorded Messages body stands for.
 
         Thinking and redacted-thinking blocks are dropped (M4) and said in the notes;
         ``cache_control`` markers are dropped (llmcore places its own, P3); unmodeled top-level
-        fields go to ``params.extra`` in body order.
+        fields go to ``params.extra`` in body order. With ``raw`` (the bytes ``body`` was
+        parsed from) each ``tool_use`` keeps the exact bytes of its ``input`` (M2), so
+        ``build_body`` of the result gives those bytes back; without it ``input`` is written as
+        compact JSON.
 
         Raises:
             RequestFileError: The body is malformed (the error names the JSON path).
             UnsupportedContentError: Documents, server tools, URL images, and other content
                 outside the four cases.
         """
-        return _Importer().run(body, location)
+        return _Importer(raw).run(body, location)
 
 
 PROVIDER: Final = AnthropicProvider(

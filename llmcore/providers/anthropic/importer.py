@@ -11,17 +11,27 @@ from __future__ import annotations
 
 from typing import Any
 
+from llmcore import jsonbytes
 from llmcore.messages import Image, Message, MessageContent, Text, ToolCall, ToolResult
 from llmcore.providers import _import_common as imp
+from llmcore.providers._jsonspan import find_span
 from llmcore.providers.anthropic.encode import _MODELED
 from llmcore.request import Params, ToolChoiceName
 
 
 class _Importer(imp.Importer):
+    def __init__(self, raw: bytes | None = None) -> None:
+        super().__init__()
+        self.raw = raw
+        """The bytes the body was parsed from, when known (for the spans of ``input``)."""
+        self.path: tuple[str | int, ...] = ()
+        """Where the block being read sits in the body (``("messages", 2, "content", 0)``)."""
+
     def messages(self, body: dict[str, Any], at: str) -> list[Message]:
         raw = imp.need_list(body, "messages", at)
         out: list[Message] = []
         for index, item in enumerate(raw):
+            self.path = ("messages", index)
             out.extend(self.message(item, f"{at}.messages[{index}]"))
         return out
 
@@ -35,7 +45,9 @@ class _Importer(imp.Importer):
             return [imp.make_message(role, (Text(text=content),), at)] if content else []
         blocks = imp.need_list(obj, "content", at)
         parts: list[MessageContent] = []
+        start = self.path
         for index, block in enumerate(blocks):
+            self.path = (*start, "content", index)
             part = self.block(block, f"{at}.content[{index}]")
             if part is not None:
                 parts.append(part)
@@ -50,7 +62,7 @@ class _Importer(imp.Importer):
             return self.image(obj, at)
         if kind == "tool_use":
             value = imp.need_obj(obj.get("input", {}), f"{at}.input")
-            arguments = imp.json_text(value, f"{at}.input").encode("utf-8")
+            arguments = self.input_bytes(value, "input" in obj, at)
             call_id, name = imp.need_str(obj, "id", at), imp.need_str(obj, "name", at)
             self.call_names[call_id] = name
             return ToolCall(id=call_id, name=name, arguments=arguments)
@@ -60,6 +72,22 @@ class _Importer(imp.Importer):
             self.note(f"{at}: dropped a {kind} block (provider-only data, M4)")
             return None
         raise imp.unsupported(kind, at)
+
+    def input_bytes(self, value: dict[str, Any], present: bool, at: str) -> bytes:
+        """Return a ``tool_use`` ``input``'s bytes: its exact span in the body (M2, P2).
+
+        The span is taken where the body's bytes are known and hold this object there (they
+        parse to ``value``); otherwise, and for a missing ``input``, compact JSON.
+        """
+        if self.raw is not None and present:
+            try:
+                begin, end = find_span(self.raw, (*self.path, "input"))
+            except (KeyError, ValueError, IndexError):
+                begin = end = 0
+            span = self.raw[begin:end]
+            if span and _parses_to(span, value):
+                return span
+        return imp.json_text(value, f"{at}.input").encode("utf-8")
 
     def image(self, obj: dict[str, Any], at: str) -> Image:
         source = imp.need_obj(obj.get("source"), f"{at}.source")
@@ -117,6 +145,13 @@ class _Importer(imp.Importer):
             cache=_import_cache(body),
             extra=extra,
         )
+
+
+def _parses_to(span: bytes, value: dict[str, Any]) -> bool:
+    try:
+        return bool(jsonbytes.loads(span) == value)
+    except (ValueError, RecursionError):
+        return False
 
 
 def _import_choice(choice: Any) -> imp.ToolChoice | None:

@@ -74,11 +74,16 @@ class OpenAIChatProvider(ResponseMethods):
         """
         return encode.build_body(request, cache=cache, carry=carry)
 
-    def import_body(self, body: Any, *, location: str = "$") -> ImportResult:
+    def import_body(
+        self, body: Any, *, location: str = "$", raw: bytes | None = None
+    ) -> ImportResult:
         """Return the neutral request a recorded Chat Completions body stands for.
 
         The normalizations, drops (said in the notes) and refusals are listed in
         :mod:`llmcore.providers.openai_chat.importer`.
+
+        ``raw`` is accepted for the common signature: ``arguments`` strings keep the UTF-8
+        bytes of their decoded text whether or not it is given.
 
         Raises:
             RequestFileError: The body is malformed (the error names the JSON path).

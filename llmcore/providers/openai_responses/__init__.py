@@ -62,11 +62,16 @@ class OpenAIResponsesProvider(ResponseMethods):
         """
         return encode.build_body(request, cache=cache, carry=carry)
 
-    def import_body(self, body: Any, *, location: str = "$") -> ImportResult:
+    def import_body(
+        self, body: Any, *, location: str = "$", raw: bytes | None = None
+    ) -> ImportResult:
         """Return the neutral request a recorded Responses body stands for.
 
         See :mod:`llmcore.providers.openai_responses.importer` for what is dropped (with a
         note) and what is refused.
+
+        ``raw`` is accepted for the common signature: ``arguments`` strings keep the UTF-8
+        bytes of their decoded text whether or not it is given.
 
         Raises:
             RequestFileError: The body is malformed (the error names the JSON path).

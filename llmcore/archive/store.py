@@ -335,7 +335,12 @@ class ArchiveStore:
         data = self.fs.read_bytes(self.conversation_file)
         unread: list[str] = []
         try:
-            state = decode(data, load_image=self._image_loader(unread))
+            state = decode(
+                data,
+                load_image=self._image_loader(unread),
+                fragments=self._fragments,
+                digests=self._digests,
+            )
         except ArchiveReadError as exc:
             return self._unreadable(exc, version=version_of(data))
         image_notice = None

@@ -168,18 +168,22 @@ def _history_json(
     if fragments is None:
         return [make(message) for message in history]
 
-    def variant(message: Message) -> frozenset[str]:
-        return frozenset(
-            block["sha256"]
-            for block in (_media_block(p, image_block, omitted_block) for p in message.content)
-            if block is not None and "sha256" in block
-        )
+    def variant(message: Message) -> frozenset[str] | None:
+        """The hashes of the message's images written as ``image``; ``None``: it has none."""
+        kept: list[str] | None = None
+        for part in message.content:
+            block = _media_block(part, image_block, omitted_block)
+            if block is not None:
+                kept = kept or []
+                if "sha256" in block:
+                    kept.append(block["sha256"])
+        return None if kept is None else frozenset(kept)
 
     return fragments.array("history", history, variant, make)
 
 
-def _no_variant(obj: object) -> frozenset[str]:
-    return frozenset()
+def _no_variant(obj: object) -> None:
+    return None
 
 
 def _items_json(items: Sequence[Item], fragments: FragmentCache | None) -> Any:

@@ -36,11 +36,12 @@ _Key = tuple[int, frozenset[str]]
 class _Array:
     """One top-level array as the latest encoding wrote it: its elements' keys and text."""
 
-    __slots__ = ("ends", "keys", "objs", "starts", "text")
+    __slots__ = ("ends", "fixed", "keys", "objs", "starts", "text")
 
     def __init__(self) -> None:
         self.objs: list[object] = []  # held, so an ``id`` in ``keys`` is never reused
         self.keys: list[_Key] = []
+        self.fixed: list[bool] = []  # the element's text never varies (no images)
         self.starts: list[int] = []
         self.ends: list[int] = []
         self.text = ""  # the array between its brackets: _INNER + piece, _SEP + piece, ...
@@ -104,7 +105,7 @@ class FragmentCache:
         self,
         name: str,
         objs: Sequence[Any],
-        variant: Callable[[Any], frozenset[str]],
+        variant: Callable[[Any], frozenset[str] | None],
         make: Callable[[Any], Any],
     ) -> Raw:
         """Return the text of the top-level array ``name`` holding ``objs``.
@@ -112,13 +113,15 @@ class FragmentCache:
         Args:
             name: The array's key in the file.
             objs: Its elements (messages or items), in order.
-            variant: What else an element's text depends on (its kept images).
+            variant: What else an element's text depends on (its kept images); ``None`` for an
+                element whose text depends on nothing else, which is not asked again while it
+                stays at its place.
             make: An element's JSON value, for an element not written before.
         """
         prev = self._arrays.get(name) or _Array()
         new = _Array()
         new.objs = list(objs)
-        new.keys = [(id(obj), variant(obj)) for obj in new.objs]
+        _key(prev, new, variant)
         same = 0
         limit = min(len(prev.keys), len(new.keys))
         while same < limit and prev.keys[same] == new.keys[same]:
@@ -140,6 +143,24 @@ class FragmentCache:
         new.text = "".join(out.parts)
         self._arrays[name] = new
         return Raw("[" + new.text + _CLOSE if new.objs else "[]")
+
+
+_FIXED: Final[frozenset[str]] = frozenset()
+
+
+def _key(prev: _Array, new: _Array, variant: Callable[[Any], frozenset[str] | None]) -> None:
+    """Fill ``new.keys`` and ``new.fixed``; a fixed element at its old place is not asked again."""
+    keys, fixed = new.keys, new.fixed
+    old_objs, old_keys, old_fixed = prev.objs, prev.keys, prev.fixed
+    known = len(old_objs)
+    for index, obj in enumerate(new.objs):
+        if index < known and old_fixed[index] and old_objs[index] is obj:
+            keys.append(old_keys[index])
+            fixed.append(True)
+            continue
+        depends = variant(obj)
+        keys.append((id(obj), _FIXED if depends is None else depends))
+        fixed.append(depends is None)
 
 
 def _fragment_text(value: Any) -> str:

@@ -7,7 +7,11 @@ image budget, so older images are omitted) it measures, as medians over several 
 * the first save into an empty folder (with every fsync);
 * reopening in a fresh store (reading, hash-checking images, decoding);
 * a save after one new turn: time, bytes written and file-system calls;
-* a save of an unchanged conversation: time and mutating file-system calls (must be 0).
+* a save of an unchanged conversation: time and mutating file-system calls (must be 0);
+* a save after one new turn in the process that saved the conversation (no reopen);
+* the floor those +1-turn saves are measured against, in the same run: ``orjson.dumps`` of the
+  same document with sorted keys and indent, plus write, fsync and rename of those bytes (the
+  +1-turn saves also write the new turn's image and make both folders durable).
 
 Crashes, faults and concurrency are measured by ``bench_reliability.py``.
 
@@ -21,6 +25,7 @@ Prints a table and writes ``results/bench_archive.json``.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import shutil
@@ -30,6 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import orjson
 from rich.console import Console
 from rich.table import Table
 
@@ -112,14 +118,39 @@ def _conversation(turns: int) -> Conversation:
     return conv
 
 
+def _floor_ms(folder: Path) -> float:
+    """orjson with sorted keys and indent + write + fsync + rename of the same document."""
+    doc = orjson.loads((folder / "conversation.json").read_bytes())
+    target = folder.parent / "floor.json"
+    started = time.perf_counter()
+    data = orjson.dumps(doc, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2) + b"\n"
+    temp = target.with_name(".floor.json.tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.rename(temp, target)
+    return (time.perf_counter() - started) * 1000
+
+
 def _measure(turns: int, work: Path) -> dict[str, float]:
     conv = _conversation(turns)
     folder = work / f"agent-{turns}"
     if folder.exists():
         shutil.rmtree(folder)
+    writer = ArchiveStore(folder)
     started = time.perf_counter()
-    first = ArchiveStore(folder).save(conv)
+    first = writer.save(conv)
     save_s = time.perf_counter() - started
+    gc.collect()
+    messages, items = _turn(turns + 1000)
+    conv.end_turn(messages=messages, items=items, provider="anthropic", model="m")
+    started = time.perf_counter()
+    writer.save(conv)
+    same_process_s = time.perf_counter() - started
+    floor_ms = _floor_ms(folder)
 
     fs = CountingFS()
     store = ArchiveStore(folder, fs=fs)  # a fresh store, used for open and saves as a host does
@@ -137,10 +168,15 @@ def _measure(turns: int, work: Path) -> dict[str, float]:
     messages, items = _turn(turns)
     reopened.end_turn(messages=messages, items=items, provider="anthropic", model="m")
     fs.calls = fs.bytes = 0
+    gc.collect()
     started = time.perf_counter()
     after_turn = store.save(reopened)
     turn_s = time.perf_counter() - started
     return {
+        "same_process_one_turn_save_ms": same_process_s * 1000,
+        "floor_ms": floor_ms,
+        "same_process_over_floor": same_process_s * 1000 / floor_ms,
+        "reopened_over_floor": turn_s * 1000 / floor_ms,
         "first_save_ms": save_s * 1000,
         "first_save_bytes": first.bytes_written,
         "images_omitted": first.images_omitted,
@@ -191,6 +227,9 @@ def main() -> None:
         "unchanged save ms",
         "unchanged writes",
         "+1 turn save ms",
+        "+1 same process ms",
+        "floor ms",
+        "× floor (reopened / same)",
         "+1 turn bytes",
         "+1 turn fs calls",
         "images omitted",
@@ -205,6 +244,9 @@ def main() -> None:
             f"{row['unchanged_save_ms']:.1f}",
             f"{row['unchanged_save_mutating_calls']:.0f}",
             f"{row['one_turn_save_ms']:.1f}",
+            f"{row['same_process_one_turn_save_ms']:.1f}",
+            f"{row['floor_ms']:.1f}",
+            f"{row['reopened_over_floor']:.2f} / {row['same_process_over_floor']:.2f}",
             f"{row['one_turn_bytes_written']:,.0f}",
             f"{row['one_turn_mutating_calls']:.0f}",
             f"{row['images_omitted']:.0f}",

@@ -62,6 +62,7 @@ __all__ = [
     "dumps_float_free",
     "dumps_items",
     "dumps_sorted",
+    "dumps_sorted_float_free",
     "dumps_text",
     "encode_str",
     "integer_size",
@@ -620,6 +621,33 @@ def dumps_float_free(values: list[Any]) -> bytes:
         else:
             return written
     return dumps(values)
+
+
+def dumps_sorted_float_free(value: Any, *, indent: int | None = None) -> bytes:
+    """Write ``value``, which holds no ``float``, as :func:`dumps_sorted` does: the same bytes.
+
+    orjson writes it when it is installed and ``indent`` is ``None`` or 2 (its one indented
+    form); its sorted keys, separators, indentation and escapes are this module's, byte for byte
+    (a property test compares the two). Everything orjson would write another way goes to
+    :func:`dumps_sorted`, whole value at once: a subclass (an :class:`ExactFloat` among them),
+    an integer beyond 64 bits, a lone surrogate, a non-string key, nesting orjson refuses, a
+    foreign type. A plain ``float`` must never be passed (orjson writes ``1e-05`` as
+    ``0.00001``); :class:`Raw` and :class:`Utf8` are spliced as :func:`dumps_sorted` splices them.
+
+    Raises:
+        EncodingError: As for :func:`dumps_sorted`.
+    """
+    if _orjson is not None and indent in (None, 2):
+        option = _FRAGMENT_OPTIONS | _orjson.OPT_SORT_KEYS
+        if indent == 2:
+            option |= _orjson.OPT_INDENT_2
+        try:
+            written: bytes = _orjson.dumps(value, default=_fragment, option=option)
+        except TypeError:  # orjson.JSONEncodeError is a TypeError
+            pass
+        else:
+            return written
+    return dumps_sorted(value, indent=indent)
 
 
 def dumps_sorted(value: Any, *, indent: int | None = None) -> bytes:

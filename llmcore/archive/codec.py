@@ -32,13 +32,12 @@ import base64
 import binascii
 import re
 import warnings
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Final, NoReturn
 
 from llmcore import blocks, jsonbytes
 from llmcore.errors import ArchiveReadError, InvalidMessageError
 from llmcore.facts import SentFacts, TurnFacts
-from llmcore.jsonbytes import Raw
 from llmcore.messages import (
     Image,
     ImageTypeCorrectedWarning,
@@ -53,6 +52,8 @@ from llmcore.messages import (
 from llmcore.usage import Cost, CostKind, Usage, UsageTotals
 
 from .format import FORMAT_VERSION, INDENT, TOP_LEVEL_KEYS
+from .fragments import FragmentCache
+from .images import DigestCache
 from .state import (
     CardMap,
     ConversationState,
@@ -136,7 +137,7 @@ def encode(
         "formatVersion": FORMAT_VERSION,
         "provider": state.provider,
         "model": state.model,
-        "items": [_item_json(item, fragments) for item in state.items],
+        "items": _items_json(state.items, fragments),
         "feedback": {
             key: {"rating": fb.rating, "reasons": list(fb.reasons)} for key, fb in state.feedback
         },
@@ -144,7 +145,7 @@ def encode(
         "lintRuleCards": _cards_json(state.lint_rule_cards),
         "approvalCards": _cards_json(state.approval_cards),
         "resolvedCards": list(state.resolved_cards),
-        "history": [_message_json(m, image_block, omitted_block, fragments) for m in state.history],
+        "history": _history_json(state.history, image_block, omitted_block, fragments),
         "queued": list(state.queued),
         "unsent": list(state.unsent),
         "usage": _usage_json(state.usage.total),
@@ -152,62 +153,43 @@ def encode(
         "estimatedCost": _cost_json(state.usage.cost),
         "sentFacts": [_fact_json(turn) for turn in state.sent_facts.turns],
     }
-    data = jsonbytes.dumps_sorted(doc, indent=INDENT) + b"\n"
-    if fragments is not None:
-        fragments.rotate()
-    return data
+    return jsonbytes.dumps_sorted(doc, indent=INDENT) + b"\n"
 
 
-_FRAGMENT_DEPTH: Final = 2
-"""Nesting depth of a history message or an item inside the file (top object → array)."""
-
-
-class FragmentCache:
-    """The encoded text of history messages and items, so a save re-encodes only what is new.
-
-    A message's text is keyed by the message object and by which of its images are kept; an
-    item's by the item object. Entries hold their object, so an ``id`` is never reused while
-    cached; entries not used by the latest :func:`encode` call are dropped.
-    """
-
-    __slots__ = ("_entries", "_fresh")
-
-    def __init__(self) -> None:
-        self._entries: dict[tuple[int, frozenset[str]], tuple[object, Raw]] = {}
-        self._fresh: dict[tuple[int, frozenset[str]], tuple[object, Raw]] = {}
-
-    def get(self, obj: object, variant: frozenset[str], make: Callable[[], Any]) -> Raw:
-        """Return the cached text of ``obj`` (``variant`` distinguishes kept images)."""
-        key = (id(obj), variant)
-        entry = self._entries.get(key) or self._fresh.get(key)
-        if entry is None:
-            text = jsonbytes.dumps_sorted(make(), indent=INDENT).decode("utf-8")
-            indent = "\n" + " " * (INDENT * _FRAGMENT_DEPTH)
-            entry = (obj, Raw(text.replace("\n", indent)))
-        self._fresh[key] = entry
-        return entry[1]
-
-    def rotate(self) -> None:
-        """Keep only the entries the latest encoding used."""
-        self._entries, self._fresh = self._fresh, {}
-
-
-def _message_json(
-    message: Message,
+def _history_json(
+    history: Sequence[Message],
     image_block: blocks.ImageEncoder,
     omitted_block: blocks.OmittedEncoder,
     fragments: FragmentCache | None,
 ) -> Any:
-    if fragments is None:
+    def make(message: Message) -> Any:
         return blocks.encode_message(message, image_block, omitted_block)
-    variant = frozenset(
-        block["sha256"]
-        for block in (_media_block(p, image_block, omitted_block) for p in message.content)
-        if block is not None and "sha256" in block
-    )
-    return fragments.get(
-        message, variant, lambda: blocks.encode_message(message, image_block, omitted_block)
-    )
+
+    if fragments is None:
+        return [make(message) for message in history]
+
+    def variant(message: Message) -> frozenset[str] | None:
+        """The hashes of the message's images written as ``image``; ``None``: it has none."""
+        kept: list[str] | None = None
+        for part in message.content:
+            block = _media_block(part, image_block, omitted_block)
+            if block is not None:
+                kept = kept or []
+                if "sha256" in block:
+                    kept.append(block["sha256"])
+        return None if kept is None else frozenset(kept)
+
+    return fragments.array("history", history, variant, make)
+
+
+def _no_variant(obj: object) -> None:
+    return None
+
+
+def _items_json(items: Sequence[Item], fragments: FragmentCache | None) -> Any:
+    if fragments is None:
+        return [item.fields() for item in items]
+    return fragments.array("items", items, _no_variant, Item.fields)
 
 
 def _media_block(
@@ -219,12 +201,6 @@ def _media_block(
     if isinstance(part, Text) and part.unread_image_sha256 is not None:
         return omitted_block(part)
     return None
-
-
-def _item_json(item: Item, fragments: FragmentCache | None) -> Any:
-    if fragments is None:
-        return item.fields()
-    return fragments.get(item, frozenset(), item.fields)
 
 
 def _cards_json(cards: CardMap) -> dict[str, Any]:
@@ -361,13 +337,22 @@ def _strings(value: Any, loc: str) -> tuple[str, ...]:
     return tuple(_str(s, f"{loc}[{i}]") for i, s in enumerate(_list(value, loc)))
 
 
-def decode(data: bytes, *, load_image: ImageLoader | None = None) -> ConversationState:
+def decode(
+    data: bytes,
+    *,
+    load_image: ImageLoader | None = None,
+    fragments: FragmentCache | None = None,
+    digests: DigestCache | None = None,
+) -> ConversationState:
     """Return the conversation stored in ``data`` (the bytes of ``conversation.json``).
 
     Args:
         data: The file's bytes; must be UTF-8 JSON.
         load_image: Supplies verified image bytes by hash and mime type; ``None`` (or a ``None``
             answer) reads the image as an omitted image (A7).
+        fragments: Filled with the text :func:`encode` writes for the decoded history and
+            items, so the next save encodes only what is new.
+        digests: Told the SHA-256 of each image ``load_image`` supplied (it verified them).
 
     Raises:
         ArchiveReadError: The file is unreadable by this version; ``location`` is the JSON path
@@ -379,10 +364,53 @@ def decode(data: bytes, *, load_image: ImageLoader | None = None) -> Conversatio
         if key not in TOP_LEVEL_KEYS:
             _fail(f"unknown field {key!r}", f"$.{key}")
     loader = load_image or _no_image
+    loaded: dict[int, tuple[bytes, str]] = {}
+    if fragments is not None:
+        loader = _remembering(loader, loaded)
     try:
-        return _decode_top(top, loader)
+        state = _decode_top(top, loader)
     except RecursionError:
         _fail("nested too deeply", "$")
+    if fragments is not None:
+        _fill(state, fragments, loaded, digests)
+    return state
+
+
+def _remembering(load_image: ImageLoader, loaded: dict[int, tuple[bytes, str]]) -> ImageLoader:
+    """``load_image``, noting the hash of each bytes object it returns (the loader checked it)."""
+
+    def load(sha256: str, mime_type: str) -> bytes | None | Unread:
+        data = load_image(sha256, mime_type)
+        if isinstance(data, bytes):
+            loaded[id(data)] = (data, sha256)
+        return data
+
+    return load
+
+
+def _fill(
+    state: ConversationState,
+    fragments: FragmentCache,
+    loaded: dict[int, tuple[bytes, str]],
+    digests: DigestCache | None,
+) -> None:
+    """Encode the decoded history and items into ``fragments`` with the images the file kept."""
+
+    def digest(part: Image) -> str:
+        entry = loaded.get(id(part.data))
+        sha = entry[1] if entry is not None and entry[0] is part.data else part.sha256
+        if digests is not None:
+            digests.remember(part, sha)
+        return sha
+
+    unread = frozenset(
+        part.unread_image_sha256
+        for message in state.history
+        for part in message.content
+        if isinstance(part, Text) and part.unread_image_sha256 is not None
+    )
+    _history_json(state.history, _image_encoder(None, digest), _omitted_encoder(unread), fragments)
+    _items_json(state.items, fragments)
 
 
 def _no_image(sha256: str, mime_type: str) -> bytes | None:

@@ -87,6 +87,10 @@ class DigestCache:
             self._entries[id(image)] = entry
         return entry[1]
 
+    def remember(self, image: Image, sha256: str) -> None:
+        """Take ``sha256`` as the hash of ``image`` (its bytes were verified against it)."""
+        self._entries[id(image)] = (image, sha256)
+
     def retain(self, history: Sequence[Message]) -> None:
         """Forget every image not in ``history``."""
         live = {id(p) for m in history for p in m.content if isinstance(p, Image)}

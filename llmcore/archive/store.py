@@ -307,6 +307,7 @@ class ArchiveStore:
         self.lock_timeout = lock_timeout
         self._digests = DigestCache()
         self._fragments = FragmentCache()
+        self._paths: dict[str, Path] = {}
         self._good: dict[str, tuple[int, int, int]] = {}
         self._committed: str | None = None
 
@@ -373,7 +374,12 @@ class ArchiveStore:
         data = self.fs.read_bytes(self.conversation_file)
         unread: list[str] = []
         try:
-            state = decode(data, load_image=self._image_loader(unread))
+            state = decode(
+                data,
+                load_image=self._image_loader(unread),
+                fragments=self._fragments,
+                digests=self._digests,
+            )
         except ArchiveReadError as exc:
             return self._unreadable(exc, version=version_of(data))
         image_notice = None
@@ -596,20 +602,21 @@ class ArchiveStore:
         if wanted:
             self._check_images_dir()
         missing = [(name, image) for name, image in plan.files if not self._image_ok(name)]
+        if len(self._paths) > 2 * len(plan.files) + 64:
+            self._paths = {name: self._image_path(name) for name, _ in plan.files}
+        version = version_of(data)
         if not missing and current == data and not self._leftovers(wanted):
-            return SaveResult(
-                action="unchanged", images_omitted=plan.omitted, version=version_of(data)
-            )
+            return SaveResult(action="unchanged", images_omitted=plan.omitted, version=version)
         if lock == "absent":  # the first write of a folder without one (module doc)
             create_lock_file(self.folder, self.fs)
         problems = self._commit_all(txn, missing, data, current)
-        self._committed = version_of(data)
+        self._committed = version
         return SaveResult(
             action="written",
             bytes_written=txn.written,
             images_omitted=plan.omitted,
             problems=problems + self._after_commit(wanted, data),
-            version=version_of(data),
+            version=version,
         )
 
     def _commit_all(
@@ -726,9 +733,16 @@ class ArchiveStore:
                 kept[name] = sha
         return kept
 
+    def _image_path(self, name: str) -> Path:
+        """``images/<name>``, made once per name the latest save used (paths are slow to make)."""
+        path = self._paths.get(name)
+        if path is None:
+            path = self._paths[name] = self.images_dir / name
+        return path
+
     def _image_ok(self, name: str) -> bool:
         """Whether ``images/<name>`` exists and was verified (or verifies now) against its name."""
-        info = self.fs.lstat(self.images_dir / name)
+        info = self.fs.lstat(self._image_path(name))
         if info is None or not stat.S_ISREG(info.st_mode):
             return False
         if self._good.get(name) == _signature(info):

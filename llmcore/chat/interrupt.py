@@ -61,9 +61,14 @@ class TurnGuard:
     def deferred(self) -> Iterator[None]:
         """Run the block with SIGINT deferred; raise ``KeyboardInterrupt`` after it if one came.
 
-        Nested or off the main thread: the block runs as it is.
+        Nested, off the main thread, or when SIGINT has another handler than Python's default
+        (ignored in a background job, or the host program's own): the block runs as it is.
         """
-        if self._events is not None or threading.current_thread() is not threading.main_thread():
+        if (
+            self._events is not None
+            or threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+        ):
             yield
             return
         events: SimpleQueue[tuple[str, object]] = SimpleQueue()

@@ -298,7 +298,8 @@ def _run_child(place: Place, kind: str, at: int | None) -> _Outcome:
                 if kind == "kill":
                     steps = _Steps(at, lambda: os.kill(os.getpid(), signal.SIGKILL))
                     _patch_os(steps)
-                else:
+                else:  # as in a terminal's foreground (a background job ignores SIGINT)
+                    signal.signal(signal.SIGINT, signal.default_int_handler)
                     steps = _Steps(at, lambda: signal.raise_signal(signal.SIGINT))
                 code = _child_chat(place, real, steps, kind)
             count_path.write_text(str(steps.count))

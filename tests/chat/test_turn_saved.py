@@ -44,13 +44,6 @@ def test_the_status_line_appears_only_after_the_turn_is_on_disk(tmp_path: Path) 
     assert second is not None and "second question" in second
 
 
-def test_sigkill_at_every_step_of_a_turn_never_loses_a_shown_turn(tmp_path: Path) -> None:
-    row = reliability.steps_of_a_turn(tmp_path, "kill", stride=4)
-    assert row.cases >= 15, row
-    assert row.outcomes["killed"] >= 14
-    assert row.clean, row.notes
-
-
 def test_a_failed_save_is_one_line_and_the_chat_goes_on(tmp_path: Path) -> None:
     place = _fresh(tmp_path / "case")
     elsewhere = tmp_path / "elsewhere"

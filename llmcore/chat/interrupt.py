@@ -10,7 +10,11 @@ nothing. :class:`TurnGuard` keeps the interrupt out of that code:
 * while a guarded block runs (:meth:`TurnGuard.deferred`), SIGINT only posts a message to a
   queue (``queue.SimpleQueue.put`` is safe in a signal handler) and never raises;
 * the turn itself runs in a worker thread (:meth:`TurnGuard.run`), and the main thread waits
-  on that queue: the first message is either the turn's outcome or the interrupt. On the
+  on that queue: the first message is either the turn's outcome or the interrupt. The wait is
+  a ``select`` on a socket that the worker writes when it ends and that is the signal wakeup
+  fd (:func:`signal.set_wakeup_fd`), so the main thread wakes whichever thread the kernel
+  delivered SIGINT to (a lock wait in the main thread would sleep on while the signal is
+  taken by the worker, the spinner's refresh thread or the emulator's). On the
   interrupt, :attr:`TurnGuard.cancelled` is set and ``KeyboardInterrupt`` is raised *there*,
   in the main thread's own code; the worker's outcome, whenever it comes, is dropped, and its
   next call into the display raises :class:`TurnCancelled`, so it starts no tool and shows
@@ -24,11 +28,14 @@ calling thread and changes nothing. It leaves out what a turn does (:mod:`llmcor
 
 from __future__ import annotations
 
+import contextlib
+import select
 import signal
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from queue import SimpleQueue
+from queue import Empty, SimpleQueue
 from types import FrameType
 from typing import Final, TypeVar
 
@@ -54,6 +61,7 @@ class TurnGuard:
 
     def __init__(self) -> None:
         self._events: SimpleQueue[tuple[str, object]] | None = None
+        self._wake: tuple[socket.socket, socket.socket] | None = None
         self.cancelled = threading.Event()
         """Set once an interrupt ended the turn of the current (or last) guarded block."""
 
@@ -76,14 +84,21 @@ class TurnGuard:
         def on_sigint(signum: int, frame: FrameType | None) -> None:
             events.put((_INTERRUPT, None))
 
+        wake, woken = socket.socketpair()
+        for end in (wake, woken):
+            end.setblocking(False)
+        previous_fd = signal.set_wakeup_fd(woken.fileno(), warn_on_full_buffer=False)
         previous = signal.signal(signal.SIGINT, on_sigint)
-        self._events = events
+        self._events, self._wake = events, (wake, woken)
         self.cancelled = threading.Event()  # a worker left running keeps the one it was given
         try:
             yield
         finally:
             signal.signal(signal.SIGINT, previous)
-            self._events = None
+            signal.set_wakeup_fd(previous_fd)
+            self._events, self._wake = None, None
+            wake.close()
+            woken.close()
         if not self.cancelled.is_set() and _has_interrupt(events):
             raise KeyboardInterrupt
 
@@ -95,10 +110,11 @@ class TurnGuard:
                 ``work``'s outcome will be dropped.
             BaseException: Whatever ``work`` raised.
         """
-        events = self._events
-        if events is None:
+        events, ends = self._events, self._wake
+        if events is None or ends is None:
             return work()
         cancelled = self.cancelled
+        wake, woken = ends
 
         def worker() -> None:
             _LOCAL.cancelled = cancelled
@@ -106,9 +122,11 @@ class TurnGuard:
                 events.put((_DONE, work()))
             except BaseException as exc:  # noqa: BLE001 - handed to the waiting main thread
                 events.put((_FAILED, exc))
+            with contextlib.suppress(OSError):  # closed once the block ended without it
+                woken.send(b"\0")
 
         threading.Thread(target=worker, name="llmcore-turn", daemon=True).start()
-        kind, value = events.get()
+        kind, value = _first(events, wake)
         if kind == _INTERRUPT:
             self.cancelled.set()
             raise KeyboardInterrupt
@@ -123,6 +141,19 @@ class TurnGuard:
         cancelled = getattr(_LOCAL, "cancelled", None)
         if cancelled is not None and cancelled.is_set():
             raise TurnCancelled
+
+
+def _first(events: SimpleQueue[tuple[str, object]], wake: socket.socket) -> tuple[str, object]:
+    """The first message: wait on ``wake`` (the worker's byte, or a signal's) between looks."""
+    while True:
+        try:
+            return events.get_nowait()
+        except Empty:
+            pass
+        select.select([wake], [], [])  # a pending signal's handler runs before the next look
+        with contextlib.suppress(OSError):
+            while wake.recv(4096):
+                pass
 
 
 def _has_interrupt(events: SimpleQueue[tuple[str, object]]) -> bool:

@@ -4,6 +4,7 @@ thread, whatever the turn's worker is doing; the cut turn is dropped, a finished
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 
 import pytest
@@ -39,6 +40,39 @@ def test_ctrl_c_while_the_turn_is_blocked_is_taken_at_once_and_the_turn_dropped(
         if thread.name == "llmcore-turn":
             thread.join()
     assert after == ["cancelled"]  # the worker's next display call would raise
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_kill"), reason="needs pthread_kill")
+def test_ctrl_c_delivered_to_another_thread_still_wakes_the_main_thread() -> None:
+    """The kernel may hand SIGINT to any thread; the main thread must not sleep through it."""
+    guard = TurnGuard()
+    release = threading.Event()
+    safety = threading.Timer(60, release.set)  # a safety net only: a regression fails, not hangs
+    safety.start()
+
+    def work() -> str:
+        main = threading.main_thread().ident
+        while getattr(sys._current_frames().get(main), "f_code", None) not in waits:
+            pass  # until the main thread is in its wait (a barrier on its frame, not a delay)
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)  # taken by this worker thread
+        release.wait()
+        return "finished"
+
+    waits = {fn.__code__ for fn in _wait_functions()}
+
+    try:
+        with pytest.raises(KeyboardInterrupt), guard.deferred():
+            guard.run(work)
+        assert not release.is_set()  # woken by the signal, not by the safety net
+    finally:
+        safety.cancel()
+        release.set()
+
+
+def _wait_functions() -> list:
+    from llmcore.chat import interrupt
+
+    return [f for f in (getattr(interrupt, "_first", None), TurnGuard.run) if f is not None]
 
 
 def test_ctrl_c_after_the_turn_ended_is_raised_once_the_block_is_done() -> None:

@@ -11,8 +11,18 @@ Scenarios (``tests/archive/reliability.py``; the test suite runs a sample of eac
 * mutated ``conversation.json`` files through ``open`` (``--mutations``, 100,000; 1,000,000
   with ``--mutations 1000000``).
 
-Columns: cases, torn archives, lost updates, deleted-but-referenced images, leftovers after the
-next save, unexpected exceptions, hangs over 2 s. Every loss column must be 0.
+The chat surface (``tests/chat/reliability.py``, SPEC S2, S6, R2):
+
+* junk files in the sessions folder (``--junk`` sets, default 2,000): pointer names that are
+  not a pid, 100,000-deep JSON, bad ids, binary, beside one valid session;
+* SIGKILL right before every step of a turn (each ``os`` call, lock and terminal write);
+* Ctrl+C at every ``--sigint-stride``-th Python call of a turn (default 200 of about 43,000).
+
+Columns: cases, torn archives (or session files, or a cut turn kept), lost updates (or a turn
+shown but not saved), deleted-but-referenced images, leftovers after the next save (or start),
+unexpected exceptions and tracebacks, hangs (over 2 s; a chat child still running after 60 s),
+escapes (a file outside the workspace changed) and peak RSS over a clean run's. Every loss,
+escape, hang and traceback column must be 0.
 
 The chat surface (``tests/chat/hostile.py``), in a second table: hostile tool calls (paths,
 links, FIFOs, sockets, devices, sizes, encodings, arguments, a 1,200-level tree) × every tool;
@@ -24,7 +34,8 @@ tracked file is read, and ``llmcore verify``. Columns: cases, escapes, lost, une
 Usage::
 
     python benchmarks/bench_reliability.py [--kills 10000] [--rounds 500] [--reads 5000]
-        [--mutations 100000] [--paths 2000] [--seed 2026] [--out results/bench_reliability.json]
+        [--mutations 100000] [--paths 2000] [--junk 2000] [--sigint-stride 200] [--seed 2026]
+        [--out results/bench_reliability.json]
 """
 
 from __future__ import annotations
@@ -46,6 +57,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.archive import reliability  # noqa: E402 - the harness lives beside its tests
 from tests.chat import hostile  # noqa: E402
+from tests.chat import reliability as chat_reliability  # noqa: E402
 
 
 def main() -> int:
@@ -55,6 +67,8 @@ def main() -> int:
     parser.add_argument("--reads", type=int, default=5_000, help="opens during saves")
     parser.add_argument("--mutations", type=int, default=100_000, help="mutated files opened")
     parser.add_argument("--paths", type=int, default=2_000, help="fuzzed hostile tool paths")
+    parser.add_argument("--junk", type=int, default=2_000, help="junk sets in the sessions folder")
+    parser.add_argument("--sigint-stride", type=int, default=200, help="Ctrl+C every n-th call")
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "bench_reliability.json")
     args = parser.parse_args()
@@ -70,6 +84,7 @@ def main() -> int:
             seed=args.seed,
             progress=lambda row: console.log(f"{row.scenario}: {row.cases:,} cases"),
         )
+        rows += _chat_rows(Path(tmp), args, console)
     table = Table(title="Archive reliability (every loss column must be 0)")
     for column in (
         "scenario",
@@ -79,7 +94,9 @@ def main() -> int:
         "deleted, referenced",
         "leftovers",
         "unexpected",
-        "hangs >2 s",
+        "hangs",
+        "escapes",
+        "peak RSS over baseline",
         "s",
     ):
         table.add_column(column, justify="left" if column == "scenario" else "right")
@@ -98,6 +115,7 @@ def main() -> int:
                     row.hangs,
                 )
             ),
+            *_chat_columns(row),
             f"{row.seconds:.1f}",
         )
     console.print(table)
@@ -147,6 +165,22 @@ def chat_surface(console: Console, *, paths: int, seed: int) -> list[hostile.Hos
         for note in row.notes:
             console.print(f"[red]{row.scenario}: {note}")
     return rows
+def _chat_rows(work: Path, args: argparse.Namespace, console: Console) -> list:
+    """The chat surface's rows (junk, SIGKILL and Ctrl+C at the steps of a turn)."""
+    return chat_reliability.run_all(
+        work / "chat",
+        junk=args.junk,
+        seed=args.seed,
+        stride=args.sigint_stride,
+        progress=lambda row: console.log(f"{row.scenario}: {row.cases:,} cases"),
+    )
+
+
+def _chat_columns(row: object) -> tuple[str, str]:
+    """Escapes and peak RSS over baseline (MiB) of a chat row; dashes for the archive's rows."""
+    if not isinstance(row, chat_reliability.ChatRow):
+        return "–", "–"
+    return str(row.escapes), f"{row.peak_rss_over_baseline / 2**20:.1f} MiB"
 
 
 if __name__ == "__main__":

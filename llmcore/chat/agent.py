@@ -3,15 +3,22 @@
 :class:`Chat` drives a :class:`~llmcore.session.Session` and a :class:`~llmcore.runner.Runner`
 over :class:`~llmcore.chat.tools.WorkspaceTools`. A line that does not start with ``/`` is a
 user turn: a spinner shows while a request is out, each response's text is printed as soon as
-it arrives (:class:`Echo`), and when the turn ends one status line gives the turn's usage and
-cost — uncached input, cache read, cache write, hit rate = read ÷ (input + read + write) and
-US dollars (:func:`status_line`) — and the session is saved (a ``kill -9`` afterwards loses
-nothing). Commands: :data:`HELP`. It leaves out the terminal (the command module gives
+it arrives (:class:`Echo`), and when the turn ends the session is saved and then one status
+line gives the turn's usage and cost — uncached input, cache read, cache write, hit rate =
+read ÷ (input + read + write) and US dollars (:func:`status_line`). The save comes first, so
+a turn whose status line is on the screen is on disk (a ``kill -9`` at any instant after it
+appears loses nothing); a save that fails is said in one red line and the chat goes on.
+
+The turn runs in a worker thread under a :class:`~llmcore.chat.interrupt.TurnGuard`: Ctrl+C
+is taken at one point of the main thread, the cut turn is dropped whole (the session's
+conversation only changes when a turn ends), and the worker starts no tool and prints nothing
+afterwards. Commands: :data:`HELP`. It leaves out the terminal (the command module gives
 ``read_line`` and the console) and where the model is (the runner's transport).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Final
@@ -20,7 +27,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.status import Status
 
-from llmcore.errors import LLMCoreError
+from llmcore.errors import LLMCoreError, SessionError
 from llmcore.messages import Text
 from llmcore.providers.base import ParsedResponse, Provider
 from llmcore.runner import Runner, TurnResult
@@ -28,6 +35,7 @@ from llmcore.session import Session
 from llmcore.transport import Transport
 from llmcore.usage import Cost, Usage
 
+from .interrupt import TurnGuard
 from .tools import WorkspaceTools
 
 __all__ = ["HELP", "SYSTEM_PROMPT", "Chat", "Display", "Echo", "status_line"]
@@ -70,10 +78,17 @@ class Display:
     :meth:`text` gets text deltas while a response streams (:class:`~llmcore.chat.stream.Tapped`)
     and stops the spinner; :meth:`response` ends the response (printing its text if nothing
     was streamed, e.g. a JSON answer) and starts the spinner again for the next request.
+
+    The turn's worker thread calls :meth:`text`, :meth:`response` and :meth:`line`; the main
+    thread runs :meth:`waiting`. One lock orders them, and each worker call first runs
+    ``check`` (default :meth:`TurnGuard.check`, which raises in the worker of an interrupted
+    turn), so nothing is shown once the spinner was stopped for an interrupt.
     """
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, check: Callable[[], None] = TurnGuard.check) -> None:
         self.console = console
+        self._check = check
+        self._lock = threading.Lock()
         self._status: Status | None = None
         self._spinning = False
         self._streamed = False
@@ -81,14 +96,16 @@ class Display:
     @contextmanager
     def waiting(self, label: str = "waiting for the model…") -> Iterator[None]:
         """Show the spinner for the ``with`` block (paused while text streams)."""
-        self._status = self.console.status(label, spinner="dots")
-        self._spin(True)
+        with self._lock:
+            self._status = self.console.status(label, spinner="dots")
+            self._spin(True)
         try:
             yield
         finally:
-            self._spin(False)
-            self._end_line()
-            self._status = None
+            with self._lock:
+                self._spin(False)
+                self._end_line()
+                self._status = None
 
     def _spin(self, on: bool) -> None:
         if self._status is None or on == self._spinning:
@@ -106,24 +123,30 @@ class Display:
 
     def text(self, delta: str) -> None:
         """Show a streamed text delta."""
-        self._spin(False)
-        self.console.print(escape(delta), end="", style="bold", highlight=False, soft_wrap=True)
-        self._streamed = True
+        with self._lock:
+            self._check()
+            self._spin(False)
+            self.console.print(escape(delta), end="", style="bold", highlight=False, soft_wrap=True)
+            self._streamed = True
 
     def response(self, parsed: ParsedResponse) -> None:
         """A response is complete: its text if it was not streamed; the spinner again."""
-        if not self._streamed:
-            for part in parsed.content:
-                if isinstance(part, Text) and part.text.strip():
-                    self._spin(False)
-                    self.console.print(escape(part.text), style="bold", highlight=False)
-        self._end_line()
-        self._spin(True)
+        with self._lock:
+            self._check()
+            if not self._streamed:
+                for part in parsed.content:
+                    if isinstance(part, Text) and part.text.strip():
+                        self._spin(False)
+                        self.console.print(escape(part.text), style="bold", highlight=False)
+            self._end_line()
+            self._spin(True)
 
     def line(self, text: str, style: str = "") -> None:
         """Show one line (a tool call) between responses."""
-        self._end_line()
-        self.console.print(escape(text), style=style or None, highlight=False)
+        with self._lock:
+            self._check()
+            self._end_line()
+            self.console.print(escape(text), style=style or None, highlight=False)
 
 
 def status_line(turn: int, rounds: Sequence[tuple[Usage, Cost]]) -> str:
@@ -154,6 +177,7 @@ class Chat:
         compact_runner: Makes the ``/compact`` call (default: ``runner``).
         tools: The workspace tools; the files they touched join the session's manifest.
         display: Shows the turn (default: a new :class:`Display` on ``console``).
+        on_reset: Called after ``/reset`` (the command removes the prompt history with it).
     """
 
     def __init__(
@@ -166,6 +190,7 @@ class Chat:
         compact_runner: Runner | None = None,
         tools: WorkspaceTools | None = None,
         display: Display | None = None,
+        on_reset: Callable[[], None] | None = None,
     ) -> None:
         self.session = session
         self.runner = runner
@@ -174,6 +199,8 @@ class Chat:
         self.compact_runner = compact_runner or runner
         self.tools = tools
         self.display = display or Display(console)
+        self.guard = TurnGuard()
+        self.on_reset = on_reset
         self.turns = 0
         self._refresh_prompt()
 
@@ -224,17 +251,33 @@ class Chat:
         }
 
     def turn(self, text: str) -> None:
-        """Run one user turn; on success show the status line and save the session."""
+        """Run one user turn; on success save the session, then show the status line.
+
+        Raises:
+            KeyboardInterrupt: Ctrl+C came during the turn (the turn is dropped) or while it
+                was saved and shown (it is kept).
+        """
+        with self.guard.deferred():
+            state = self.session.conversation.state
+            try:
+                with self.display.waiting():
+                    result = self.guard.run(lambda: self.runner.run_turn(state, text))
+            except LLMCoreError as exc:
+                self.say(f"error: {exc}", "red")
+                return
+            self.turns += 1
+            self._track()
+            problem = self._persist(result)
+            self.say(self._status(result), "dim")
+            if problem:
+                self.say(problem, "red")
+
+    def _persist(self, result: TurnResult) -> str | None:
         try:
-            with self.display.waiting():
-                result = self.runner.run_turn(self.session.conversation, text)
-        except LLMCoreError as exc:
-            self.say(f"error: {exc}", "red")
-            return
-        self.turns += 1
-        self.say(self._status(result), "dim")
-        self._track()
-        self.session.record_turn()
+            self.session.record_turn(result)
+        except SessionError as exc:
+            return f"The session could not be saved: {exc}"
+        return None
 
     def _track(self) -> None:
         if self.tools is not None:
@@ -261,6 +304,8 @@ class Chat:
     def reset(self, _argument: str) -> None:
         """``/reset`` / ``/new``: ask before deleting the spec file, then start clean."""
         deleted = self.session.reset(confirm=self._confirm)
+        if self.on_reset is not None:
+            self.on_reset()
         self._refresh_prompt()
         gone = f" Deleted: {', '.join(deleted)}." if deleted else ""
         self.say(f"New session {self.session.session_id}; the old one is deleted.{gone}")
@@ -277,7 +322,7 @@ class Chat:
             for info in listing:
                 self.say(info.line())
             return
-        if not argument.isdigit():
+        if not (argument.isascii() and argument.isdigit()):
             self.say("usage: /checkpoint [n]", "red")
             return
         self.session.restore(int(argument))

@@ -1,4 +1,4 @@
-"""``llmcore chat [--workspace DIR] [--live --provider P [--model M]] [--base-url URL]``.
+"""``llmcore chat [--workspace DIR] [--live --provider P [--model M]] [--no-history] …``.
 
 The terminal agent of SPEC S1–S6 (R2): a session per workspace (``llmcore.session``, app name
 ``llmcore-chat``), the built-in workspace tools (:mod:`llmcore.chat.tools`) and the loop of
@@ -11,9 +11,11 @@ The terminal agent of SPEC S1–S6 (R2): a session per workspace (``llmcore.sess
 * ``--base-url URL`` — any compatible endpoint (the key from the same variable, or ``none``).
 
 With a terminal, lines are read with prompt_toolkit (line editing; history in the project's
-session folder, ``history``); otherwise with ``input()``. ``--resume``/``--no-resume`` answers
-the resume question without asking. Ctrl+C (at the prompt or mid-turn) and Ctrl+D leave,
-saving the session (a turn cut short is not kept); exit code 130 after Ctrl+C.
+folder, ``<project>/history``: each line scrubbed of secrets, the file 0600, removed by
+``/reset``; ``--no-history`` keeps none, :mod:`llmcore.chat.history`); otherwise with
+``input()``. ``--resume``/``--no-resume`` answers the resume question without asking. Ctrl+C
+(at the prompt or mid-turn) and Ctrl+D leave, saving the session (a turn cut short is not
+kept); exit code 130 after Ctrl+C.
 
 Test hook: with ``LLMCORE_CHAT_TEST_HOLD=PATH`` in the environment, each tool call waits until
 ``PATH`` exists, so a test can interrupt a turn while it is running.
@@ -26,6 +28,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Final
 
@@ -48,7 +51,7 @@ if TYPE_CHECKING:
     from llmcore.session import Session
     from llmcore.transport import HTTPTransport, Transport
 
-__all__ = ["APP", "chat", "register"]
+__all__ = ["APP", "ChatSetup", "chat", "register", "run_chat"]
 
 APP: Final = "llmcore-chat"
 """The session folder's application name: ``<config>/llmcore-chat/projects/…``."""
@@ -83,27 +86,39 @@ def _endpoint(name: str, live: bool, base_url: str | None) -> Iterator[tuple[HTT
         yield transport, "embedded emulator"
 
 
-def _line_reader(history: Path) -> Callable[[str], str]:
-    """prompt_toolkit with a history file on a terminal, else ``input()``."""
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        return input
-    from prompt_toolkit import PromptSession
-    from prompt_toolkit.history import FileHistory
+def _line_reader(
+    history: Path, keep: bool
+) -> tuple[Callable[[str], str], Callable[[], None] | None]:
+    """prompt_toolkit on a terminal (with the history file if ``keep``), else ``input()``.
 
-    try:
-        history.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        prompt: PromptSession[str] = PromptSession(history=FileHistory(str(history)))
-    except OSError:
-        prompt = PromptSession()
-    return lambda text: prompt.prompt(text)
+    Returns the line reader and what ``/reset`` calls to forget the history (or ``None``).
+    """
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        return input, None
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.history import InMemoryHistory
+
+    from llmcore.chat.history import PromptHistory
+
+    stored: PromptHistory | None = None
+    if keep:
+        try:
+            stored = PromptHistory(history)
+        except LLMCoreError:  # an unusable folder: the prompt keeps no history
+            stored = None
+    prompt: PromptSession[str] = PromptSession(history=stored or InMemoryHistory())
+    return (lambda text: prompt.prompt(text)), (stored.clear if stored else None)
 
 
 def _on_call(display: Display) -> Callable[[str, str], None]:
+    from llmcore.chat.interrupt import TurnGuard
+
     hold = os.environ.get(HOLD_ENV)
 
     def show(name: str, path: str) -> None:
         display.line(f"  ↳ {name} {path}".rstrip(), "cyan")
         while hold and not os.path.exists(hold):
+            TurnGuard.check()
             time.sleep(0.05)
 
     return show
@@ -121,6 +136,28 @@ def _ask_resume(answer: bool | None, read_line: Callable[[str], str]) -> Callabl
     return ask
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChatSetup:
+    """What one ``llmcore chat`` run is given besides where the model is."""
+
+    workspace: Path
+    """The project folder."""
+    config_dir: Path | None
+    """Overrides the platform's config folder."""
+    provider: str
+    """The provider name."""
+    model: str
+    """The model name."""
+    console: Console
+    """Where everything is printed."""
+    read_line: Callable[[str], str]
+    """Reads one line after a prompt; raises ``EOFError`` at the end."""
+    resume: bool | None = None
+    """The answer to the resume question, or ``None`` to ask."""
+    forget_history: Callable[[], None] | None = None
+    """What ``/reset`` calls to remove the prompt history, if there is one."""
+
+
 def chat_command(
     *,
     workspace: Path,
@@ -130,6 +167,7 @@ def chat_command(
     model: str | None,
     base_url: str | None,
     resume: bool | None,
+    history: bool = True,
 ) -> int:
     """Run ``llmcore chat``; return the exit code (0, or 130 after Ctrl+C).
 
@@ -145,36 +183,35 @@ def chat_command(
     from llmcore.bench import LIVE_MODELS
     from llmcore.session import ProjectPaths
 
-    chosen = model or LIVE_MODELS[provider]
     console = Console(highlight=False)
     paths = ProjectPaths.for_workspace(workspace, app=APP, config=config_dir)
-    read_line = _line_reader(paths.sessions.parent / "history")
-    started: list[Session] = []
+    read_line, forget = _line_reader(paths.sessions.parent / "history", history)
+    setup = ChatSetup(
+        workspace=workspace, config_dir=config_dir, provider=provider,
+        model=model or LIVE_MODELS[provider], console=console, read_line=read_line,
+        resume=resume, forget_history=forget,
+    )  # fmt: skip
     try:
         with _endpoint(provider, live, base_url) as (transport, where):
-            _run(
-                workspace, config_dir, provider, chosen, transport, where, console,
-                read_line, resume, started,
-            )  # fmt: skip
+            return run_chat(setup, transport, where)
+    except KeyboardInterrupt:  # while the endpoint starts or stops
+        console.print("\nInterrupted.", highlight=False)
+        return 130
+
+
+def run_chat(setup: ChatSetup, transport: Transport, where: str) -> int:
+    """Run the chat over ``transport`` (``where`` describes it); return 0, or 130 after Ctrl+C."""
+    started: list[Session] = []
+    try:
+        _run(setup, transport, where, started)
     except KeyboardInterrupt:
         saved = bool(started) and not started[0].suppressed
-        console.print(f"\nInterrupted{'; session saved' if saved else ''}.", highlight=False)
+        setup.console.print(f"\nInterrupted{'; session saved' if saved else ''}.", highlight=False)
         return 130
     return 0
 
 
-def _run(
-    workspace: Path,
-    config_dir: Path | None,
-    provider: str,
-    model: str,
-    transport: Transport,
-    where: str,
-    console: Console,
-    read_line: Callable[[str], str],
-    resume: bool | None,
-    started: list[Session],
-) -> None:
+def _run(setup: ChatSetup, transport: Transport, where: str, started: list[Session]) -> None:
     from rich.markup import escape
 
     from llmcore.chat import Chat, Display, Echo, Tapped, WorkspaceTools
@@ -182,11 +219,13 @@ def _run(
     from llmcore.runner import Runner
     from llmcore.session import Session
 
+    console, provider, model = setup.console, setup.provider, setup.model
+
     def say(line: str) -> None:
         console.print(escape(line), highlight=False)
 
     display = Display(console)
-    tools = WorkspaceTools(workspace, on_call=_on_call(display))
+    tools = WorkspaceTools(setup.workspace, on_call=_on_call(display))
     runner = Runner(
         provider=Tapped.of(get_provider(provider), display.text),
         model=model,
@@ -196,18 +235,18 @@ def _run(
     )
     plain = Runner(provider=provider, model=model, transport=transport)
     session = Session.start(
-        workspace,
+        setup.workspace,
         app=APP,
-        ask=_ask_resume(resume, read_line),
+        ask=_ask_resume(setup.resume, setup.read_line),
         say=say,
-        config=config_dir,
+        config=setup.config_dir,
         runner=plain,
     )
     started.append(session)
     with session:
         chat = Chat(
-            session=session, runner=runner, console=console, read_line=read_line,
-            tools=tools, compact_runner=plain, display=display,
+            session=session, runner=runner, console=console, read_line=setup.read_line,
+            tools=tools, compact_runner=plain, display=display, on_reset=setup.forget_history,
         )  # fmt: skip
         head = f"New session {session.session_id}"
         if session.resume_block:
@@ -249,12 +288,20 @@ def chat(
             "--resume/--no-resume", metavar="", help="Answer the resume question without asking."
         ),
     ] = None,
+    history: Annotated[
+        bool,
+        typer.Option(
+            "--history/--no-history",
+            metavar="",
+            help="Keep the prompt history (scrubbed, 0600) in the project folder.",
+        ),
+    ] = True,
 ) -> None:
     """A terminal agent over the workspace, with sessions (S1–S6); the emulator by default."""
     try:
         code = chat_command(
             workspace=workspace, config_dir=config_dir, live=live, provider=provider,
-            model=model, base_url=base_url, resume=resume,
+            model=model, base_url=base_url, resume=resume, history=history,
         )  # fmt: skip
     except LLMCoreError as exc:
         raise fail(str(exc)) from None

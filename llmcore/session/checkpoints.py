@@ -26,7 +26,7 @@ from llmcore.errors import SessionError, SessionReadError
 
 from .paths import ProjectPaths
 from .record import SessionRecord, decode_record, encode_record
-from .store import atomic_write, ensure_folder, read_nofollow
+from .store import atomic_write, check_readable_folder, ensure_folder, read_nofollow
 
 __all__ = ["CheckpointInfo", "Checkpoints"]
 
@@ -56,15 +56,27 @@ class Checkpoints:
 
     def __init__(self, paths: ProjectPaths, session_id: str) -> None:
         self.folder: Path = paths.checkpoints_dir(session_id)
+        self._sessions = paths.sessions
+
+    def _check_folders(self) -> None:
+        check_readable_folder(self._sessions)
+        check_readable_folder(self.folder)
 
     def numbers(self) -> list[int]:
-        """Return the numbers on disk, ascending."""
+        """Return the numbers on disk, ascending.
+
+        Raises:
+            SessionReadError: The sessions or checkpoint folder is a symlink.
+        """
+        self._check_folders()
         try:
             names = os.listdir(self.folder)
         except (FileNotFoundError, NotADirectoryError):
             return []
         return sorted(
-            int(n[:-5]) for n in names if n.endswith(".json") and n[:-5].isdigit() and n[0] != "0"
+            int(n[:-5])
+            for n in names
+            if n.endswith(".json") and n[:-5].isascii() and n[:-5].isdigit() and n[0] != "0"
         )
 
     def write(self, record: SessionRecord) -> int:
@@ -82,6 +94,7 @@ class Checkpoints:
             SessionReadError: It cannot be read.
         """
         path = self.folder / f"{int(number)}.json"
+        self._check_folders()
         try:
             data = read_nofollow(path)
         except OSError as exc:

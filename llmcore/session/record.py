@@ -204,13 +204,16 @@ def decode_record(data: bytes, where: str = "session file") -> SessionRecord:
     """Read a session file's bytes.
 
     Raises:
-        SessionReadError: Not JSON, a newer or unknown ``schema_version``, an unknown or
-            missing key, a wrong type, or a session id that is not 12 hex digits.
+        SessionReadError: Not JSON, nested deeper than the parser reads (about 1,000 levels),
+            a newer or unknown ``schema_version``, an unknown or missing key, a wrong type, or
+            a session id that is not 12 hex digits.
     """
     try:
         obj = _check_top(jsonbytes.loads(data, finite=True, unique_keys=True), where)
     except (ValueError, UnicodeDecodeError) as exc:
         raise _fail(f"not valid JSON ({exc})", where) from exc
+    except RecursionError as exc:
+        raise _fail("nested too deeply to be read", where) from exc
     try:
         session_id = check_session_id(obj["session_id"], f"{where}: $.session_id")
     except SessionIdError as exc:

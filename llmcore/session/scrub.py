@@ -15,18 +15,33 @@ A maintained detector such as ``detect-secrets`` scans files line by line for re
 reports candidates with entropy heuristics; a writer must instead replace exact spans, so this
 module keeps its own documented list, each pattern with its own test
 (``tests/session/test_scrub.py``). Secrets in shapes not listed (a bare random string with no
-prefix, outside an assignment) are not recognized; bytes stored as base64 (``…Base64``
-blocks, non-UTF-8 tool data) are not decoded and scanned.
+prefix, outside an assignment) are not recognized.
+
+Bytes stored as base64 — the value of any object key ending in ``Base64`` (``contentBase64``,
+``argumentsBase64``: tool data that is not UTF-8) — are decoded and scanned too: the bytes are
+read as UTF-8 with undecodable bytes kept as they are (``surrogateescape``), scrubbed, and
+written back as base64 only if something was replaced, so the other bytes stay exact. A value
+that is not valid base64 is scrubbed as text. The same scrub serves the chat's prompt history
+(:func:`scrub_text`, one line at a time).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import os
 import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-__all__ = ["ENV_NAME_SUFFIXES", "PATTERNS", "find_secrets", "scrub", "scrub_text"]
+__all__ = [
+    "ENV_NAME_SUFFIXES",
+    "PATTERNS",
+    "find_secrets",
+    "scrub",
+    "scrub_base64",
+    "scrub_text",
+]
 
 PATTERNS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
     (
@@ -95,13 +110,39 @@ def scrub_text(text: str, environ: Mapping[str, str] | None = None) -> str:
     return text
 
 
+def scrub_base64(value: str, environ: Mapping[str, str] | None = None) -> str:
+    """Return base64 ``value`` with the secrets in the bytes it holds replaced (module doc).
+
+    Bytes with nothing to replace give ``value`` back unchanged; a value that is not base64 is
+    scrubbed as text.
+    """
+    try:
+        data = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        return scrub_text(value, environ)
+    text = data.decode("utf-8", "surrogateescape")
+    clean = scrub_text(text, environ)
+    if clean == text:
+        return value
+    return base64.b64encode(clean.encode("utf-8", "surrogateescape")).decode("ascii")
+
+
+def _scrub_member(key: str, value: Any, env: Mapping[str, str]) -> Any:
+    if isinstance(value, str) and key.endswith("Base64"):
+        return scrub_base64(value, env)
+    return scrub(value, env)
+
+
 def scrub(value: Any, environ: Mapping[str, str] | None = None) -> Any:
-    """Return a JSON value with every string (object keys too) passed through :func:`scrub_text`."""
+    """Return a JSON value with every string (object keys too) passed through :func:`scrub_text`.
+
+    The string value of a key ending in ``Base64`` goes through :func:`scrub_base64`.
+    """
     env = os.environ if environ is None else environ
     if isinstance(value, str):
         return scrub_text(value, env)
     if isinstance(value, dict):
-        return {scrub_text(k, env): scrub(v, env) for k, v in value.items()}
+        return {scrub_text(k, env): _scrub_member(k, v, env) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [scrub(v, env) for v in value]
     return value

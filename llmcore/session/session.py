@@ -8,7 +8,9 @@
             runner.run_turn(session.conversation, line)
             session.record_turn()          # saved after each completed turn
 
-* **Start-up** (S2): :func:`~llmcore.session.startup.find_previous` offers the last session of
+* **Start-up** (S2): the temporary files of saves that were killed are removed
+  (:meth:`~llmcore.session.store.SessionStore.remove_leftovers`), then
+  :func:`~llmcore.session.startup.find_previous` offers the last session of
   this project; ``say`` shows ``Previous session found (last active: YYYY-MM-DD HH:MM UTC)``
   and ``ask("Resume previous session? [Y/n]")`` decides. Yes keeps the id and files, rebuilds
   the trimmed history (:func:`~llmcore.session.summary.rebuild_history`), checks drift (S4) and
@@ -41,7 +43,7 @@ from types import TracebackType
 from llmcore.archive import Conversation, ConversationState
 from llmcore.compaction import CompactionOutcome, run_compaction
 from llmcore.errors import LLMCoreError, SessionError
-from llmcore.runner import Runner
+from llmcore.runner import Runner, TurnResult
 
 from .checkpoints import CheckpointInfo, Checkpoints
 from .drift import Drift, build_manifest, detect_drift, file_sha256
@@ -167,6 +169,7 @@ class Session:
             spec_file=spec_file,
             template_dir=template_dir,
         )
+        session.store.remove_leftovers(alive, session.pid)  # a killed save's temporary files
         found = find_previous(session.store, session.pid, alive=alive, say=say)
         if found is not None:
             last = display_time(found.loaded.record.updated_at)
@@ -261,8 +264,20 @@ class Session:
             extraction_failure=failure,
         )
 
-    def record_turn(self) -> SaveOutcome:
-        """Call after each completed turn: ends a reset's suppression and saves (no model call)."""
+    def record_turn(self, result: TurnResult | None = None) -> SaveOutcome:
+        """Call after each completed turn: ends a reset's suppression and saves (no model call).
+
+        Args:
+            result: A turn run on ``conversation.state`` (a value, so the conversation did not
+                change while it ran): its state becomes the conversation first. ``None``: the
+                turn already advanced :attr:`conversation`.
+
+        Raises:
+            SessionConflictError: Another process saved this session since; its save is kept.
+            SessionWriteError: Nothing could be written (the turn stays in memory).
+        """
+        if result is not None:
+            self.conversation = Conversation(result.state)
         return self.save(summarize=False)
 
     def close(self, *, summarize: bool = True) -> SaveOutcome | None:

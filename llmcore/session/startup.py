@@ -7,9 +7,12 @@ running processes belong to other terminals and are left alone, so two terminals
 each other's session. Of the readable candidates, the one saved last is offered.
 
 Every problem is one line through ``say`` and the file is left as it is: a pointer naming
-something that is not a session id (``../x``) is refused before any path is built; a corrupt
-or newer-schema session file is reported and kept byte-for-byte; a pointer to a missing file
-is ignored. The agent always starts — with a new session when nothing is offered.
+something that is not a session id (``../x``) is refused before any path is built; a corrupt,
+too deeply nested or newer-schema session file or pointer is reported and kept byte-for-byte;
+a pointer to a missing file is ignored; ``active_….json`` files whose name is not a pointer's
+(``active_².json``, a pid beyond :data:`~llmcore.session.store.PID_MAX`) are named in one line
+and never read; a ``sessions`` folder that is a symlink is refused in one line. The agent
+always starts — with a new session when nothing is offered.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from dataclasses import dataclass
 
 from llmcore.errors import SessionError
 
-from .store import Loaded, SessionStore
+from .store import Loaded, SessionStore, shown_name
 
 __all__ = ["Found", "find_previous", "process_alive"]
 
@@ -35,7 +38,7 @@ def process_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    except OSError:
+    except (OSError, OverflowError):  # OverflowError: beyond the platform's pid_t
         return False
     return True
 
@@ -59,10 +62,21 @@ def find_previous(
 ) -> Found | None:
     """Return the session to offer, or ``None`` (see the module doc)."""
     try:
-        others = [p for p in store.pointer_pids() if p != pid and not alive(p)]
+        scan = store.pointer_scan()
+    except SessionError as exc:
+        say(f"Ignored the saved sessions: {exc}")
+        return None
     except OSError as exc:
         say(f"Ignored the saved sessions: {store.paths.sessions}: {exc.strerror}")
         return None
+    if scan.refused:
+        names = ", ".join(shown_name(name) for name in scan.refused[:3])
+        more = f" and {len(scan.refused) - 3} more" if len(scan.refused) > 3 else ""
+        say(
+            f"Ignored {len(scan.refused)} file(s) in {store.paths.sessions} that are not "
+            f"pointers (active_<pid>.json): {names}{more}"
+        )
+    others = [p for p in scan.pids if p != pid and not alive(p)]
     candidates = [pid, *others]
     best: Found | None = None
     for candidate in candidates:

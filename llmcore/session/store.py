@@ -6,7 +6,10 @@ fsynced. A crash at any instant leaves the old file or the new one. Folders are 
 (and an existing session folder is set to 0700).
 
 **Reads never follow a symlink** (``O_NOFOLLOW``); a session file that cannot be decoded is
-reported (:class:`~llmcore.errors.SessionReadError`) and left byte-for-byte as it is.
+reported (:class:`~llmcore.errors.SessionReadError`) and left byte-for-byte as it is. A
+``sessions`` folder that is itself a symlink is refused the same way for reads
+(:class:`~llmcore.errors.SessionReadError`) and writes (:class:`~llmcore.errors.SessionWriteError`):
+nothing is listed, read or written through it.
 
 **Two processes** (two terminals): each has its own pointer ``active_<pid>.json``. A save
 takes the session folder's exclusive lock (:func:`llmcore.archive.lock.folder_lock`) and
@@ -15,7 +18,10 @@ compares the SHA-256 of the file on disk with the one this process last read or 
 :class:`~llmcore.errors.SessionConflictError` is raised, so the other process's turn is kept.
 
 Pointers hold ``{"session_id": …}``; the id is checked against ``^[a-f0-9]{12}$`` before any
-path is built from it, so a crafted pointer (``../../x``) is refused with a clear message.
+path is built from it, so a crafted pointer (``../../x``) is refused with a clear message. A
+pointer's name is ``active_<pid>.json`` with ``<pid>`` in ASCII decimal, no leading zero, from 1
+to :data:`PID_MAX`; any other ``active_….json`` (``active_².json``, a 25-digit pid) is not a
+pointer: :meth:`SessionStore.pointer_scan` lists it as refused and nothing reads it.
 """
 
 from __future__ import annotations
@@ -23,8 +29,10 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import re
 import secrets
-from collections.abc import Iterator
+import stat
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,11 +58,16 @@ __all__ = [
     "FOLDER_MODE",
     "MAX_POINTER",
     "NO_FILE",
+    "PID_MAX",
     "Loaded",
+    "PointerScan",
     "SessionStore",
     "atomic_write",
+    "check_readable_folder",
     "ensure_folder",
     "read_nofollow",
+    "remove_leftovers",
+    "shown_name",
 ]
 
 FILE_MODE: Final = 0o600
@@ -65,7 +78,12 @@ NO_FILE: Final = "none"
 """The base of a session that has no file on disk yet."""
 MAX_POINTER: Final = 4096
 """Largest pointer file ``active_<pid>.json`` read (it holds ``{"session_id": …}``, 31 bytes)."""
+PID_MAX: Final = 2**31 - 1
+"""The largest pid a pointer name may hold (``pid_t`` is a signed 32-bit integer)."""
 _NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
+_POINTER_NAME: Final = re.compile(r"active_([1-9][0-9]{0,9})\.json")
+_TEMP_NAME: Final = re.compile(r"\..+\.([1-9][0-9]{0,9})\.[0-9a-f]{8}\.tmp")
+_SYMLINKED: Final = "refused: the folder is a symlink"
 
 
 def read_nofollow(path: Path, *, limit: int = MAX_FILE) -> bytes | None:
@@ -86,26 +104,39 @@ def read_nofollow(path: Path, *, limit: int = MAX_FILE) -> bytes | None:
 
 
 def ensure_folder(path: Path) -> None:
-    """Create ``path`` and its missing parents, each 0700 (``path`` too); a symlink is refused."""
+    """Create ``path`` and its missing parents, each 0700 (``path`` too); a symlink is refused.
+
+    Raises:
+        SessionWriteError: ``path`` is a symlink, or a folder cannot be created.
+    """
     if path.is_symlink():
-        raise SessionWriteError("refused: the folder is a symlink", location=str(path))
+        raise SessionWriteError(_SYMLINKED, location=str(path))
     missing = []
     current = path
     while not current.is_dir() and current != current.parent:
         missing.append(current)
         current = current.parent
-    for folder in reversed(missing):  # each folder this layer creates is 0700
-        try:
-            folder.mkdir(mode=FOLDER_MODE)
-        except FileExistsError:
-            pass
-        os.chmod(folder, FOLDER_MODE, follow_symlinks=False)
-    os.chmod(path, FOLDER_MODE, follow_symlinks=False)
+    try:
+        for folder in reversed(missing):  # each folder this layer creates is 0700
+            try:
+                folder.mkdir(mode=FOLDER_MODE)
+            except FileExistsError:
+                pass
+            os.chmod(folder, FOLDER_MODE, follow_symlinks=False)
+        os.chmod(path, FOLDER_MODE, follow_symlinks=False)
+    except OSError as exc:
+        raise SessionWriteError(
+            f"cannot create the folder ({exc.strerror})", location=str(exc.filename or path)
+        ) from exc
 
 
 def atomic_write(target: Path, data: bytes) -> None:
-    """Replace ``target`` with ``data``: temp file (0600), fsync, rename, folder fsync."""
-    temp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+    """Replace ``target`` with ``data``: temp file (0600), fsync, rename, folder fsync.
+
+    The temporary file is ``.<name>.<pid>.<8 hex>.tmp``: a kill before the rename leaves it,
+    and :func:`remove_leftovers` removes it once process ``<pid>`` no longer runs.
+    """
+    temp = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | _NOFOLLOW
     fd = os.open(temp, flags, FILE_MODE)
     try:
@@ -124,6 +155,38 @@ def atomic_write(target: Path, data: bytes) -> None:
     FileSystem().fsync_dir(target.parent)
 
 
+def remove_leftovers(folder: Path, alive: Callable[[int], bool], own_pid: int) -> list[str]:
+    """Remove the temporary files killed saves left in ``folder``; return their names.
+
+    A leftover is a regular file named as :func:`atomic_write` names its temporary file whose
+    ``<pid>`` is ``own_pid`` or not running (``alive``), so another terminal's save in progress
+    is never touched. A symlinked or missing folder is left alone; a file that cannot be
+    removed is skipped.
+    """
+    if folder.is_symlink():
+        return []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    removed = []
+    for name in sorted(names):
+        match = _TEMP_NAME.fullmatch(name)
+        if match is None:
+            continue
+        pid = int(match.group(1))
+        if pid != own_pid and (pid > PID_MAX or alive(pid)):
+            continue
+        try:
+            if not stat.S_ISREG(os.lstat(folder / name).st_mode):
+                continue
+            os.unlink(folder / name)
+        except OSError:
+            continue
+        removed.append(name)
+    return removed
+
+
 def _unlink(path: Path) -> None:
     try:
         os.unlink(path)
@@ -131,8 +194,34 @@ def _unlink(path: Path) -> None:
         pass
 
 
+def check_readable_folder(path: Path) -> None:
+    """Refuse to read through a folder that is a symlink, as :func:`ensure_folder` refuses writes.
+
+    Raises:
+        SessionReadError: ``path`` is a symlink.
+    """
+    if path.is_symlink():
+        raise SessionReadError(_SYMLINKED, location=str(path))
+
+
+def shown_name(name: str) -> str:
+    """Return a file name for a one-line message: escaped (``repr``) and cut to 60 characters."""
+    text = repr(name)
+    return text if len(text) <= 60 else text[:57] + "…"
+
+
 def _digest(data: bytes | None) -> str:
     return NO_FILE if data is None else hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PointerScan:
+    """What the sessions folder holds that looks like a pointer."""
+
+    pids: tuple[int, ...]
+    """The pid of each well-formed ``active_<pid>.json``, ascending."""
+    refused: tuple[str, ...]
+    """The names of the other ``active_….json`` files, sorted: not pointers, never read."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -168,6 +257,7 @@ class SessionStore:
                 it is left as it is.
         """
         path = self.paths.session_file(session_id)
+        check_readable_folder(self.paths.sessions)
         try:
             data = read_nofollow(path)
         except OSError as exc:
@@ -231,6 +321,24 @@ class SessionStore:
         with self._locked():
             _unlink(path)
 
+    def remove_leftovers(self, alive: Callable[[int], bool], own_pid: int) -> list[str]:
+        """Remove killed saves' temporary files here and in each ``<id>.checkpoints`` folder.
+
+        Returns the names removed (checkpoint ones as ``<id>.checkpoints/<name>``); see
+        :func:`remove_leftovers`.
+        """
+        folder = self.paths.sessions
+        removed = remove_leftovers(folder, alive, own_pid)
+        try:
+            names = [] if folder.is_symlink() else sorted(os.listdir(folder))
+        except OSError:
+            names = []
+        for name in names:
+            if name.endswith(".checkpoints"):
+                found = remove_leftovers(folder / name, alive, own_pid)
+                removed.extend(f"{name}/{leftover}" for leftover in found)
+        return removed
+
     # ------------------------------------------------------------------ pointers
 
     def read_pointer(self, pid: int) -> str | None:
@@ -242,10 +350,11 @@ class SessionStore:
             SessionReadError: The pointer is not ``{"session_id": str}`` JSON.
         """
         path = self.paths.pointer_file(pid)
+        check_readable_folder(self.paths.sessions)
         try:
             data = read_nofollow(path, limit=MAX_POINTER)
             obj = None if data is None else jsonbytes.loads(data)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             raise SessionReadError("the pointer cannot be read", location=str(path)) from exc
         if obj is None:
             return None
@@ -268,16 +377,35 @@ class SessionStore:
         _unlink(self.paths.pointer_file(pid))
 
     def pointer_pids(self) -> list[int]:
-        """Return the pids of every ``active_<pid>.json`` in the folder, in order."""
+        """Return the pids of every well-formed ``active_<pid>.json`` in the folder, in order.
+
+        Raises:
+            SessionReadError: The folder is a symlink.
+            OSError: The folder cannot be listed (a missing folder has no pointers).
+        """
+        return list(self.pointer_scan().pids)
+
+    def pointer_scan(self) -> PointerScan:
+        """Return the well-formed pointers' pids and the names of the refused ones.
+
+        Raises:
+            SessionReadError: The folder is a symlink.
+            OSError: The folder cannot be listed (a missing folder has no pointers).
+        """
+        check_readable_folder(self.paths.sessions)
         try:
             names = os.listdir(self.paths.sessions)
         except OSError as exc:
             if exc.errno in (errno.ENOENT, errno.ENOTDIR):
-                return []
+                return PointerScan(pids=(), refused=())
             raise
-        pids = []
+        pids, refused = [], []
         for name in names:
-            middle = name.removeprefix("active_").removesuffix(".json")
-            if name.startswith("active_") and name.endswith(".json") and middle.isdigit():
-                pids.append(int(middle))
-        return sorted(pids)
+            if not (name.startswith("active_") and name.endswith(".json")):
+                continue
+            match = _POINTER_NAME.fullmatch(name)
+            if match and int(match.group(1)) <= PID_MAX:
+                pids.append(int(match.group(1)))
+            else:
+                refused.append(name)
+        return PointerScan(pids=tuple(sorted(pids)), refused=tuple(sorted(refused)))

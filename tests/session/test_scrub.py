@@ -94,3 +94,33 @@ def test_scrubbed_text_never_holds_a_secret_and_scrubbing_is_idempotent(pieces):
     once = scrub_text(text, environ={})
     assert find_secrets(once) == []
     assert scrub_text(once, environ={}) == once
+
+
+@pytest.mark.parametrize("key", ["contentBase64", "argumentsBase64"])
+def test_base64_payloads_are_decoded_scanned_and_only_the_secret_bytes_change(key):
+    import base64
+
+    data = b"\xff\xfe binary " + SAMPLES["aws-access-key"].encode() + b" tail \x80"
+    cleaned = scrub({key: base64.b64encode(data).decode()}, environ={})
+    back = base64.b64decode(cleaned[key])
+    assert SAMPLES["aws-access-key"].encode() not in back
+    assert back == b"\xff\xfe binary [REDACTED:aws-access-key] tail \x80"
+    untouched = base64.b64encode(b"\xff no secret").decode()
+    assert scrub({key: untouched}, environ={}) == {key: untouched}
+    assert scrub({key: "not base64 AKIAIOSFODNN7EXAMPLE"}, environ={}) == {
+        key: "not base64 [REDACTED:aws-access-key]"
+    }
+
+
+@settings(max_examples=200, deadline=None)
+@given(prefix=st.binary(max_size=40), suffix=st.binary(max_size=40))
+def test_any_bytes_around_a_secret_round_trip_and_lose_only_the_secret(prefix, suffix):
+    import base64
+
+    secret = SAMPLES["anthropic-key"].encode()
+    data = prefix + b" " + secret + b" " + suffix
+    cleaned = base64.b64decode(
+        scrub({"contentBase64": base64.b64encode(data).decode()}, environ={})["contentBase64"]
+    )
+    assert secret not in cleaned
+    assert cleaned.startswith(prefix) or b"REDACTED" in prefix + b" " + cleaned[: len(prefix)]

@@ -28,7 +28,7 @@ assistant messages; Responses: runs of consecutive assistant ``message`` / ``fun
 can run at once. The conversation is the first entry of ``conversations`` whose ``match`` occurs
 in the text of the first user message, else ``replies``. Past the end, ``after_end`` answers.
 
-Output tokens of a reply follow tokens.py: ``ceil(bytes/4)`` of the text, plus for each call
+Output tokens of a reply are ``ceil(bytes/4)`` of the text, plus for each call
 ``ceil((len(name) + len(arguments))/4)`` in UTF-8 bytes.
 """
 
@@ -40,7 +40,7 @@ from typing import Any
 
 from llmcore import jsonbytes
 from llmcore.emulator.errors import ScriptError
-from llmcore.tokens import bytes_tokens
+from llmcore.emulator.tokencount import bytes_tokens
 
 __all__ = ["Conversation", "Reply", "Script", "ScriptedCall", "load_script", "parse_script"]
 
@@ -66,7 +66,7 @@ class Reply:
 
     @property
     def output_tokens(self) -> int:
-        """Tokens the reply costs as output (tokens.py rule on its UTF-8 bytes)."""
+        """Tokens the reply costs as output (``ceil(bytes/4)`` of its UTF-8 bytes)."""
         total = bytes_tokens(len(self.text.encode("utf-8")))
         for call in self.tool_calls:
             total += bytes_tokens(len(call.name.encode("utf-8")) + len(call.arguments.encode()))

@@ -4,7 +4,8 @@ A real HTTP server on loopback (:class:`Emulator`) speaks Anthropic Messages and
 Completions and Responses, plain JSON and SSE, answers from a deterministic script
 (:mod:`llmcore.emulator.script`; default :data:`AGENT_SCRIPT`) and reproduces the providers'
 prompt-cache accounting (:mod:`llmcore.emulator.anthropic_cache`,
-:mod:`llmcore.emulator.openai_cache`) with token counts from :mod:`llmcore.tokens`. It rejects
+:mod:`llmcore.emulator.openai_cache`) with its own token counts
+(:mod:`llmcore.emulator.tokencount`, not the auditor's :mod:`llmcore.tokens`). It rejects
 what the real APIs reject, in their error shapes, and bounds what a client can cost it (body
 size, request head size, header and body timeouts, a body deadline, bodies in flight, a cache
 memory budget: :class:`Limits`). It reads wire bodies on its own and imports nothing from

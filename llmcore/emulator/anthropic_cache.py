@@ -23,12 +23,14 @@ write ``C−B``, ``input_tokens`` = total − ``C``.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from llmcore import jsonbytes
 from llmcore.emulator.errors import Rejection
+from llmcore.emulator.prefix import Kind
 from llmcore.emulator.scan import MEMO, Spans
 from llmcore.emulator.store import KeyStore, MemoryBudget
 from llmcore.emulator.tables import (
@@ -36,7 +38,9 @@ from llmcore.emulator.tables import (
     LOOKBACK_BLOCKS,
     MAX_BREAKPOINTS,
     anthropic_min_tokens,
+    anthropic_token_scale,
 )
+from llmcore.emulator.tokencount import tool_prompt_tokens
 
 __all__ = ["AnthropicCache", "AnthropicPlan", "AnthropicUsage", "PrefixItem", "linearize"]
 
@@ -58,9 +62,9 @@ class PrefixItem:
     tag: bytes
     """Role and message-boundary tag hashed before the bytes (``b""`` outside messages)."""
     data: bytes
-    """Compact JSON without cache markers (tokens.py)."""
+    """Cache-key bytes: compact JSON without cache markers (:mod:`llmcore.emulator.prefix`)."""
     tokens: int
-    """Tokens by the tokens.py rule."""
+    """Estimated tokens (:mod:`llmcore.emulator.tokencount`)."""
     images: int
     """Images inside the item."""
     cacheable: bool
@@ -108,12 +112,12 @@ def _markers(block: Any, path: str) -> tuple[tuple[str, str], ...]:
     if not isinstance(block, dict):
         return ()
     found: list[tuple[str, str]] = []
-    if "cache_control" in block:
+    if block.get("cache_control") is not None:  # a null cache_control is no breakpoint
         found.append((f"{path}.cache_control", _ttl(block["cache_control"])))
     inner = block.get("content")
     if block.get("type") == "tool_result" and isinstance(inner, list):
         for index, sub in enumerate(inner):
-            if isinstance(sub, dict) and "cache_control" in sub:
+            if isinstance(sub, dict) and sub.get("cache_control") is not None:
                 found.append((f"{path}.content.{index}.cache_control", _ttl(sub["cache_control"])))
     return tuple(found)
 
@@ -128,7 +132,8 @@ def _cacheable(block: Any) -> bool:
 
 
 def _item(path: str, level: str, tag: bytes, block: Any, spans: Spans) -> PrefixItem:
-    data, tokens, images = MEMO.measure(block, spans)
+    kind: Kind = "anthropic_tool" if level == "tools" else "anthropic"
+    data, tokens, images = MEMO.measure(block, spans, kind)
     return PrefixItem(
         path=path,
         level=level,
@@ -164,9 +169,12 @@ def linearize(body: dict[str, Any], spans: Spans | None = None) -> list[PrefixIt
         spans: Item source texts from :func:`~llmcore.emulator.scan.scan_body` (memo keys).
 
     Returns:
-        The items in prefix order. Tools marked ``defer_loading: true`` are not among them:
-        "Deferred tools are not included in the system-prompt prefix" (Anthropic, *Tool use
-        with prompt caching*).
+        The items in prefix order, whatever the key order of the body. Tools marked
+        ``defer_loading: true`` are not among them: "Deferred tools are not included in the
+        system-prompt prefix" (Anthropic, *Tool use with prompt caching*). With ``tools``, the
+        first item and the first message block also count the tool-use system prompt
+        (:func:`~llmcore.emulator.tokencount.tool_prompt_tokens`); a model with a newer
+        tokenizer scales every count (:data:`~llmcore.emulator.tables.ANTHROPIC_TOKEN_SCALE`).
     """
     spans = spans if spans is not None else {}
     items = [
@@ -182,6 +190,15 @@ def linearize(body: dict[str, Any], spans: Spans | None = None) -> list[PrefixIt
             _item(f"system.{i}", "system", b"", block, spans) for i, block in enumerate(system)
         )
     items.extend(_message_items(body.get("messages") or [], spans))
+    model = str(body.get("model", ""))
+    scale = anthropic_token_scale(model)
+    if scale != 1.0:
+        items = [replace(item, tokens=math.ceil(item.tokens * scale)) for item in items]
+    if body.get("tools") and items:
+        shared, by_choice = tool_prompt_tokens(model, body.get("tool_choice"))
+        items[0] = replace(items[0], tokens=items[0].tokens + shared)
+        first = next((i for i, item in enumerate(items) if item.level == "messages"), 0)
+        items[first] = replace(items[first], tokens=items[first].tokens + by_choice)
     return items
 
 
@@ -223,6 +240,21 @@ def messages_salt(body: dict[str, Any], items: list[PrefixItem]) -> bytes:
     thinking = body.get("thinking", {"type": "disabled"})
     images = any(item.images for item in items)
     return jsonbytes.dumps([choice, thinking, images])
+
+
+def tool_set_digest(items: list[PrefixItem]) -> bytes:
+    """Return a digest of every tool definition in the prefix, hashed into every key.
+
+    "Modifying tool definitions (names, descriptions, parameters) invalidates the entire
+    cache" (PROVIDER-RULES §1.6, [A-PC] "What invalidates the cache": tool definitions ✘ for
+    tools, system and messages): a changed tool misses every level, even at boundaries before
+    it (recorded: a tool's ``"strict": false`` → ``true`` read nothing).
+    """
+    tools = hashlib.sha256()
+    for item in items:
+        if item.level == "tools":
+            tools.update(len(item.data).to_bytes(8, "big") + item.data)
+    return b"\x00tools:" + tools.digest()
 
 
 def chain_keys(seed: bytes, salt: bytes, items: list[PrefixItem]) -> list[bytes]:
@@ -273,6 +305,7 @@ class AnthropicCache:
         points = breakpoints(body, items)
         model = str(body.get("model", ""))
         seed = b"anthropic\x00" + org.encode("utf-8") + b"\x00" + model.encode("utf-8")
+        seed += tool_set_digest(items)
         keys = chain_keys(seed, messages_salt(body, items), items)
         totals: list[int] = []
         running = 0

@@ -86,6 +86,8 @@ def _require(body: dict[str, Any]) -> None:
 
 
 def _cache_control(value: Any, where: str) -> None:
+    if value is None:  # the real API answers 200: a null cache_control is no breakpoint
+        return
     if not isinstance(value, dict) or value.get("type") != "ephemeral":
         raise Rejection(f"{where}.type: Input should be 'ephemeral'")
     _extra(value, frozenset({"type", "ttl", "scope"}), f"{where}.")

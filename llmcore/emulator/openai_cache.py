@@ -1,10 +1,19 @@
 """OpenAI automatic prompt-cache accounting, Chat Completions and Responses (PROVIDER-RULES §2.1).
 
-Prefix items (tokens.py): each tool definition, the ``instructions`` string (Responses), each
-``messages[i]`` / ``input[i]`` item (a string ``input`` is one item), tools first. A request
-shares with a live cached prompt every leading byte-identical item, plus
-``floor(common bytes / 4)`` tokens of the first differing item; the longest share over live
-prompts is floored to 1,024 + 128·k (:func:`llmcore.tokens.openai_cacheable`), 0 below 1,024.
+Prefix items (:mod:`llmcore.emulator.prefix`): the tool definitions as one item, the
+``instructions`` string (Responses), each ``messages[i]`` / ``input[i]`` item (a string
+``input`` is one item), tools first whatever the key order of the body. A request shares with a
+live cached prompt every leading byte-identical item, plus, inside the first differing item, its
+tokens in proportion to the leading bytes it shares; the longest share over live prompts is
+floored to 1,024 + 128·k (:func:`openai_cacheable`), 0 below 1,024.
+
+The tool definitions are matched as a whole (their item's bytes start with a digest of all of
+them): a changed tool shares nothing, not the tools before it nor part of itself (recorded: a
+tool's ``"strict": false`` → ``true`` read 0 where a byte-prefix rule read 3,968 tokens). Token
+counts are the emulator's own (:mod:`llmcore.emulator.tokencount`); ``prompt_tokens`` also
+counts the 3 tokens that prime the reply ("every reply is primed with
+<|start|>assistant<|message|>", OpenAI cookbook *How to count tokens with tiktoken*, read
+2026-12-02), never cached.
 
 Prompts are routed by a *salt*: the endpoint, organization (API key), ``model``,
 ``prompt_cache_key`` and the structured-output schema (Chat ``response_format``, Responses
@@ -17,14 +26,20 @@ after its last use (``in_memory`` 10 minutes idle, ``24h``). The overflow rerout
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from llmcore import jsonbytes
 from llmcore.emulator.scan import MEMO, Spans
 from llmcore.emulator.store import MemoryBudget, PromptEntry, PromptStore
-from llmcore.emulator.tables import OPENAI_RETENTION_SECONDS
-from llmcore.tokens import OPENAI_CACHE_MIN, openai_cacheable
+from llmcore.emulator.tables import (
+    OPENAI_CACHE_MIN,
+    OPENAI_REPLY_PRIMING,
+    OPENAI_RETENTION_SECONDS,
+    openai_cacheable,
+)
+from llmcore.emulator.tokencount import FUNCTIONS_END
 
 __all__ = ["OpenAICache", "OpenAIPlan", "openai_items"]
 
@@ -36,7 +51,8 @@ class OpenAIPlan:
     """What one request reads and stores."""
 
     prompt_tokens: int
-    """All prefix tokens (``prompt_tokens`` / ``input_tokens``, cached ones included)."""
+    """All prompt tokens (``prompt_tokens`` / ``input_tokens``, cached ones and the reply's
+    priming included)."""
     cached_tokens: int
     """``cached_tokens``: 0 or 1,024 + 128·k."""
     salt: bytes
@@ -72,6 +88,23 @@ def openai_items(api: Api, body: dict[str, Any], history: list[Any]) -> list[Any
     return items
 
 
+def _measured(
+    api: Api, body: dict[str, Any], history: list[Any], spans: Spans
+) -> tuple[tuple[bytes, ...], tuple[int, ...]]:
+    """Return the prompt's item bytes and tokens, the tool definitions as one item."""
+    tools = list(body.get("tools") or [])
+    rest = openai_items(api, body, history)[len(tools) :]
+    measured = [MEMO.measure(item, spans, "openai") for item in rest]
+    items = [data for data, _, _ in measured]
+    tokens = [count for _, count, _ in measured]
+    if tools:
+        parts = [MEMO.measure(tool, spans, "openai_tool") for tool in tools]
+        joined = b"".join(len(data).to_bytes(8, "big") + data for data, _, _ in parts)
+        items.insert(0, hashlib.sha256(joined).digest() + joined)
+        tokens.insert(0, sum(count for _, count, _ in parts) + FUNCTIONS_END)
+    return tuple(items), tuple(tokens)
+
+
 class OpenAICache:
     """The OpenAI prompt cache of one emulator.
 
@@ -101,10 +134,7 @@ class OpenAICache:
             now: The emulator clock.
             spans: Item source texts (memo keys), when the body was read with ``scan_body``.
         """
-        found = spans if spans is not None else {}
-        measured = [MEMO.measure(item, found) for item in openai_items(api, body, history)]
-        items = tuple(data for data, _, _ in measured)
-        tokens = tuple(count for _, count, _ in measured)
+        items, tokens = _measured(api, body, history, spans if spans is not None else {})
         schema = body.get("response_format") if api == "chat" else body.get("text")
         salt = jsonbytes.dumps([api, org, body.get("model"), body.get("prompt_cache_key"), schema])
         retention = body.get("prompt_cache_retention") or "in_memory"
@@ -112,7 +142,7 @@ class OpenAICache:
         total = sum(tokens)
         cached = openai_cacheable(shared) if total >= OPENAI_CACHE_MIN else 0
         return OpenAIPlan(
-            prompt_tokens=total,
+            prompt_tokens=total + OPENAI_REPLY_PRIMING,
             cached_tokens=cached,
             salt=salt,
             items=items,
@@ -125,5 +155,5 @@ class OpenAICache:
         """Store ``plan``'s prompt (if ≥ 1,024 tokens) and refresh its hit: the response started."""
         if plan.hit is not None:
             self.store.touch(plan.salt, plan.hit, now)
-        if plan.prompt_tokens >= OPENAI_CACHE_MIN:
+        if sum(plan.tokens) >= OPENAI_CACHE_MIN:
             self.store.put(plan.salt, plan.items, plan.tokens, now, plan.ttl)

@@ -1,12 +1,13 @@
 """Parse a request body and remember the raw text of each prefix item, for a measurement memo.
 
-The emulator measures every prefix item of every request (tokens.py: strip cache markers,
-re-encode, count). Consecutive requests of a conversation repeat almost every item, so
-:func:`scan_body` parses the body like :func:`llmcore.jsonbytes.loads` while keeping the exact
-source text of each item (``tools[i]``, ``system[i]``, ``messages[i].content[j]`` or a string
-``content``, ``input[i]``); :class:`MeasureMemo` maps that text to the item's measurement.
-The same text always parses to the same value, so a memo hit is exactly what measuring would
-give. Reading JSON only (``json.JSONDecoder``); all writing stays in :mod:`llmcore.jsonbytes`.
+The emulator measures every prefix item of every request (:mod:`llmcore.emulator.prefix`: strip
+cache markers, re-encode, count). Consecutive requests of a conversation repeat almost every
+item, so :func:`scan_body` parses the body like :func:`llmcore.jsonbytes.loads` while keeping
+the exact source text of each item (``tools[i]``, ``system[i]``, ``messages[i].content[j]`` or a
+string ``content``, ``input[i]``); :class:`MeasureMemo` maps that text to the item's
+measurement. The same text always parses to the same value, so a memo hit is exactly what
+measuring would give. Reading JSON only (``json.JSONDecoder``); all writing stays in
+:mod:`llmcore.jsonbytes`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Final
 
-from llmcore.emulator.prefix import measure
+from llmcore.emulator.prefix import Kind, measure
 
 __all__ = ["MEMO", "MeasureMemo", "Spans", "scan_body"]
 
@@ -141,7 +142,7 @@ def scan_body(raw: bytes) -> tuple[Any, Spans]:
 
 
 class MeasureMemo:
-    """Item source text → ``(bytes, tokens, images)`` of :func:`~llmcore.emulator.prefix.measure`.
+    """(kind, item source text) → ``(bytes, tokens, images)`` of :func:`.prefix.measure`.
 
     Bounded: once it holds ``limit`` entries or about ``max_bytes`` bytes (source text plus
     measured bytes) it starts over. Thread-safe.
@@ -161,15 +162,16 @@ class MeasureMemo:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def measure(self, value: Any, spans: Spans) -> tuple[bytes, int, int]:
-        """Return ``measure(value)``, from the memo when ``value``'s source text was seen."""
-        source = spans.get(id(value))
-        if source is None:
-            return measure(value)
+    def measure(self, value: Any, spans: Spans, kind: Kind = "anthropic") -> tuple[bytes, int, int]:
+        """Return ``measure(value, kind)``, from the memo when ``value``'s source text was seen."""
+        text = spans.get(id(value))
+        if text is None:
+            return measure(value, kind)
+        source = kind + "\x00" + text
         found = self._entries.get(source)
         if found is not None:
             return found
-        result = measure(value)
+        result = measure(value, kind)
         size = len(source) + len(result[0])
         with self._lock:
             if len(self._entries) >= self._limit or self._bytes + size > self._max_bytes:

@@ -30,7 +30,7 @@ in the text of the first user message, else ``replies``: *all* its text, every t
 joined by a newline (Claude Code's first block is always a ``<system-reminder>``, so the task is
 in a later one). Past the end, ``after_end`` answers.
 
-Output tokens of a reply follow tokens.py: ``ceil(bytes/4)`` of the text, plus for each call
+Output tokens of a reply are ``ceil(bytes/4)`` of the text, plus for each call
 ``ceil((len(name) + len(arguments))/4)`` in UTF-8 bytes.
 """
 
@@ -42,7 +42,7 @@ from typing import Any
 
 from llmcore import jsonbytes
 from llmcore.emulator.errors import ScriptError
-from llmcore.tokens import bytes_tokens
+from llmcore.emulator.tokencount import bytes_tokens
 
 __all__ = ["Conversation", "Reply", "Script", "ScriptedCall", "load_script", "parse_script"]
 
@@ -70,7 +70,7 @@ class Reply:
 
     @property
     def output_tokens(self) -> int:
-        """Tokens the reply costs as output (tokens.py rule on its UTF-8 bytes, thinking too)."""
+        """Tokens the reply costs as output (``ceil(bytes/4)`` of its UTF-8 bytes, thinking too)."""
         total = bytes_tokens(len(self.text.encode("utf-8")))
         if self.thinking:
             total += bytes_tokens(len(self.thinking.encode("utf-8")))

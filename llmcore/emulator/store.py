@@ -21,7 +21,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
-from llmcore.tokens import BYTES_PER_TOKEN, common_prefix_len
+from llmcore.emulator.tokencount import common_prefix_len
 
 __all__ = [
     "DEFAULT_CACHE_BYTES",
@@ -195,7 +195,7 @@ class PromptEntry:
     items: tuple[bytes, ...]
     """Each prefix item's bytes, in body order."""
     tokens: tuple[int, ...]
-    """Each item's tokens (tokens.py)."""
+    """Each item's estimated tokens (:mod:`llmcore.emulator.tokencount`)."""
     expires: float
     """Expiry on the emulator clock, seconds since the epoch."""
     ttl: float
@@ -211,17 +211,17 @@ class PromptEntry:
 def shared_prefix_tokens(
     items: tuple[bytes, ...], tokens: tuple[int, ...], entry: PromptEntry
 ) -> int:
-    """Return the tokens two prompts share from the start (tokens.py, OpenAI rule).
+    """Return the tokens two prompts share from the start (the OpenAI rule).
 
     Every leading item that is byte-identical counts whole; inside the first item that differs,
-    ``floor(common leading bytes / 4)`` tokens count.
+    its tokens count in proportion to the leading bytes it shares (floored).
     """
     total = 0
     for index, (mine, theirs) in enumerate(zip(items, entry.items, strict=False)):
         if mine == theirs:
             total += tokens[index]
             continue
-        return total + common_prefix_len(mine, theirs) // BYTES_PER_TOKEN
+        return total + tokens[index] * common_prefix_len(mine, theirs) // max(1, len(mine))
     return total
 
 

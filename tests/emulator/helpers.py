@@ -8,6 +8,7 @@ import httpx
 
 from llmcore import jsonbytes
 from llmcore.emulator import Emulator, ManualClock
+from llmcore.emulator.tokencount import text_tokens
 
 ANTHROPIC_HEADERS = {
     "anthropic-version": "2023-06-01",
@@ -26,12 +27,18 @@ RESPONSES_TOOLS = [{"type": "function", "name": "read_file", "parameters": {"typ
 """One tool per API: a request that offers none never gets a tool call, as from the real APIs."""
 
 
+def text_of(tokens: int, tag: str = "x") -> str:
+    """A text that counts exactly ``tokens`` by the emulator's rule: ``tag``, then `` a`` words."""
+    head = text_tokens(tag + ":")
+    assert tokens > head, "too few tokens for the tag"
+    text = tag + ":" + " a" * (tokens - head)
+    assert text_tokens(text) == tokens
+    return text
+
+
 def text_block(tokens: int, tag: str = "x", **extra: Any) -> dict[str, Any]:
-    """A text block whose item bytes are exactly ``4 * tokens`` (so it counts ``tokens``)."""
-    overhead = len(b'{"type":"text","text":""}')
-    assert 4 * tokens > overhead + len(tag), "too few tokens for a text block"
-    body = (tag + ":" + "a" * 100000)[: 4 * tokens - overhead]
-    return {"type": "text", "text": body, **extra}
+    """A text block that counts exactly ``tokens`` (:func:`text_of`)."""
+    return {"type": "text", "text": text_of(tokens, tag), **extra}
 
 
 def ephemeral(ttl: str | None = None) -> dict[str, str]:

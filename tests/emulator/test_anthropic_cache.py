@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 
 from llmcore.emulator.tables import anthropic_min_tokens
+from llmcore.emulator.tokencount import tool_prompt_tokens
 from tests.emulator.helpers import SONNET, Api, ephemeral, text_block
 
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 64).decode()
@@ -239,9 +240,13 @@ def _three_levels(extra_block: dict[str, Any] | None = None, **extra: Any) -> di
     return body([text_block(300, "sys", cache_control=ephemeral())], blocks, tools=tools, **extra)
 
 
+AUTO_EXTRA = tool_prompt_tokens(SONNET, None)[1]
+"""Tool-use system prompt tokens that ``tool_choice: auto`` adds at the messages level."""
+
+
 def _tools_and_system_tokens(api: Api) -> int:
     first = api.usage(_three_levels())
-    return first["cache_creation_input_tokens"] - 600
+    return first["cache_creation_input_tokens"] - 600 - AUTO_EXTRA
 
 
 def test_toggling_an_image_keeps_tools_and_system_misses_messages(api: Api) -> None:
@@ -251,14 +256,15 @@ def test_toggling_an_image_keeps_tools_and_system_misses_messages(api: Api) -> N
     assert usage["cache_read_input_tokens"] == prefix
     assert usage["cache_creation_input_tokens"] > 600
     # and removing it again: the image-free messages entry is still live
-    assert io(api.usage(_three_levels())) == (prefix + 600, 0, 0)
+    assert io(api.usage(_three_levels())) == (prefix + 600 + AUTO_EXTRA, 0, 0)
 
 
 def test_toggling_tool_choice_keeps_tools_and_system_misses_messages(api: Api) -> None:
     prefix = _tools_and_system_tokens(api)
     usage = api.usage(_three_levels(tool_choice={"type": "any"}))
     assert io(usage) == (prefix, 600, 0)
-    assert io(api.usage(_three_levels(tool_choice={"type": "auto"}))) == (prefix + 600, 0, 0)
+    auto = _three_levels(tool_choice={"type": "auto"})
+    assert io(api.usage(auto)) == (prefix + 600 + AUTO_EXTRA, 0, 0)
 
 
 def test_changing_a_tool_misses_every_level(api: Api) -> None:

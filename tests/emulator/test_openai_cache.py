@@ -9,14 +9,15 @@ import httpx
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmcore.tokens import openai_cacheable
-from tests.emulator.helpers import RESPONSES_TOOLS, Api
+from llmcore.emulator.tables import OPENAI_REPLY_PRIMING as PRIMING
+from llmcore.emulator.tables import openai_cacheable
+from llmcore.emulator.tokencount import MESSAGE_TOKENS, text_tokens
+from tests.emulator.helpers import RESPONSES_TOOLS, Api, text_of
 
 
 def message(tokens: int, tag: str, role: str = "user") -> dict[str, Any]:
-    """A Chat message whose item bytes are exactly ``4 * tokens``."""
-    overhead = len(b'{"role":"","content":""}') + len(role)
-    return {"role": role, "content": (tag + ":" + "m" * 100000)[: 4 * tokens - overhead]}
+    """A Chat message that counts exactly ``tokens``: its content, its role and 3 more."""
+    return {"role": role, "content": text_of(tokens - MESSAGE_TOKENS - text_tokens(role), tag)}
 
 
 def chat(*messages: dict[str, Any], **extra: Any) -> dict[str, Any]:
@@ -32,30 +33,30 @@ def cached(response: httpx.Response) -> tuple[int, int]:
 
 def test_under_1024_tokens_nothing_is_cached(api: Api) -> None:
     request = chat(message(1000, "sys", "system"), message(20, "q"))
-    assert cached(api.chat(request)) == (1020, 0)
-    assert cached(api.chat(request)) == (1020, 0)
+    assert cached(api.chat(request)) == (1020 + PRIMING, 0)
+    assert cached(api.chat(request)) == (1020 + PRIMING, 0)
 
 
 def test_repeat_is_cached_in_128_token_steps(api: Api) -> None:
     request = chat(message(1500, "sys", "system"), message(100, "q"))
-    assert cached(api.chat(request)) == (1600, 0)
-    assert cached(api.chat(request)) == (1600, 1024 + 128 * 4)
+    assert cached(api.chat(request)) == (1600 + PRIMING, 0)
+    assert cached(api.chat(request)) == (1600 + PRIMING, 1024 + 128 * 4)
 
 
 def test_appended_turn_reads_the_shared_prefix_floored(api: Api) -> None:
     first = [message(1100, "sys", "system"), message(60, "q1")]
     api.chat(chat(*first))
     second = [*first, message(40, "a1", "assistant"), message(30, "q2")]
-    assert cached(api.chat(chat(*second))) == (1230, 1024 + 128)
+    assert cached(api.chat(chat(*second))) == (1230 + PRIMING, 1024 + 128)
 
 
 def test_difference_inside_an_item_counts_its_common_bytes(api: Api) -> None:
     base = message(1300, "sys", "system")
     api.chat(chat(base, message(20, "q")))
     changed = dict(base)
-    # change the last 100 characters of the system message: ~1275 tokens still shared
-    changed["content"] = base["content"][:-100] + "z" * 100
-    assert cached(api.chat(chat(changed, message(20, "q")))) == (1320, 1024 + 128)
+    # change the last 100 characters (50 words) of the system message: ~1250 tokens still shared
+    changed["content"] = base["content"][:-100] + " b" * 50
+    assert cached(api.chat(chat(changed, message(20, "q")))) == (1320 + PRIMING, 1024 + 128)
 
 
 @settings(max_examples=15, deadline=None)

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
         wire_shape,
     )
     from llmcore.audit.inputs import read_inputs
+    from llmcore.audit.live import LiveAudit, Observation
     from llmcore.audit.matcher import (
         BodyDifference,
         body_matcher,
@@ -61,6 +62,7 @@ if TYPE_CHECKING:
         RequestRecord,
         Verdict,
     )
+    from llmcore.audit.watch import CacheBreakError, CacheBreakWarning, watch
 
 _HOMES: dict[str, str] = {
     **dict.fromkeys(["Auditor", "audit_bodies"], "llmcore.audit._auditor"),
@@ -69,6 +71,8 @@ _HOMES: dict[str, str] = {
         "llmcore.audit._shape",
     ),
     "read_inputs": "llmcore.audit.inputs",
+    **dict.fromkeys(["LiveAudit", "Observation"], "llmcore.audit.live"),
+    **dict.fromkeys(["CacheBreakError", "CacheBreakWarning", "watch"], "llmcore.audit.watch"),
     **dict.fromkeys(
         ["BodyDifference", "body_matcher", "first_difference", "normalize_body"],
         "llmcore.audit.matcher",
@@ -101,8 +105,12 @@ __all__ = [
     "AuditInputError",
     "AuditReport",
     "Auditor",
+    "CacheBreakError",
+    "CacheBreakWarning",
     "DIVERGENCES",
     "GROUPINGS",
+    "LiveAudit",
+    "Observation",
     "RecordedUsage",
     "BodyDifference",
     "RequestRecord",
@@ -114,6 +122,7 @@ __all__ = [
     "minimum_tokens",
     "normalize_body",
     "read_inputs",
+    "watch",
     "wire_conflict",
     "wire_shape",
 ]

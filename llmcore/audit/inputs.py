@@ -49,8 +49,9 @@ import yaml
 
 from llmcore import jsonbytes
 from llmcore.audit._shape import BEDROCK_INVOKE, shape_from_uri
+from llmcore.audit.live import record_uri
 from llmcore.audit.report import AuditInput, AuditInputError
-from llmcore.audit.usage import read_response
+from llmcore.audit.usage import read_response, usage_of
 from llmcore.errors import EncodingError
 
 __all__ = ["ENVELOPE_KEYS", "STDIN_NAME", "read_inputs", "read_path", "read_stdin"]
@@ -168,11 +169,17 @@ def _jsonl(path: Path, data: bytes) -> list[AuditInput]:
     return out
 
 
-ENVELOPE_KEYS: Final = frozenset({"body", "conversation"})
+ENVELOPE_KEYS: Final = frozenset(
+    {"body", "conversation", "status", "usage", "time", "provider", "path"}
+)
 """A JSONL line that is an object with a ``"body"`` and only these keys is an envelope:
 ``{"conversation": "c-17", "body": {...}}``. ``body`` is the request body as a JSON string
 (its exact bytes) or object (written back compactly, in its key order); ``conversation``, a
-string, is the line's conversation key (:attr:`AuditInput.conversation_key`)."""
+string, is the line's conversation key (:attr:`AuditInput.conversation_key`). The optional
+fields of the record ``llmcore proxy --record`` writes (:mod:`llmcore.audit.live`): ``usage``,
+the provider's usage object as received (:attr:`AuditInput.usage`); ``time``, ISO 8601
+(:attr:`AuditInput.timestamp`); ``path``, the request path, and ``provider``, which with it
+decide the wire shape (:attr:`AuditInput.uri`); ``status``, the answer's HTTP status."""
 
 
 def _jsonl_line(line: bytes, file: str, number: int) -> AuditInput:
@@ -207,7 +214,26 @@ def _jsonl_line(line: bytes, file: str, number: int) -> AuditInput:
         raise AuditInputError(
             f"envelope 'body' is {_kind(body)}, not a string or object", location=where
         )
-    return replace(plain, body=data, conversation_key=key)
+    return replace(plain, body=data, conversation_key=key, **_envelope_record(value, where))
+
+
+def _envelope_record(value: dict[str, Any], where: str) -> dict[str, Any]:
+    """The time, URI and usage an envelope's record fields give (:data:`ENVELOPE_KEYS`)."""
+    path, provider = value.get("path"), value.get("provider")
+    if path is not None and not isinstance(path, str):
+        raise AuditInputError(f"envelope 'path' is {_kind(path)}, not a string", location=where)
+    provider = provider if isinstance(provider, str) else None
+    try:
+        when = _timestamp(value.get("time"), f"{where}: time")
+    except AuditInputError as exc:
+        raise AuditInputError(
+            exc.message.replace("recorded_at", "time", 1), location=where
+        ) from None
+    return {
+        "timestamp": when,
+        "uri": record_uri(provider, path) if path else None,
+        "usage": usage_of(value.get("usage")),
+    }
 
 
 def _json(path: Path, data: bytes, skipped: list[str], strict: bool) -> list[AuditInput]:

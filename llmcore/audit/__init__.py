@@ -43,6 +43,7 @@ if TYPE_CHECKING:
         wire_conflict,
         wire_shape,
     )
+    from llmcore.audit.hook import CacheBreakError, CacheBreakWarning, watch
     from llmcore.audit.inputs import read_inputs
     from llmcore.audit.live import LiveAudit, Observation
     from llmcore.audit.matcher import (
@@ -62,7 +63,6 @@ if TYPE_CHECKING:
         RequestRecord,
         Verdict,
     )
-    from llmcore.audit.watch import CacheBreakError, CacheBreakWarning, watch
 
 _HOMES: dict[str, str] = {
     **dict.fromkeys(["Auditor", "audit_bodies"], "llmcore.audit._auditor"),
@@ -72,7 +72,7 @@ _HOMES: dict[str, str] = {
     ),
     "read_inputs": "llmcore.audit.inputs",
     **dict.fromkeys(["LiveAudit", "Observation"], "llmcore.audit.live"),
-    **dict.fromkeys(["CacheBreakError", "CacheBreakWarning", "watch"], "llmcore.audit.watch"),
+    **dict.fromkeys(["CacheBreakError", "CacheBreakWarning", "watch"], "llmcore.audit.hook"),
     **dict.fromkeys(
         ["BodyDifference", "body_matcher", "first_difference", "normalize_body"],
         "llmcore.audit.matcher",

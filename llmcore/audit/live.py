@@ -22,7 +22,7 @@ as received (``null``: none); ``time`` when the request arrived, UTC. No header 
 so credentials never reach the record. ``llmcore audit FILE`` reads these lines as envelopes
 (:data:`llmcore.audit.inputs.ENVELOPE_KEYS`) with the same verdicts.
 
-Leaves out: HTTP (:mod:`llmcore.proxy`, :mod:`llmcore.audit.watch`), reading usage from bytes
+Leaves out: HTTP (:mod:`llmcore.proxy`, :mod:`llmcore.audit.hook`), reading usage from bytes
 (:mod:`llmcore.audit.tap`).
 """
 

@@ -12,7 +12,9 @@ audited before it leaves (:class:`~llmcore.audit.live.LiveAudit`, the verdicts o
 them (:class:`~llmcore.audit.tap.UsageTap`; streamed or not, the caller's stream is not
 consumed). On a break, ``on_break`` runs before the request is sent: by default a
 :class:`CacheBreakWarning` naming the request and the JSON path; ``"raise"`` raises
-:class:`CacheBreakError` instead, so the request is never sent; a callable gets the
+:class:`CacheBreakError` instead, so the request is never sent (the SDKs wrap it: anthropic and
+openai raise their ``APIConnectionError`` with the :class:`CacheBreakError` as ``__cause__``,
+and a retry of the same body is refused again); a callable gets the
 :class:`~llmcore.audit.live.Observation`.
 
 Leaves out: the proxy (:mod:`llmcore.proxy`), LiteLLM (:mod:`llmcore.audit.litellm`).
@@ -20,12 +22,13 @@ Leaves out: the proxy (:mod:`llmcore.proxy`), LiteLLM (:mod:`llmcore.audit.litel
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import inspect
 import warnings
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import Any, Literal, TypeVar
+from typing import Any, Final, Literal, TypeVar
 
 from llmcore.audit.live import LiveAudit, Observation, is_model_path
 from llmcore.audit.report import AuditInputError
@@ -38,6 +41,9 @@ OnBreak = Callable[[Observation], object] | Literal["warn", "raise"] | None
 """What to do on a break: warn (``None`` or ``"warn"``), ``"raise"``, or call a function."""
 
 ClientT = TypeVar("ClientT")
+
+_REFUSED_KEPT: Final = 256
+"""Bodies whose break ``on_break`` raised for, remembered (by digest) to refuse their retries."""
 
 
 class CacheBreakWarning(UserWarning):
@@ -99,15 +105,26 @@ class _Hooks:
         self.on_break = on_break
         self.lib = lib
         self.seen: weakref.WeakKeyDictionary[Any, Observation] = weakref.WeakKeyDictionary()
+        self.refused: dict[bytes, Observation] = {}
 
     def observe(self, request: Any, body: bytes) -> None:
+        digest = hashlib.blake2b(body, digest_size=16).digest()
+        refused = self.refused.get(digest)
+        if refused is not None:  # an SDK's retry of a refused request is refused again
+            self.on_break(refused)
         try:
             observation = self.audit.observe(body, path=request.url.path)
         except AuditInputError:
             return  # not a body the auditor reads: the provider will say what is wrong
         self.seen[request] = observation
         if observation.is_break:
-            self.on_break(observation)
+            try:
+                self.on_break(observation)
+            except BaseException:
+                self.refused[digest] = observation
+                while len(self.refused) > _REFUSED_KEPT:
+                    self.refused.pop(next(iter(self.refused)))
+                raise
 
     def answer(self, response: Any) -> _Answer | None:
         observation = self.seen.pop(response.request, None)

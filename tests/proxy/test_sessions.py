@@ -7,6 +7,7 @@ record audits to the proxy's own verdicts; the recorded hit rate is what the SDK
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -166,3 +167,27 @@ def test_openai_chat_and_responses_create_and_stream_through_the_proxy(
         0,
         final.usage.input_tokens_details.cached_tokens,
     ]  # type: ignore[union-attr]
+
+
+def test_the_emulators_own_record_audits_as_the_proxys(tmp_path: Path) -> None:
+    own, proxied = tmp_path / "emulator.jsonl", tmp_path / "proxy.jsonl"
+    with Emulator(record=own) as emu, Proxy(emu.base_url, record=proxied) as proxy:
+        client = anthropic.Anthropic(base_url=proxy.base_url, api_key=KEY)
+        usages = _anthropic_session(client, plant=True)
+    lines = [
+        [
+            {k: v for k, v in json.loads(line).items() if k != "time"}
+            for line in f.read_text().splitlines()
+        ]
+        for f in (own, proxied)
+    ]
+    assert lines[0] == lines[1] and len(lines[0]) == 3  # the same lines but for the time
+    mine, theirs = audit_paths([own]), audit_paths([proxied])
+    assert [(r.verdict, r.path) for r in mine.requests] == [
+        (r.verdict, r.path) for r in theirs.requests
+    ]
+    assert [(r.verdict, r.path) for r in mine.requests][2] == ("break", "system[0].text")
+    assert [r.usage.cache_read_tokens for r in mine.requests if r.usage] == [
+        u.cache_read_input_tokens for u in usages
+    ]
+    assert KEY.encode() not in own.read_bytes()

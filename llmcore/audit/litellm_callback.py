@@ -22,6 +22,7 @@ Leaves out: the HTTP-level hook (:mod:`llmcore.audit.hook`).
 
 from __future__ import annotations
 
+import importlib
 from collections import OrderedDict
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -32,10 +33,11 @@ from llmcore.audit.live import LiveAudit, Observation, is_model_path
 from llmcore.audit.report import AuditInputError
 from llmcore.errors import EncodingError
 
+_Base: Any
 try:
-    from litellm.integrations.custom_logger import CustomLogger as _Base
+    _Base = importlib.import_module("litellm.integrations.custom_logger").CustomLogger
 except ImportError:  # LiteLLM is not installed: the same methods on a plain base
-    _Base = object  # type: ignore[misc, assignment]
+    _Base = object
 
 __all__ = ["PATHS", "CacheBreakLogger"]
 
@@ -54,12 +56,13 @@ def _usage_dict(response: Any) -> dict[str, Any] | None:
     usage = getattr(response, "usage", None)
     if usage is None and isinstance(response, dict):
         usage = response.get("usage")
-    if hasattr(usage, "model_dump"):
-        usage = usage.model_dump()
+    dump = getattr(usage, "model_dump", None)
+    if callable(dump):
+        usage = dump()
     return usage if isinstance(usage, dict) else None
 
 
-class CacheBreakLogger(_Base):  # type: ignore[misc, valid-type]
+class CacheBreakLogger(_Base):  # type: ignore[misc]
     """LiteLLM ``CustomLogger`` auditing each request before it is sent.
 
     Args:

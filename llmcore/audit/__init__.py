@@ -46,7 +46,9 @@ if TYPE_CHECKING:
         wire_conflict,
         wire_shape,
     )
+    from llmcore.audit.hook import CacheBreakError, CacheBreakWarning, watch
     from llmcore.audit.inputs import read_inputs
+    from llmcore.audit.live import LiveAudit, Observation
     from llmcore.audit.matcher import (
         BodyDifference,
         body_matcher,
@@ -72,6 +74,8 @@ _HOMES: dict[str, str] = {
         "llmcore.audit._shape",
     ),
     "read_inputs": "llmcore.audit.inputs",
+    **dict.fromkeys(["LiveAudit", "Observation"], "llmcore.audit.live"),
+    **dict.fromkeys(["CacheBreakError", "CacheBreakWarning", "watch"], "llmcore.audit.hook"),
     **dict.fromkeys(
         ["BodyDifference", "body_matcher", "first_difference", "normalize_body"],
         "llmcore.audit.matcher",
@@ -104,8 +108,12 @@ __all__ = [
     "AuditInputError",
     "AuditReport",
     "Auditor",
+    "CacheBreakError",
+    "CacheBreakWarning",
     "DIVERGENCES",
     "GROUPINGS",
+    "LiveAudit",
+    "Observation",
     "RecordedUsage",
     "BodyDifference",
     "RequestRecord",
@@ -117,6 +125,7 @@ __all__ = [
     "minimum_tokens",
     "normalize_body",
     "read_inputs",
+    "watch",
     "wire_conflict",
     "wire_shape",
 ]

@@ -27,6 +27,8 @@ Inputs, by file name:
 
 A cassette's inputs carry their file as their grouping scope, and the recorded response's ``id``
 and reported usage (:func:`llmcore.audit.usage.read_response`).
+* ``*.har`` — an HTTP Archive, read like a cassette (:mod:`llmcore.audit.har`): one file one
+  scope, its entries in order, with the recorded responses' usage.
 * ``*.json`` — a corpus case (``request_raw`` preferred, else ``request`` written by
   :func:`llmcore.jsonbytes.dumps` in its stored key order) or one plain request body.
 * a folder — every such file below it, in name order (relative POSIX paths, sorted); files that
@@ -50,6 +52,8 @@ import yaml
 
 from llmcore import jsonbytes
 from llmcore.audit._shape import BEDROCK_INVOKE, shape_from_uri
+from llmcore.audit.har import as_cassette
+from llmcore.audit.live import record_uri
 from llmcore.audit.report import AuditInput, AuditInputError
 from llmcore.audit.usage import read_response, usage_of
 from llmcore.errors import EncodingError
@@ -60,7 +64,7 @@ STDIN_NAME: Final = "<stdin>"
 """How standard input (``-``) is named in sources and errors."""
 
 _PROTOBUF_TYPES: Final = ("application/grpc", "application/x-protobuf", "application/protobuf")
-_SUFFIXES: Final = frozenset({".yaml", ".yml", ".jsonl", ".json"})
+_SUFFIXES: Final = frozenset({".yaml", ".yml", ".jsonl", ".json", ".har"})
 
 try:
     _Loader: Any = yaml.CSafeLoader
@@ -139,8 +143,11 @@ def read_path(path: Path, skipped: list[str], *, strict: bool = True) -> list[Au
         return _jsonl(path, data)
     if suffix == ".json":
         return _json(path, data, skipped, strict)
+    if suffix == ".har":
+        return _har(path, data, skipped, strict)
     raise AuditInputError(
-        "unknown input type (expected .yaml/.yml cassette, .jsonl or .json)", location=str(path)
+        "unknown input type (expected .yaml/.yml cassette, .har, .jsonl or .json)",
+        location=str(path),
     )
 
 
@@ -169,7 +176,9 @@ def _jsonl(path: Path, data: bytes) -> list[AuditInput]:
     return out
 
 
-ENVELOPE_KEYS: Final = frozenset({"body", "conversation", "status", "usage", "time"})
+ENVELOPE_KEYS: Final = frozenset(
+    {"body", "conversation", "status", "usage", "time", "provider", "path"}
+)
 """A JSONL line that is an object with a ``"body"`` is an envelope, read by these fields:
 
 * ``body`` (required): the request body as a JSON string (its exact bytes) or object (written
@@ -179,7 +188,10 @@ ENVELOPE_KEYS: Final = frozenset({"body", "conversation", "status", "usage", "ti
   got no response; a status ≥ 400 or ``null`` makes the request :attr:`Verdict.REJECTED`;
 * ``usage``: the response's ``usage`` (or Gemini ``usageMetadata``) object in its provider's
   shape (:func:`llmcore.audit.usage.usage_of`);
-* ``time``: when it was sent, ISO 8601 text or seconds since the epoch (enables TTLs).
+* ``time``: when it was sent, ISO 8601 text or seconds since the epoch (enables TTLs);
+* ``path`` and ``provider``: the request path and the provider name, which together decide the
+  wire shape (:attr:`AuditInput.uri`), as the record of ``llmcore proxy --record`` and
+  ``llmcore emulate --record`` writes them (:mod:`llmcore.audit.live`).
 
 No request body of any shape has a top-level ``body``, so the line is never read as one; a
 line with ``body`` and any other key is refused (ambiguous), naming ``file:line``."""
@@ -244,6 +256,10 @@ def _envelope(plain: AuditInput, value: dict[str, Any], where: str) -> AuditInpu
                 "envelope 'usage' is not a usage object of a known provider shape",
                 location=where,
             )
+    path, provider = value.get("path"), value.get("provider")
+    if path is not None and not isinstance(path, str):
+        raise AuditInputError(f"envelope 'path' is {_kind(path)}, not a string", location=where)
+    provider = provider if isinstance(provider, str) else None
     return replace(
         plain,
         body=data,
@@ -252,6 +268,7 @@ def _envelope(plain: AuditInput, value: dict[str, Any], where: str) -> AuditInpu
         answered="status" not in value or status is not None,
         usage=usage,
         timestamp=_timestamp(value.get("time"), f"{where}: time"),
+        uri=record_uri(provider, path) if path else None,
     )
 
 
@@ -277,6 +294,29 @@ def _json(path: Path, data: bytes, skipped: list[str], strict: bool) -> list[Aud
         )
     skipped.append(f"{path}: neither a corpus case nor a request body")
     return []
+
+
+def _har(path: Path, data: bytes, skipped: list[str], strict: bool) -> list[AuditInput]:
+    """A HAR file, read as the cassette it stands for (:mod:`llmcore.audit.har`)."""
+    try:
+        value = jsonbytes.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise AuditInputError(f"not a valid HAR file ({exc})", location=str(path)) from None
+    doc = as_cassette(value, str(path))
+    if doc is None:
+        raise AuditInputError("a HAR file needs a 'log.entries' list", location=str(path))
+    start = len(skipped)
+    found = _cassette_doc(path, doc, [], skipped, strict)
+    skipped[start:] = [_entries(text) for text in skipped[start:]]
+    return [
+        replace(one, source=_entries(one.source), location=_entries(one.location or one.source))
+        for one in found
+    ]
+
+
+def _entries(text: str) -> str:
+    """A cassette location as a HAR file's: ``interactions[3]`` → ``log.entries[3]``."""
+    return text.replace(": interactions[", ": log.entries[", 1)
 
 
 def _case(path: Path, value: dict[str, Any]) -> AuditInput:

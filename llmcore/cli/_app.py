@@ -41,6 +41,10 @@ COMMANDS: Final[dict[str, tuple[str, str]]] = {
         "llmcore.cli.emulate",
         "Run the local provider emulator (Anthropic Messages, OpenAI Chat and Responses).",
     ),
+    "proxy": (
+        "llmcore.cli.proxy",
+        "Forward a client's API traffic, auditing each request's prompt-cache prefix as it passes.",
+    ),
     "verify": (
         "llmcore.cli.verify",
         "Check that the next body is byte-identical after saving and reopening ARCHIVE (P5).",

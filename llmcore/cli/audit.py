@@ -6,7 +6,9 @@ report as JSON with ``--json``. Exit 0 when P4 holds everywhere (allowed kinds i
 a break is found and for nothing else, 2 on bad input or any other error (one line on stderr: a
 file or folder that cannot be read, a report that cannot be written, and, should one slip
 through, an unexpected exception, named as an internal error), 130 when interrupted (Ctrl+C).
-A run that audited no request exits 2 with one line saying so, never "stable"; with
+A run that audited no request exits 2 with one line saying so, never "stable" — except with
+``--allow-empty`` (per-file hooks: a cassette of only non-model traffic), which lists what was
+skipped and exits 0 unless ``--strict``; with
 ``--strict``, any skipped input (a websocket or protobuf cassette, a non-model interaction, a
 YAML file that is not a cassette) exits 2 after the report, with one line naming the first.
 A ``--provider`` that contradicts a body's shape is a warning line on stderr per file; the
@@ -241,6 +243,7 @@ def audit_command(
     strict: bool = False,
     group: str | None = None,
     exemptions: Path | None = None,
+    allow_empty: bool = False,
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
@@ -253,6 +256,8 @@ def audit_command(
         strict: Any skipped input makes the run exit :data:`EXIT_INPUT` (after the report).
         group: ``file``, ``prefix`` or ``key`` to override the grouping, or ``None``.
         exemptions: An exemptions file (:mod:`llmcore.audit.exemptions`), or ``None``.
+        allow_empty: A run that audits no request lists what it skipped on ``out`` and exits
+            :data:`EXIT_STABLE` (unless ``strict``), for hooks run on one cassette at a time.
         out: Where the report goes (default stdout).
         err: Where a bad-input line goes (default stderr).
 
@@ -278,11 +283,9 @@ def audit_command(
             )
         for warning in report.warnings:
             print(f"llmcore: warning: {warning}", file=err)
-        if not report.requests:
-            message = _nothing_audited(report)
-        else:
-            _print(report, as_json, out)
-            message = _strict_failure(report) if strict else ""
+        message = _outcome(report, as_json, out, strict, allow_empty)
+        if message is None:
+            return EXIT_STABLE
     except LLMCoreError as exc:
         message = str(exc)
     except OSError as exc:  # a folder that cannot be listed, a closed stdout
@@ -297,6 +300,29 @@ def audit_command(
             return EXIT_STABLE if report.stable else EXIT_BREAK
     print("llmcore: " + " ".join(message.split()), file=err)
     return EXIT_INPUT
+
+
+def _outcome(
+    report: AuditReport, as_json: bool, out: TextIO, strict: bool, allow_empty: bool
+) -> str | None:
+    """Print the report; return why the run fails (``""``: it does not; ``None``: exit 0)."""
+    if not report.requests:
+        if allow_empty and not strict:
+            _print_skipped(report, out)
+            return None
+        return _nothing_audited(report)
+    _print(report, as_json, out)
+    return _strict_failure(report) if strict else ""
+
+
+def _print_skipped(report: AuditReport, out: TextIO) -> None:
+    """``--allow-empty`` with nothing audited: one line, then each input skipped."""
+    print(
+        f"llmcore audit: no model request ({_plural(len(report.skipped), 'input')} skipped)",
+        file=out,
+    )
+    for skipped in report.skipped:
+        print(f"  skipped: {skipped}", file=out)
 
 
 def _nothing_audited(report: AuditReport) -> str:
@@ -425,6 +451,17 @@ def audit(
             ),
         ),
     ] = None,
+    allow_empty: Annotated[
+        bool,
+        typer.Option(
+            "--allow-empty",
+            metavar="",
+            help=(
+                "Exit 0 when no request was audited (files of only non-model traffic, listed);"
+                " for per-file hooks. --strict still exits 2."
+            ),
+        ),
+    ] = False,
     exemptions: Annotated[
         Path | None,
         typer.Option(
@@ -439,7 +476,15 @@ def audit(
 ) -> None:
     """Check the prefix invariant (P4) over recorded request bodies, in order."""
     raise typer.Exit(
-        audit_command(paths, provider, as_json, group=group, exemptions=exemptions, strict=strict)
+        audit_command(
+            paths,
+            provider,
+            as_json,
+            group=group,
+            exemptions=exemptions,
+            strict=strict,
+            allow_empty=allow_empty,
+        )
     )
 
 

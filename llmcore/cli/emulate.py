@@ -26,7 +26,9 @@ MAX_PORT = 65535
 """Highest TCP port number."""
 
 
-def emulate_command(port: int = 0, script: Path | None = None, access_log: bool = False) -> int:
+def emulate_command(
+    port: int = 0, script: Path | None = None, access_log: bool = False, record: Path | None = None
+) -> int:
     """Serve the emulator on 127.0.0.1 until interrupted.
 
     Prints one line with the base URLs, then serves Anthropic ``POST /v1/messages`` and OpenAI
@@ -37,11 +39,13 @@ def emulate_command(port: int = 0, script: Path | None = None, access_log: bool 
         script: A reply script file (format in :mod:`llmcore.emulator.script`); ``None`` runs
             the built-in agent script.
         access_log: Log each request on stderr.
+        record: Append each model request and its answer's usage to this JSONL file (the
+            record ``llmcore audit`` reads; no header is written).
 
     Returns:
         The exit status: 0 after Ctrl+C, 2 (one ``llmcore: …`` line on stderr) for a bad
-        script, a port outside 0–65535, a port that cannot be bound, or the ``emulator``
-        extra not installed.
+        script, a port outside 0–65535, a port that cannot be bound, a record file that cannot
+        be opened, or the ``emulator`` extra not installed.
     """
     missing = missing_extra("emulator")
     if missing is not None:
@@ -55,7 +59,10 @@ def emulate_command(port: int = 0, script: Path | None = None, access_log: bool 
     except ScriptError as exc:
         return _fail(str(exc))
     _log_to_stderr(access_log)
-    emulator = Emulator(script=loaded, port=port, access_log=access_log)
+    try:
+        emulator = Emulator(script=loaded, port=port, access_log=access_log, record=record)
+    except OSError as exc:
+        return _fail(f"--record {record}: {exc.strerror or exc}")
     try:
         emulator.serve_forever(on_ready=_announce)
     except EmulatorError as exc:
@@ -108,9 +115,15 @@ def emulate(
             metavar="", help="Print one line per request on stderr (client, status, ms, id)."
         ),
     ] = False,
+    record: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE", help="Append each request as a JSONL line llmcore audit reads."
+        ),
+    ] = None,
 ) -> None:
     """Run the local provider emulator (Anthropic Messages, OpenAI Chat and Responses)."""
-    raise typer.Exit(emulate_command(port, script, access_log))
+    raise typer.Exit(emulate_command(port, script, access_log, record))
 
 
 def register(app: typer.Typer) -> None:

@@ -21,6 +21,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
 
@@ -248,6 +249,8 @@ class Emulator:
         limits: Body size limits, header and body timeouts, head size limits, the body
             deadline, bodies in flight and the cache memory budget (default:
             :class:`~llmcore.emulator.limits.Limits`).
+        record: A JSONL file to append each model request and its answer's usage to (the
+            record ``llmcore audit`` reads, :class:`llmcore.proxy.record.Recording`), or ``None``.
     """
 
     def __init__(
@@ -259,12 +262,18 @@ class Emulator:
         port: int = 0,
         access_log: bool = False,
         limits: Limits | None = None,
+        record: Path | None = None,
     ) -> None:
         self.limits = limits or Limits()
         self.engine = Engine(clock=clock, script=script, cache_bytes=self.limits.cache_bytes)
         self._gate = _Gate()
         self._in_flight = BodiesInFlight(self.limits.bodies_in_flight)
         self.app = build_app(self.engine, self._gate, self.limits, access_log, self._in_flight)
+        self._recording: Any = None
+        if record is not None:  # the record's hook: a middleware around the whole app
+            from llmcore.proxy.record import Recording
+
+            self.app = self._recording = Recording(self.app, record)
         self._host = host
         self._port = port
         self._server: uvicorn.Server | None = None
@@ -362,6 +371,8 @@ class Emulator:
         if self._socket is not None:
             self._socket.close()
             self._socket = None
+        if self._recording is not None:
+            self._recording.close()
 
     def stop(self) -> None:
         """Stop the server and wait for its thread (idempotent)."""

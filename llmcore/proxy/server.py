@@ -1,0 +1,424 @@
+"""The recording reverse proxy: uvicorn in front, httpx behind, audit on the side (SPEC V6).
+
+Every request is forwarded to ``upstream + path?query`` with its method, body bytes and headers
+(hop-by-hop headers — RFC 9110 §7.6.1: ``Connection`` and the ones it names, ``Keep-Alive``,
+``Proxy-*``, ``TE``, ``Trailer``, ``Transfer-Encoding``, ``Upgrade`` — and ``Host`` aside), and
+the answer comes back as it arrives: status, headers (hop-by-hop aside) and each chunk of the
+body as received from upstream, still compressed if it was (server-sent events pass event by
+event, never buffered whole). Both sides keep connections alive (HTTP/1.1).
+
+A POST to a model endpoint is also audited (:class:`~llmcore.audit.live.LiveAudit`), once its
+answer has been sent (the client never waits for the audit); the answer's usage is read from a
+copy of the chunks as they pass (:class:`~llmcore.audit.tap.UsageTap`), and with a record file one
+line is written per request (:class:`~llmcore.audit.live.RecordWriter`). Headers — the API keys
+they carry — are never recorded, logged or shown.
+
+An upstream that cannot be reached (refused, DNS, TLS) answers 502, one that times out 504, in
+the provider's error shape (Anthropic's for ``/messages``, OpenAI's otherwise), with one line
+on the ``llmcore.proxy`` logger (WARNING).
+
+Leaves out: the live table and the command line (:mod:`llmcore.cli.proxy`).
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+import httpx
+import uvicorn
+
+from llmcore import jsonbytes
+from llmcore.audit.live import LiveAudit, Observation, RecordWriter, is_model_path
+from llmcore.audit.report import AuditInputError
+from llmcore.audit.tap import UsageTap
+from llmcore.errors import UserError
+
+__all__ = ["HOP_BY_HOP", "LOG", "Proxy", "ProxyError", "build_app"]
+
+LOG: Final = logging.getLogger("llmcore.proxy")
+"""One line per upstream failure (WARNING); never a header."""
+HOP_BY_HOP: Final = frozenset(
+    {
+        b"connection",
+        b"keep-alive",
+        b"proxy-authenticate",
+        b"proxy-authorization",
+        b"proxy-connection",
+        b"te",
+        b"trailer",
+        b"trailers",
+        b"transfer-encoding",
+        b"upgrade",
+    }
+)
+"""Headers that concern one connection, not the message (RFC 9110 §7.6.1); never forwarded."""
+_NOT_FORWARDED: Final = HOP_BY_HOP | {b"host", b"content-length"}
+"""``Host`` names the upstream and ``Content-Length`` is the body's own (httpx sets both)."""
+DEFAULT_TIMEOUT: Final = httpx.Timeout(connect=10.0, read=600.0, write=600.0, pool=600.0)
+"""Upstream timeouts, seconds: a model may think for minutes before its first byte."""
+
+
+class ProxyError(UserError):
+    """The proxy cannot start: a bad upstream URL or an address it cannot listen on."""
+
+
+Observer = Callable[[Observation], object]
+"""Called (in the server's thread) with each request as audited."""
+
+
+class _State:
+    """What the app shares between requests: the upstream, the audit, the record, the client."""
+
+    def __init__(
+        self,
+        upstream: str,
+        audit: LiveAudit,
+        record: RecordWriter | None,
+        provider: str | None,
+        observer: Observer | None,
+        timeout: httpx.Timeout,
+    ) -> None:
+        self.upstream = upstream.rstrip("/")
+        self.audit = audit
+        self.record = record
+        self.provider = provider
+        self.observer = observer
+        self.timeout = timeout
+        self.client: httpx.AsyncClient | None = None
+
+    def http(self) -> httpx.AsyncClient:
+        if self.client is None:  # made in the server's event loop, on the first request
+            limits = httpx.Limits(max_connections=None, max_keepalive_connections=64)
+            self.client = httpx.AsyncClient(timeout=self.timeout, limits=limits)
+        return self.client
+
+    def observe(self, body: bytes, path: str) -> Observation | None:
+        """Audit one body; ``None`` for a body the auditor cannot read (one log line)."""
+        try:
+            observation = self.audit.observe(body, path=path, provider=self.provider)
+        except AuditInputError as exc:
+            LOG.warning("llmcore proxy: not audited (%s): %s", path, exc.message)
+            return None
+        if self.observer is not None:
+            self.observer(observation)
+        return observation
+
+    def done(self, observation: Observation, status: int, usage: dict[str, Any] | None) -> None:
+        self.audit.answered(observation, status, usage)
+        if self.record is not None:
+            self.record.write(observation, status, usage)
+
+
+def _headers(raw: list[tuple[bytes, bytes]], also: frozenset[bytes]) -> list[tuple[bytes, bytes]]:
+    """``raw`` without hop-by-hop headers, those ``Connection`` names, and ``also``."""
+    named = {
+        part.strip().lower()
+        for name, value in raw
+        if name.lower() == b"connection"
+        for part in value.split(b",")
+    }
+    return [(n, v) for n, v in raw if (low := n.lower()) not in also and low not in named]
+
+
+def _error(path: str, status: int, message: str) -> bytes:
+    """An error body in the provider's shape (Anthropic for ``/messages``, else OpenAI)."""
+    if path.rstrip("/").endswith("/messages"):
+        kind = "timeout_error" if status == 504 else "api_error"
+        return jsonbytes.dumps({"type": "error", "error": {"type": kind, "message": message}})
+    code = "upstream_timeout" if status == 504 else "upstream_unreachable"
+    return jsonbytes.dumps(
+        {"error": {"message": message, "type": "server_error", "param": None, "code": code}}
+    )
+
+
+async def _read_body(receive: Any) -> bytes | None:
+    """The whole request body, or ``None`` when the client left before its end."""
+    parts = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        parts.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(parts)
+
+
+def build_app(state: _State) -> Callable[..., Any]:
+    """The ASGI application forwarding to ``state.upstream`` (HTTP only; lifespan closes)."""
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(state, receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        body = await _read_body(receive)
+        if body is None:
+            return
+        path: str = scope["path"]
+        status, usage = await _forward(state, scope, body, send)
+        if scope["method"] == "POST" and is_model_path(path):
+            # Audited once the answer is sent: the client never waits for the audit.
+            observation = state.observe(body, path)
+            if observation is not None:
+                state.done(observation, status, usage)
+
+    return app
+
+
+async def _lifespan(state: _State, receive: Any, send: Any) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            if state.client is not None:
+                await state.client.aclose()
+                state.client = None
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+async def _forward(
+    state: _State, scope: dict[str, Any], body: bytes, send: Any
+) -> tuple[int, dict[str, Any] | None]:
+    """Send the request upstream and its answer back; return the status and usage reported.
+
+    The status is 0 when no answer came (the client got a 502 or 504).
+    """
+    path: str = scope["path"]
+    query = scope.get("query_string", b"")
+    url = state.upstream + (scope.get("raw_path") or path.encode()).decode("latin-1")
+    if query:
+        url += "?" + query.decode("latin-1")
+    request = httpx.Request(
+        scope["method"], url, headers=_headers(scope["headers"], _NOT_FORWARDED), content=body
+    )
+    try:
+        response = await state.http().send(request, stream=True)
+    except httpx.TransportError as exc:
+        status = 504 if isinstance(exc, httpx.TimeoutException) else 502
+        await _upstream_failed(state, scope, send, status, exc)
+        return 0, None
+    tap = UsageTap(response.headers.get("content-type"), response.headers.get("content-encoding"))
+    try:
+        await send(
+            {
+                "type": "http.response.start",
+                "status": response.status_code,
+                "headers": _headers(response.headers.raw, HOP_BY_HOP),
+            }
+        )
+        async for chunk in _chunks(state, scope, response):
+            tap.feed(chunk)
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+    finally:
+        await response.aclose()
+    return response.status_code, tap.finish()
+
+
+async def _chunks(
+    state: _State, scope: dict[str, Any], response: httpx.Response
+) -> AsyncIterator[bytes]:
+    """The upstream body's chunks as received; a failure mid-body ends it (one log line)."""
+    try:
+        async for chunk in response.aiter_raw():
+            yield chunk
+    except httpx.TransportError as exc:
+        LOG.warning(
+            "llmcore proxy: upstream %s failed mid-answer (%s %s): %s",
+            urlsplit(state.upstream).netloc,
+            scope["method"],
+            scope["path"],
+            type(exc).__name__,
+        )
+
+
+async def _upstream_failed(
+    state: _State,
+    scope: dict[str, Any],
+    send: Any,
+    status: int,
+    exc: httpx.TransportError,
+) -> None:
+    where = urlsplit(state.upstream).netloc
+    what = "timed out" if status == 504 else "unreachable"
+    LOG.warning(
+        "llmcore proxy: upstream %s %s (%s %s): %s: %s",
+        where,
+        what,
+        scope["method"],
+        scope["path"],
+        type(exc).__name__,
+        str(exc) or "no detail",
+    )
+    payload = _error(scope["path"], status, f"llmcore proxy: upstream {where} {what}")
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(payload))]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": payload})
+
+
+class Proxy:
+    """The pass-through, recording, auditing proxy as a real HTTP server (SPEC V6).
+
+    Use as a context manager, or call :meth:`start` and :meth:`stop`::
+
+        with Proxy("https://api.anthropic.com", record=Path("run.jsonl")) as proxy:
+            anthropic.Anthropic(base_url=proxy.base_url)
+
+    Args:
+        upstream: The API's base URL (``https://api.anthropic.com``, ``https://api.openai.com``,
+            ``https://openrouter.ai``, or an emulator's ``http://127.0.0.1:PORT``); the
+            client's path (``/v1/messages``) is appended to it.
+        host: Interface to listen on (loopback by default).
+        port: TCP port; 0 lets the OS choose (:attr:`port`).
+        record: A JSONL file to append the record to (:mod:`llmcore.audit.live`), or ``None``.
+        audit: The :class:`~llmcore.audit.live.LiveAudit` to add to (default: a new one).
+        provider: The upstream's provider name when its path alone does not say it
+            (``openrouter``); default: ``openrouter`` for an ``openrouter.ai`` upstream.
+        observer: Called in the server's thread with each request audited.
+        timeout: Upstream timeouts (default :data:`DEFAULT_TIMEOUT`).
+
+    Raises:
+        ProxyError: ``upstream`` is not an ``http``/``https`` URL.
+        OSError: The record file cannot be opened.
+    """
+
+    def __init__(
+        self,
+        upstream: str,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        record: Path | None = None,
+        audit: LiveAudit | None = None,
+        provider: str | None = None,
+        observer: Observer | None = None,
+        timeout: httpx.Timeout = DEFAULT_TIMEOUT,
+    ) -> None:
+        parts = urlsplit(upstream)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ProxyError(f"--upstream {upstream!r} is not an http:// or https:// URL")
+        if provider is None and (parts.hostname or "").endswith("openrouter.ai"):
+            provider = "openrouter"
+        self.upstream = upstream
+        """The upstream base URL."""
+        self.audit = audit or LiveAudit()
+        """The live audit (:meth:`~llmcore.audit.live.LiveAudit.rows` for the figures)."""
+        self.record = RecordWriter(record) if record is not None else None
+        self._state = _State(upstream, self.audit, self.record, provider, observer, timeout)
+        self.app = build_app(self._state)
+        self._host, self._port = host, port
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._socket: socket.socket | None = None
+
+    @property
+    def port(self) -> int:
+        """The bound TCP port (raises :class:`ProxyError` before :meth:`start`)."""
+        if self._socket is None:
+            raise ProxyError("the proxy is not started")
+        port: int = self._socket.getsockname()[1]
+        return port
+
+    @property
+    def base_url(self) -> str:
+        """``http://HOST:PORT`` — what clients use instead of the upstream's base URL."""
+        return f"http://{self._host}:{self.port}"
+
+    def _bind(self) -> uvicorn.Server:
+        family = socket.AF_INET6 if ":" in self._host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # TCP_NODELAY
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((self._host, self._port))
+        except (OSError, OverflowError) as exc:
+            sock.close()
+            raise ProxyError(f"cannot listen on {self._host}:{self._port}: {exc}") from exc
+        sock.listen(2048)
+        self._socket = sock
+        config = uvicorn.Config(
+            self.app,
+            log_level="warning",
+            access_log=False,
+            lifespan="on",
+            ws="none",
+            timeout_keep_alive=60,
+            loop="auto",
+            http="auto",
+        )
+        self._server = uvicorn.Server(config)
+        return self._server
+
+    def start(self, timeout: float = 10.0) -> Proxy:
+        """Serve in a background thread; return once it accepts connections.
+
+        Raises:
+            ProxyError: Already started, the address cannot be bound, or it did not start.
+        """
+        if self._thread is not None:
+            raise ProxyError("the proxy is already started")
+        server = self._bind()
+        self._thread = threading.Thread(
+            target=server.run, kwargs={"sockets": [self._socket]}, daemon=True, name="proxy"
+        )
+        self._thread.start()
+        waited = threading.Event()
+        for _ in range(int(timeout / 0.01)):
+            if server.started or not self._thread.is_alive():
+                break
+            waited.wait(0.01)
+        if not server.started:
+            self.stop()
+            raise ProxyError("the proxy server did not start")
+        return self
+
+    def serve_forever(self, on_ready: Callable[[Proxy], None] | None = None) -> None:
+        """Serve in the calling thread until interrupted (``llmcore proxy``).
+
+        Raises:
+            ProxyError: The address cannot be bound.
+        """
+        server = self._bind()
+        if on_ready is not None:
+            on_ready(self)
+        try:
+            server.run(sockets=[self._socket] if self._socket else None)
+        finally:
+            self._close()
+
+    def _close(self) -> None:
+        if self._socket is not None:
+            self._socket.close()
+            self._socket = None
+        if self.record is not None:
+            self.record.close()
+
+    def stop(self) -> None:
+        """Stop serving, finish the audit and close the record (idempotent)."""
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self._thread = None
+        self._server = None
+        self._close()
+
+    def __enter__(self) -> Proxy:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

@@ -53,7 +53,6 @@ __all__ = [
     "conflict_message",
     "detect_provider",
     "history_key",
-    "item_tokens",
     "minimum_tokens",
     "model_from_uri",
     "model_of",
@@ -61,7 +60,6 @@ __all__ = [
     "note_conflict",
     "shape_conflict",
     "shape_from_uri",
-    "token_items",
     "wire_conflict",
     "wire_shape",
 ]
@@ -730,7 +728,7 @@ def messages_level(body: ScannedBody, provider: str) -> tuple[Any, ...]:
     return (has_image, _compact(choice), _compact(values.get("thinking")))
 
 
-# --- token items (llmcore.tokens) ------------------------------------------------------------
+# --- item values ------------------------------------------------------------------------
 
 
 def _strip(value: Any) -> Any:
@@ -749,64 +747,6 @@ def _compact(value: Any) -> bytes:
         return jsonbytes.dumps_text(value).encode("utf-8", "surrogatepass")
 
 
-def item_tokens(value: Any, data: bytes) -> int:
-    """Return the tokens of one prefix item (the :mod:`llmcore.tokens` rule).
-
-    Args:
-        value: The item's parsed value, ``cache_control`` removed.
-        data: Its compact JSON bytes.
-
-    Returns:
-        ``IMAGE_TOKENS`` per image part (Anthropic ``image``, Chat ``image_url``, Responses
-        ``input_image``) plus ``ceil(bytes / 4)`` of ``data`` without the characters of each
-        base64 payload (``source.data`` or a ``data:`` URL; its quotes and key still count).
-    """
-    return tokens.item_tokens(value, data)
-
-
-def _whole(info: ItemInfo) -> tuple[bytes, int]:
-    got = info.extra.get("whole")
-    if got is None:
-        value = _strip(info.parsed())
-        data = _compact(value)
-        got = (data, item_tokens(value, data))
-        info.extra["whole"] = got
-    assert isinstance(got, tuple)
-    return got
-
-
-def _blocks(info: ItemInfo) -> tuple[tuple[bytes, int], ...]:
-    got = info.extra.get("blocks")
-    if got is None:
-        content = _content(info.parsed())
-        parts = content if isinstance(content, list) else [content]
-        out = []
-        for part in parts:
-            if is_cache_point(part):
-                continue
-            stripped = _strip(part)
-            data = _compact(stripped)
-            out.append((data, item_tokens(stripped, data)))
-        got = tuple(out)
-        info.extra["blocks"] = got
-    assert isinstance(got, tuple)
-    return got
-
-
-_STRING_ONLY: Final = frozenset({"system", "instructions"})
-
-
-def _counted(section: str, value: Any) -> bool:
-    """Whether a ``system`` / ``instructions`` item is a prefix item (tokens.py).
-
-    ``instructions`` counts only as a string (even empty); ``system`` counts as a non-empty
-    string or as blocks (objects).
-    """
-    if isinstance(value, str):
-        return section == "instructions" or value != ""
-    return section == "system" and isinstance(value, dict)
-
-
 def deferred(info: ItemInfo) -> bool:
     """Whether a tool definition is marked ``defer_loading: true`` (Anthropic tool search).
 
@@ -820,32 +760,3 @@ def deferred(info: ItemInfo) -> bool:
         got = isinstance(value, dict) and value.get("defer_loading") is True
         info.extra["deferred"] = got
     return bool(got)
-
-
-def token_items(body: ScannedBody, provider: str, anthropic: bool) -> list[TokenItem]:
-    """Return the body's prefix items in cache order, as :mod:`llmcore.tokens` defines them.
-
-    Anthropic rule: each tool, each system block (a string system is one item), each content
-    block of each message (a string content is one item); keys carry the message index and role
-    so a block moved to another message never matches. OpenAI rule: each tool, the
-    instructions, each ``messages[i]`` / ``input[i]`` item. Anthropic tools marked
-    ``defer_loading: true`` are left out (:func:`deferred`).
-    """
-    out: list[TokenItem] = []
-    sections = SECTIONS[provider]
-    for section in sections:
-        infos = body.items.get(section, ())
-        if section == sections[-1] and anthropic:
-            for i, info in enumerate(infos):
-                role = msg(info).role
-                for data, count in _blocks(info):
-                    out.append(((i, role, data), data, count, section))
-        else:
-            for info in infos:
-                if section in _STRING_ONLY and not _counted(section, info.parsed()):
-                    continue
-                if anthropic and section == "tools" and deferred(info):
-                    continue
-                data, count = _whole(info)
-                out.append(((section, data), data, count, section))
-    return out

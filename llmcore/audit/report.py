@@ -180,8 +180,19 @@ class RequestRecord:
     total_tokens: int
     """Estimated tokens of this request's cacheable prefix (tools, system, messages)."""
     max_cacheable_tokens: int
-    """Theoretical maximum cached tokens for this request (SPEC V1), estimated like
-    ``total_tokens``."""
+    """Theoretical maximum cached tokens for this request (SPEC V1, V5), estimated like
+    ``total_tokens``: for Anthropic-style caching (Anthropic, Converse, OpenRouter with
+    breakpoints), only what the request's own breakpoints can read of what earlier requests'
+    breakpoints wrote (:mod:`llmcore.audit._maximum`)."""
+    ideal_cacheable_tokens: int | None = None
+    """What ideal breakpoints would reach: the longest live prefix shared with an earlier
+    request (equal to :attr:`max_cacheable_tokens` where no breakpoints are needed)."""
+    breakpoints: int | None = None
+    """How many breakpoints the request carries where the provider caches only marked prefixes
+    (automatic mode counts one), else ``None``."""
+    not_visible: str | None = None
+    """Why the request's cache use is not visible in the input (server-held state, a server-side
+    tool loop, a cache warm before the recording), or ``None`` (:mod:`llmcore.audit._visible`)."""
     key_order_recorded: bool = True
     """``False`` when the body was read from a parsed mapping (see
     :attr:`AuditInput.key_order_recorded`): ``first_break_offset`` is then an offset into the
@@ -226,6 +237,9 @@ class RequestRecord:
             "lost_tokens": self.lost_tokens,
             "total_tokens": self.total_tokens,
             "max_cacheable_tokens": self.max_cacheable_tokens,
+            "ideal_cacheable_tokens": self.ideal_cacheable_tokens,
+            "breakpoints": self.breakpoints,
+            "not_visible": self.not_visible,
             "key_order_recorded": self.key_order_recorded,
             "divergence": self.divergence,
             "file": self.file,
@@ -256,6 +270,9 @@ class AuditReport:
     """Inputs that were passed over (non-body files in a folder, non-API interactions)."""
     group: str | None = None
     """The grouping override the audit ran with (:data:`GROUPINGS`), ``None`` for the default."""
+    diagnoses: tuple[str, ...] = ()
+    """One line per conversation whose caching is set up wrong in a way the maximum shows (a
+    conversation of Anthropic-style caching with no breakpoint in any request)."""
 
     @property
     def stable(self) -> bool:
@@ -337,6 +354,7 @@ class AuditReport:
             "exempted": self.exempted,
             "skipped": list(self.skipped),
             "warnings": list(self.warnings),
+            "diagnoses": list(self.diagnoses),
             "records": [r.to_dict() for r in self.requests],
         }
 

@@ -1,0 +1,311 @@
+"""The auditor's token estimates: one table of rules per tokenizer family, each with a source.
+
+llmcore ships no tokenizer. The auditor (SPEC V1, V5) estimates the tokens of each prefix item
+from the wire body on its own — it shares nothing with :mod:`llmcore.providers` or with the
+emulator's count (:mod:`llmcore.tokens`, V4) — and the estimates are held against the input
+tokens that recorded responses report (``benchmarks/bench_calibration.py``, README "Calibration").
+
+An item's tokens are the sum of:
+
+* **text**: the characters of its string values and of its object keys (except the structural
+  keys of :data:`STRUCTURAL_KEYS`, which the provider's prompt template does not render), base64
+  payloads, signatures and encrypted reasoning left out, divided by the family's characters per
+  token (:data:`FAMILIES`), plus the family's per-item overhead (role and block markers);
+* **images**: each image's own rule from its pixel size (:func:`image_tokens`), read from the
+  image bytes (:mod:`llmcore.audit._pixels`); an image given by URL or file id, whose bytes the
+  body does not hold, counts the family's largest image;
+* **PDF documents**: per page (:data:`PDF_PAGE_TOKENS`).
+
+Beside the items, a request with tools carries the provider's hidden tool-use system prompt
+(:func:`tool_prompt_tokens`), which is cached with the tools.
+
+Leaves out: which items a body has (:mod:`llmcore.audit._shape`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from llmcore.audit._pixels import decode_base64, head_bytes, image_size, pdf_pages
+
+__all__ = [
+    "FAMILIES",
+    "PDF_PAGE_TOKENS",
+    "STRUCTURAL_KEYS",
+    "TOOL_PROMPT_TOKENS",
+    "Family",
+    "family_of",
+    "image_tokens",
+    "item_tokens",
+    "tool_prompt_tokens",
+]
+
+CALIBRATION: Final = "recorded usage of the vendored cassettes (benchmarks/bench_calibration.py)"
+"""The source of every constant fitted on recorded traffic rather than read in a document."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Family:
+    """How one provider family's tokenizer and prompt template count a prefix item."""
+
+    name: str
+    """``anthropic``, ``openai`` or ``gemini``."""
+    chars_per_token: float
+    """Characters of rendered text per token (source: :data:`CALIBRATION`)."""
+    item_overhead: int
+    """Tokens each item adds besides its text: role and block markers (source:
+    :data:`CALIBRATION`; OpenAI's "every message follows <|start|>{role}\\n{content}<|end|>\\n",
+    3 tokens, https://cookbook.openai.com/examples/how_to_count_tokens_with_tiktoken)."""
+    tool_overhead: int
+    """Tokens each tool definition adds besides its text (source: :data:`CALIBRATION`)."""
+    max_image: int
+    """Tokens of an image whose pixel size cannot be read (the family's largest image)."""
+
+
+FAMILIES: Final[Mapping[str, Family]] = {
+    "anthropic": Family(
+        name="anthropic", chars_per_token=3.5, item_overhead=3, tool_overhead=45, max_image=1600
+    ),
+    "openai": Family(
+        name="openai", chars_per_token=3.4, item_overhead=3, tool_overhead=8, max_image=1105
+    ),
+    "gemini": Family(
+        name="gemini", chars_per_token=4.0, item_overhead=2, tool_overhead=8, max_image=1032
+    ),
+}
+"""Each tokenizer family's constants. ``max_image``: Anthropic "If your image's long edge is more
+than 1568 pixels, or your image is more than ~1,600 tokens, it is first scaled down"
+(https://platform.claude.com/docs/en/build-with-claude/vision, read 2026-12-02); OpenAI 85 + 170
+per 512-px tile of an image scaled into 2048 × 2048 and then to 768 px on its short side: at most
+6 tiles (https://platform.openai.com/docs/guides/images-vision#calculating-costs, read
+2026-12-02); Gemini 258 per 768-px tile (4 tiles for a square 1536-px image, taken as the
+largest)."""
+
+STRUCTURAL_KEYS: Final = frozenset(
+    {
+        "type",
+        "role",
+        "content",
+        "text",
+        "source",
+        "media_type",
+        "cache_control",
+        "prompt_cache_breakpoint",
+        "cachePoint",
+        "id",
+        "tool_use_id",
+        "tool_call_id",
+        "call_id",
+        "status",
+        "signature",
+        "encrypted_content",
+        "data",
+        "image_url",
+        "url",
+        "detail",
+        "parts",
+        "function",
+        "tool_calls",
+        "input",
+        "name",
+        "arguments",
+        "output",
+        "summary",
+        "thoughtSignature",
+        "functionCall",
+        "functionResponse",
+        "inlineData",
+        "mimeType",
+        "toolUse",
+        "toolResult",
+        "toolUseId",
+        "json",
+        "is_error",
+    }
+)
+"""Object keys that are wire structure, not rendered text: the API references' block and
+message members (Anthropic Messages, OpenAI Chat and Responses, Gemini, Converse). Keys inside a
+tool's schema or a tool call's input are text the model reads and count."""
+
+_SKIPPED_VALUES: Final = frozenset({"signature", "encrypted_content", "data", "thoughtSignature"})
+"""Members whose string value is opaque to the model's text (payloads, signatures)."""
+
+PDF_PAGE_TOKENS: Final[Mapping[str, int]] = {"anthropic": 2250, "openai": 2250, "gemini": 258}
+"""Tokens per PDF page. Anthropic: "Each page typically uses 1,500-3,000 tokens per page
+depending on content density" (https://platform.claude.com/docs/en/build-with-claude/pdf-support,
+read 2026-12-02), the middle taken; OpenAI sends each page's text and image as well, counted
+alike; Gemini: "each document page is equivalent to 258 tokens"
+(https://ai.google.dev/gemini-api/docs/document-processing, read 2026-12-02)."""
+
+TOOL_PROMPT_TOKENS: Final[Mapping[str, tuple[int, int]]] = {
+    "claude-3-opus": (530, 281),
+    "claude-3-sonnet": (159, 235),
+    "claude-3-haiku": (264, 340),
+    "claude-3-5-haiku": (264, 340),
+    "claude": (346, 313),
+}
+"""Anthropic's tool-use system prompt per model (by longest name prefix): tokens for
+``tool_choice`` ``auto`` / ``none``, and for ``any`` / ``tool``. "When you use tools, we also
+automatically include a special system prompt for the model which enables tool use"; the table
+"Tool use system prompt token count" lists 346 / 313 for the Claude 4 models, Sonnet 3.7 and 3.5,
+264 / 340 for Haiku 3.5 and 3, 530 / 281 for Opus 3, 159 / 235 for Sonnet 3
+(https://platform.claude.com/docs/en/agents-and-tools/tool-use/overview#pricing, read 2026-12-02;
+Claude 3 rows also at https://docs.anthropic.com/en/docs/tool-use-pricing-and-tokens)."""
+
+
+def family_of(provider: str, model: str) -> Family:
+    """Return the tokenizer family of a request: by the model for OpenRouter and Bedrock.
+
+    Anthropic Messages and Claude models elsewhere (``anthropic/…`` on OpenRouter,
+    ``…anthropic.claude-…`` on Bedrock) count as ``anthropic``; Gemini bodies and ``google/…`` /
+    ``gemini…`` models as ``gemini``; the rest (OpenAI, Nova, open models) as ``openai``.
+    """
+    name = model.lower()
+    if provider == "anthropic" or "claude" in name:
+        return FAMILIES["anthropic"]
+    if provider == "gemini" or "gemini" in name or name.startswith("google/"):
+        return FAMILIES["gemini"]
+    return FAMILIES["openai"]
+
+
+def tool_prompt_tokens(model: str, tool_choice: Any) -> int:
+    """Return the tokens of Anthropic's hidden tool-use system prompt (:data:`TOOL_PROMPT_TOKENS`).
+
+    Args:
+        model: The request's model (a Bedrock or OpenRouter id is matched on its Claude name).
+        tool_choice: The request's ``tool_choice`` (``None`` means ``auto``).
+    """
+    name = model.rsplit("/", 1)[-1]
+    name = name[name.index("claude") :] if "claude" in name else name
+    best = ""
+    for key in TOOL_PROMPT_TOKENS:
+        if name.startswith(key) and len(key) > len(best):
+            best = key
+    auto, forced = TOOL_PROMPT_TOKENS[best or "claude"]
+    kind = tool_choice.get("type") if isinstance(tool_choice, dict) else tool_choice
+    return forced if kind in ("any", "tool") else auto
+
+
+# --- images ----------------------------------------------------------------------------------
+
+
+def image_tokens(family: Family, size: tuple[int, int] | None, detail: Any) -> int:
+    """Return the tokens of one image of ``size`` (width, height in pixels) for ``family``.
+
+    * Anthropic: ``ceil(w·h / 750)`` after scaling down, aspect kept, so the long edge is at most
+      1,568 px and the image at most ~1,600 tokens (1.2 megapixels): "tokens = (width px ×
+      height px)/750" (https://platform.claude.com/docs/en/build-with-claude/vision, read
+      2026-12-02).
+    * OpenAI: ``detail: "low"`` 85; otherwise scaled into 2048 × 2048, then down to 768 px on
+      its short side, 85 + 170 per 512-px tile
+      (https://platform.openai.com/docs/guides/images-vision#calculating-costs, read 2026-12-02).
+    * Gemini: 258 when both sides are at most 384 px, else 258 per 768 × 768 tile
+      (https://ai.google.dev/gemini-api/docs/tokens#multimodal-tokens, read 2026-12-02).
+
+    An unknown size counts :attr:`Family.max_image`.
+    """
+    if size is None:
+        return 85 if family.name == "openai" and detail == "low" else family.max_image
+    width, height = size
+    if family.name == "anthropic":
+        scale = min(1.0, 1568 / max(width, height), math.sqrt(1_200_000 / (width * height)))
+        return max(1, math.ceil(int(width * scale) * int(height * scale) / 750))
+    if family.name == "gemini":
+        if width <= 384 and height <= 384:
+            return 258
+        return 258 * math.ceil(width / 768) * math.ceil(height / 768)
+    if detail == "low":
+        return 85
+    scale = min(1.0, 2048 / max(width, height))
+    scale *= min(1.0, 768 / (min(width, height) * scale))
+    tiles = math.ceil(width * scale / 512) * math.ceil(height * scale / 512)
+    return 85 + 170 * tiles
+
+
+def _payload(node: dict[str, Any]) -> tuple[str | None, str | None]:
+    """(base64 payload, media type) of an image or document block, when the body holds it."""
+    source = node.get("source")
+    if isinstance(source, dict) and isinstance(source.get("data"), str):  # Anthropic
+        media = source.get("media_type")
+        return source["data"], media if isinstance(media, str) else None
+    inline = node.get("inlineData") or node.get("inline_data")  # Gemini
+    if isinstance(inline, dict) and isinstance(inline.get("data"), str):
+        media = inline.get("mimeType") or inline.get("mime_type")
+        return inline["data"], media if isinstance(media, str) else None
+    url = node.get("image_url", node.get("file_data"))  # Chat, Responses
+    if isinstance(url, dict):
+        url = url.get("url")
+    if isinstance(url, str) and url.startswith("data:") and "," in url:
+        head, _, data = url.partition(",")
+        return data, head[5:].split(";", 1)[0]
+    return None, None
+
+
+_IMAGE_TYPES: Final = frozenset({"image", "image_url", "input_image"})
+_DOCUMENT_TYPES: Final = frozenset({"document", "file", "input_file"})
+
+
+def _media_tokens(node: dict[str, Any], family: Family) -> int | None:
+    """Tokens of an image or PDF block, or ``None`` when ``node`` is neither."""
+    kind = node.get("type")
+    inline = node.get("inlineData") if kind is None else None
+    if kind in _IMAGE_TYPES or (
+        isinstance(inline, dict) and "image" in str(inline.get("mimeType"))
+    ):
+        data, _media = _payload(node)
+        head = head_bytes(data) if data is not None else None
+        size = image_size(head) if head is not None else None
+        return image_tokens(family, size, node.get("detail"))
+    if kind in _DOCUMENT_TYPES or isinstance(inline, dict):
+        data, media = _payload(node)
+        if data is None or (media is not None and "pdf" not in media):
+            return None
+        raw = decode_base64(data)
+        return PDF_PAGE_TOKENS[family.name] * (pdf_pages(raw) if raw else 1)
+    return None
+
+
+# --- text ------------------------------------------------------------------------------------
+
+
+def _walk(value: Any, family: Family, acc: list[int]) -> None:
+    """Add to ``acc`` = [text characters, media tokens] for ``value``."""
+    if isinstance(value, dict):
+        media = _media_tokens(value, family)
+        if media is not None:
+            acc[1] += media
+            return
+        for key, child in value.items():
+            if key not in STRUCTURAL_KEYS:
+                acc[0] += len(key)
+            if key in _SKIPPED_VALUES and isinstance(child, str):
+                continue
+            _walk(child, family, acc)
+    elif isinstance(value, list):
+        for child in value:
+            _walk(child, family, acc)
+    elif isinstance(value, str):
+        acc[0] += len(value)
+    elif value is not None:
+        acc[0] += len(str(value))
+
+
+def item_tokens(value: Any, family: Family, *, tool: bool = False) -> int:
+    """Return the estimated tokens of one prefix item (the rules in this module's docstring).
+
+    Args:
+        value: The item's parsed value, breakpoints removed.
+        family: The request's tokenizer family (:func:`family_of`).
+        tool: Whether the item is a tool definition (adds :attr:`Family.tool_overhead`).
+
+    Raises:
+        RecursionError: The value nests deeper than Python's recursion limit.
+    """
+    acc = [0, 0]
+    _walk(value, family, acc)
+    text = math.ceil(acc[0] / family.chars_per_token) if acc[0] else 0
+    overhead = family.tool_overhead if tool else family.item_overhead
+    return text + acc[1] + overhead

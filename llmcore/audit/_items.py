@@ -17,16 +17,56 @@ from typing import Any, Final
 
 from llmcore.audit import estimate
 from llmcore.audit._scan import ItemInfo, ScannedBody, is_cache_point
-from llmcore.audit._shape import SECTIONS, TokenItem, _compact, _content, _strip, deferred, msg
+from llmcore.audit._shape import (
+    SECTIONS,
+    TokenItem,
+    _compact,
+    _content,
+    _strip,
+    deferred,
+    msg,
+    text_shorthand,
+)
 
 __all__ = ["hidden_items", "token_items"]
 
 
-def _whole(info: ItemInfo, fam: estimate.Family, tool: bool) -> tuple[bytes, int]:
-    key = f"whole:{fam.name}:{tool}"
+_ONE_BLOCK: Final = (
+    "A string and the one text block holding it are one prompt to the provider: Anthropic's"
+    " recorded usage reads the whole earlier prefix across the change (4,597 tokens written,"
+    " then 4,597 read, issue 19), and so does OpenRouter's (pydantic-ai's OpenRouter cache"
+    " cassettes). Items are keyed on the one-block form (Anthropic) or the string (Chat)."
+)
+
+
+def _text_block(value: Any) -> Any:
+    """A string, or a text block, as the one text block it equals ([_ONE_BLOCK]).
+
+    A text block's members are not text the model reads, so their order is not kept.
+    """
+    if isinstance(value, str):
+        return {"type": "text", "text": value}
+    if (
+        isinstance(value, dict)
+        and value.get("type") == "text"
+        and isinstance(value.get("text"), str)
+        and len(value) == 2
+    ):
+        return {"type": "text", "text": value["text"]}
+    return value
+
+
+def _whole(info: ItemInfo, fam: estimate.Family, how: tuple[bool, str]) -> tuple[bytes, int]:
+    """(compact bytes, tokens) of an item counted whole; ``how`` is (a tool?, section kind)."""
+    tool, kind = how
+    key = f"whole:{fam.name}:{tool}:{kind}"
     got = info.extra.get(key)
     if got is None:
         value = _strip(info.parsed())
+        if kind == "system":
+            value = _text_block(value)
+        elif kind == "chat":
+            value = text_shorthand(value)
         got = (_compact(value), estimate.item_tokens(value, fam, tool=tool))
         info.extra[key] = got
     assert isinstance(got, tuple)
@@ -38,12 +78,12 @@ def _blocks(info: ItemInfo, fam: estimate.Family) -> tuple[tuple[bytes, int], ..
     got = info.extra.get(key)
     if got is None:
         content = _content(info.parsed())
-        parts = content if isinstance(content, list) else [content]
+        parts = content if isinstance(content, list) else [_text_block(content)]
         out = []
         for part in parts:
             if is_cache_point(part):
                 continue
-            stripped = _strip(part)
+            stripped = _text_block(_strip(part))
             out.append((_compact(stripped), estimate.item_tokens(stripped, fam)))
         got = tuple(out)
         info.extra[key] = got
@@ -92,22 +132,28 @@ def hidden_items(
 ) -> tuple[list[TokenItem], list[TokenItem]]:
     """Return the prefix items a request has beyond its wire items: (before tools, after tools).
 
-    Before: Anthropic's tool-use system prompt when the request has tools
-    (:func:`llmcore.audit.estimate.tool_prompt_tokens`), keyed without ``tool_choice`` (a
-    ``tool_choice`` change keeps the tools level, PROVIDER-RULES §1.6). After: the request's
-    structured-output schema (:data:`_FORMATS`), keyed on its bytes.
+    Before: Anthropic's extended-thinking instructions (:data:`~llmcore.audit.estimate.
+    THINKING_TOKENS`, keyed without the budget) and its tool-use system prompt when the request
+    has tools (:func:`llmcore.audit.estimate.tool_prompt_tokens`), keyed without
+    ``tool_choice`` (a ``tool_choice`` change keeps the tools level, PROVIDER-RULES §1.6).
+    After: the request's structured-output schema (:data:`_FORMATS`), keyed on its bytes.
     """
     fam = estimate.family_of(provider, model)
     first = SECTIONS[provider][0]
     before: list[TokenItem] = []
-    if tools and fam.name == "anthropic":
-        count = estimate.tool_prompt_tokens(model, body.values.get("tool_choice"))
-        before.append((("hidden", "tool-use prompt"), b"", count, first))
+    if fam.name == "anthropic":
+        thinking = body.values.get("thinking")
+        kind = thinking.get("type") if isinstance(thinking, dict) else None
+        if isinstance(kind, str) and kind in estimate.THINKING_TOKENS:
+            before.append((("hidden", "thinking"), b"", estimate.THINKING_TOKENS[kind], first))
+        if tools:
+            count = estimate.tool_prompt_tokens(model, body.values.get("tool_choice"))
+            before.append((("hidden", "tool-use prompt"), b"", count, first))
     after: list[TokenItem] = []
     schema = _output_format(body.values)
     if schema is not None:
         data = _compact(schema)
-        count = estimate.item_tokens(schema, fam)
+        count = estimate.item_tokens(schema, fam) + fam.format_overhead
         after.append((("hidden", "format", data), data, count, first))
     return before, after
 
@@ -220,6 +266,9 @@ def _whole_items(
     """Append each item of a section counted whole: ``where`` is (section, provider, rule)."""
     section, provider, anthropic = where
     tool = section == SECTIONS[provider][0] and provider != "gemini"
+    kind = "system" if section == "system" and provider == "anthropic" else ""
+    if section == "messages" and provider in ("openai-chat", "openrouter"):
+        kind = "chat"
     for j, info in enumerate(body.items.get(section, ())):
         value = info.parsed() if info.deletions or section in _STRING_ONLY else None
         if section in _STRING_ONLY and not _counted(section, value):
@@ -228,5 +277,5 @@ def _whole_items(
             continue
         if info.deletions and _marked(value) or _point_after(body, section, j):
             found.append(len(out))
-        data, count = _whole(info, fam, tool)
+        data, count = _whole(info, fam, (tool, kind))
         out.append(((section, data), data, count, section))

@@ -6,7 +6,10 @@ Every request's prefix items (:func:`llmcore.audit._shape.token_items`) go into 
 * **ideal**: the longest prefix the request shares with any earlier live one, as if every item
   boundary were written to the cache. Whole items above the model's minimum for the whole-item
   rule (Anthropic, Converse, Gemini); for OpenAI the common leading bytes of the first
-  differing item are added and the total floored to 1,024 + 128·k (PROVIDER-RULES §2.1).
+  differing item are added, and nothing below 1,024 tokens for OpenAI's models
+  (PROVIDER-RULES §2.1). No 128-token floor: recorded usage reads 4,012 of a 4,020-token prompt
+  (pydantic-ai ``test_openai_prompt_cache/test_openai_chat_prompt_cache_e2e``), off the
+  1,024 + 128·k grid, so a floor would put the maximum below what the provider read.
 * **maximum** (the report's headline): what the provider can have read. For the whole-item rule
   with breakpoints (Anthropic, Converse, OpenRouter with ``cache_control``; not Gemini's implicit
   cache), a prefix is written only where a request marks it — at each breakpoint, or the last
@@ -93,13 +96,13 @@ class Maxima:
         for tok in prep.toks:
             cum.append(cum[-1] + tok[2])
         shared = cum[len(path) - 1]
-        minimum = _shape.minimum_tokens(prep.model, True) if prep.anthropic else 0
+        minimum = _shape.minimum_tokens(prep.model, prep.anthropic)
         if prep.anthropic:
             ideal = shared if shared >= minimum else 0
         else:
             k = len(path) - 1
             partial = _partial(path[-1], prep.toks[k], now) if k < len(prep.toks) else 0
-            ideal = tokens.openai_cacheable(shared + partial)
+            ideal = shared + partial if shared + partial >= minimum else 0
         marks = sorted(set(prep.marks))
         if not uses_breakpoints(prep):
             maximum = ideal

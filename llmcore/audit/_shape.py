@@ -593,6 +593,14 @@ def anthropic_rules(provider: str, model: str, body: ScannedBody) -> bool:
     return model.startswith("anthropic/") or '"cache_control"' in body.text
 
 
+_OPENAI_MODEL: Final = re.compile(r"^(?:openai/)?(?!gpt-oss)(?:gpt-|o\d|chatgpt-|codex-)")
+"""OpenAI's own models, whose prompts cache from 1,024 tokens (PROVIDER-RULES §2.1). Other
+models behind the Chat Completions shape have their own rules: DeepSeek caches in 64-token
+units ("The cache storage unit is 64 tokens", https://api-docs.deepseek.com/guides/kv_cache,
+read 2026-12-02) and Groq's recorded usage reads 256 of 336 tokens (pydantic-ai
+``test_groq/test_tool_use_failed_error``): no minimum is assumed for them (an upper bound)."""
+
+
 def minimum_tokens(model: str, anthropic: bool) -> int:
     """Return the model's minimum cacheable prefix (tokens; PROVIDER-RULES §1.3, §2.1).
 
@@ -602,7 +610,7 @@ def minimum_tokens(model: str, anthropic: bool) -> int:
     for other vendors; anything else Anthropic's table. Without it, OpenAI's 1,024.
     """
     if not anthropic:
-        return tokens.OPENAI_CACHE_MIN
+        return tokens.OPENAI_CACHE_MIN if _OPENAI_MODEL.match(model) else 0
     name = model.rsplit("/", 1)[-1]
     if name.startswith("gemini"):
         return _by_prefix(GEMINI_MIN_TOKENS, name, GEMINI_DEFAULT_MIN)

@@ -7,10 +7,11 @@ tokens that recorded responses report (``benchmarks/bench_calibration.py``, READ
 
 An item's tokens are the sum of:
 
-* **text**: the characters of its string values and of its object keys (except the structural
-  keys of :data:`STRUCTURAL_KEYS`, which the provider's prompt template does not render), base64
-  payloads, signatures and encrypted reasoning left out, divided by the family's characters per
-  token (:data:`FAMILIES`), plus the family's per-item overhead (role and block markers);
+* **text**: its string values and object keys (except the structural keys of
+  :data:`STRUCTURAL_KEYS`, which the provider's prompt template does not render; base64
+  payloads, signatures and encrypted reasoning left out), counted piece by piece
+  (:func:`text_tokens`: words, digit groups, punctuation), plus the family's per-item overhead
+  (role and block markers, :data:`FAMILIES`);
 * **images**: each image's own rule from its pixel size (:func:`image_tokens`), read from the
   image bytes (:mod:`llmcore.audit._pixels`); an image given by URL or file id, whose bytes the
   body does not hold, counts the family's largest image;
@@ -25,6 +26,7 @@ Leaves out: which items a body has (:mod:`llmcore.audit._shape`).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -35,7 +37,9 @@ __all__ = [
     "FAMILIES",
     "PDF_PAGE_TOKENS",
     "STRUCTURAL_KEYS",
+    "text_tokens",
     "TOOL_PROMPT_TOKENS",
+    "THINKING_TOKENS",
     "Family",
     "family_of",
     "image_tokens",
@@ -54,7 +58,18 @@ class Family:
     name: str
     """``anthropic``, ``openai`` or ``gemini``."""
     chars_per_token: float
-    """Characters of rendered text per token (source: :data:`CALIBRATION`)."""
+    """Letters per token beyond :attr:`whole_word` in a run of letters (:func:`text_tokens`;
+    source: :data:`CALIBRATION`)."""
+    whole_word: int
+    """Letters a run of letters may have and still be one token (a common word is one token
+    in a byte-pair vocabulary; source: :data:`CALIBRATION`)."""
+    digits_per_token: float
+    """Digits per token in a run of digits (:func:`text_tokens`): OpenAI's tokenizer groups up
+    to three (https://github.com/openai/tiktoken, the ``cl100k_base`` / ``o200k_base``
+    patterns' ``\\p{N}{1,3}``); Gemini's SentencePiece model splits every digit (Gemma report,
+    https://arxiv.org/abs/2403.08295, "split digits"); Anthropic's count of digit-dense text in
+    recorded usage is one per digit (pydantic-ai ``test_inline_system_prompt_cache_prefix_is_
+    reused``: 1,592 tokens)."""
     item_overhead: int
     """Tokens each item adds besides its text: role and block markers (source:
     :data:`CALIBRATION`; OpenAI's "every message follows <|start|>{role}\\n{content}<|end|>\\n",
@@ -63,26 +78,73 @@ class Family:
     """Tokens each tool definition adds besides its text (source: :data:`CALIBRATION`)."""
     max_image: int
     """Tokens of an image whose pixel size cannot be read (the family's largest image)."""
+    format_overhead: int
+    """Tokens a structured-output schema adds besides its text (the provider's instructions
+    around it; source: :data:`CALIBRATION`, llm-anthropic ``test_schema_prompt`` 230 tokens
+    against ``test_prompt`` 17, llm-openai-plugin ``test_async_model_schema`` 80 against 27)."""
 
 
 FAMILIES: Final[Mapping[str, Family]] = {
     "anthropic": Family(
-        name="anthropic", chars_per_token=3.5, item_overhead=3, tool_overhead=45, max_image=1600
+        name="anthropic",
+        whole_word=3,
+        chars_per_token=2.5,
+        digits_per_token=1.0,
+        item_overhead=5,
+        tool_overhead=90,
+        max_image=1600,
+        format_overhead=190,
     ),
     "openai": Family(
-        name="openai", chars_per_token=3.4, item_overhead=3, tool_overhead=8, max_image=1105
+        name="openai",
+        whole_word=4,
+        chars_per_token=2.5,
+        digits_per_token=3.0,
+        item_overhead=3,
+        tool_overhead=8,
+        max_image=1105,
+        format_overhead=40,
+    ),
+    "deepseek": Family(
+        name="deepseek",
+        whole_word=3,
+        chars_per_token=2.0,
+        digits_per_token=1.0,
+        item_overhead=5,
+        tool_overhead=20,
+        max_image=1105,
+        format_overhead=40,
+    ),
+    "nova": Family(
+        name="nova",
+        whole_word=3,
+        chars_per_token=2.5,
+        digits_per_token=1.0,
+        item_overhead=5,
+        tool_overhead=60,
+        max_image=1600,
+        format_overhead=40,
     ),
     "gemini": Family(
-        name="gemini", chars_per_token=4.0, item_overhead=2, tool_overhead=8, max_image=1032
+        name="gemini",
+        whole_word=6,
+        chars_per_token=5.0,
+        digits_per_token=1.0,
+        item_overhead=2,
+        tool_overhead=8,
+        max_image=1032,
+        format_overhead=0,
     ),
 }
-"""Each tokenizer family's constants. ``max_image``: Anthropic "If your image's long edge is more
-than 1568 pixels, or your image is more than ~1,600 tokens, it is first scaled down"
-(https://platform.claude.com/docs/en/build-with-claude/vision, read 2026-12-02); OpenAI 85 + 170
-per 512-px tile of an image scaled into 2048 × 2048 and then to 768 px on its short side: at most
-6 tiles (https://platform.openai.com/docs/guides/images-vision#calculating-costs, read
-2026-12-02); Gemini 258 per 768-px tile (4 tiles for a square 1536-px image, taken as the
-largest)."""
+"""Each tokenizer family's constants. DeepSeek's and Nova's are fitted on their recorded
+cassettes alone (pydantic-ai ``test_deepseek_deferred_capability_with_thinking`` and
+``test_bedrock_single_tool_choice_preserves_cache[nova]``). ``max_image``: Anthropic "If your
+image's long edge is more than 1568 pixels, or your image is more than ~1,600 tokens, it is
+first scaled down" (https://platform.claude.com/docs/en/build-with-claude/vision, read
+2026-12-02); OpenAI 85 + 170 per 512-px tile of an image scaled into 2048 × 2048 and then to
+768 px on its short side: at most 6 tiles
+(https://platform.openai.com/docs/guides/images-vision#calculating-costs, read 2026-12-02);
+Gemini 258 per 768-px tile (4 tiles for a square 1536-px image, taken as the largest)."""
 
 STRUCTURAL_KEYS: Final = frozenset(
     {
@@ -130,10 +192,34 @@ STRUCTURAL_KEYS: Final = frozenset(
 message members (Anthropic Messages, OpenAI Chat and Responses, Gemini, Converse). Keys inside a
 tool's schema or a tool call's input are text the model reads and count."""
 
-_SKIPPED_VALUES: Final = frozenset({"signature", "encrypted_content", "data", "thoughtSignature"})
-"""Members whose string value is opaque to the model's text (payloads, signatures)."""
+_SKIPPED_VALUES: Final = frozenset(
+    {
+        "signature",
+        "encrypted_content",
+        "data",
+        "thoughtSignature",
+        "type",
+        "role",
+        "media_type",
+        "mimeType",
+        "id",
+        "tool_use_id",
+        "tool_call_id",
+        "call_id",
+        "status",
+        "detail",
+    }
+)
+"""Members whose string value is not text the model reads: payloads, signatures, and the
+structural values (block types, roles, ids) the prompt template renders as its own markers."""
 
-PDF_PAGE_TOKENS: Final[Mapping[str, int]] = {"anthropic": 2250, "openai": 2250, "gemini": 258}
+PDF_PAGE_TOKENS: Final[Mapping[str, int]] = {
+    "anthropic": 2250,
+    "openai": 2250,
+    "deepseek": 2250,
+    "nova": 2250,
+    "gemini": 258,
+}
 """Tokens per PDF page. Anthropic: "Each page typically uses 1,500-3,000 tokens per page
 depending on content density" (https://platform.claude.com/docs/en/build-with-claude/pdf-support,
 read 2026-12-02), the middle taken; OpenAI sends each page's text and image as well, counted
@@ -156,16 +242,27 @@ automatically include a special system prompt for the model which enables tool u
 Claude 3 rows also at https://docs.anthropic.com/en/docs/tool-use-pricing-and-tokens)."""
 
 
+THINKING_TOKENS: Final[Mapping[str, int]] = {"enabled": 29, "adaptive": 17}
+"""Tokens Anthropic adds to a request with ``thinking`` of each type (source:
+:data:`CALIBRATION`: llm-anthropic ``test_thinking_prompt`` 46 input tokens and
+``test_opus_46_adaptive_thinking`` 34 against ``test_prompt``'s 17 for the same prompt)."""
+
+
 def family_of(provider: str, model: str) -> Family:
     """Return the tokenizer family of a request: by the model for OpenRouter and Bedrock.
 
     Anthropic Messages and Claude models elsewhere (``anthropic/…`` on OpenRouter,
     ``…anthropic.claude-…`` on Bedrock) count as ``anthropic``; Gemini bodies and ``google/…`` /
-    ``gemini…`` models as ``gemini``; the rest (OpenAI, Nova, open models) as ``openai``.
+    ``gemini…`` models as ``gemini``; DeepSeek and Amazon Nova models as their own; the rest
+    (OpenAI, open models) as ``openai``.
     """
     name = model.lower()
     if provider == "anthropic" or "claude" in name:
         return FAMILIES["anthropic"]
+    if "deepseek" in name:
+        return FAMILIES["deepseek"]
+    if "nova" in name:
+        return FAMILIES["nova"]
     if provider == "gemini" or "gemini" in name or name.startswith("google/"):
         return FAMILIES["gemini"]
     return FAMILIES["openai"]
@@ -251,6 +348,7 @@ _DOCUMENT_TYPES: Final = frozenset({"document", "file", "input_file"})
 def _media_tokens(node: dict[str, Any], family: Family) -> int | None:
     """Tokens of an image or PDF block, or ``None`` when ``node`` is neither."""
     kind = node.get("type")
+    kind = kind if isinstance(kind, str) else None
     inline = node.get("inlineData") if kind is None else None
     if kind in _IMAGE_TYPES or (
         isinstance(inline, dict) and "image" in str(inline.get("mimeType"))
@@ -271,8 +369,37 @@ def _media_tokens(node: dict[str, Any], family: Family) -> int | None:
 # --- text ------------------------------------------------------------------------------------
 
 
-def _walk(value: Any, family: Family, acc: list[int]) -> None:
-    """Add to ``acc`` = [text characters, media tokens] for ``value``."""
+_PIECES: Final = re.compile(r"[A-Za-z]+|[0-9]+|\n+|[ \t]+|[^A-Za-z0-9\s]")
+
+
+def text_tokens(text: str, family: Family) -> float:
+    """Return the estimated tokens of one string (before rounding).
+
+    A byte-pair tokenizer keeps a common word whole, splits a long one, groups digits, and
+    gives most punctuation and non-Latin characters a token each; spaces join the word after
+    them. So: a run of letters counts 1, plus ``(len - whole_word) / chars_per_token`` beyond
+    :attr:`Family.whole_word` letters; a run of digits ``len / digits_per_token`` (at least 1);
+    a run of newlines 1; spaces and tabs nothing; any other character 1 (source:
+    :data:`CALIBRATION`).
+    """
+    if text.isascii() and len(text) < 4 and text.isalpha():
+        return 1.0
+    total = 0.0
+    for piece in _PIECES.findall(text):
+        first = piece[0]
+        if first.isalpha():
+            total += 1 + max(0, len(piece) - family.whole_word) / family.chars_per_token
+        elif first.isdigit():
+            total += max(1.0, len(piece) / family.digits_per_token)
+        elif first == "\n":
+            total += 1
+        elif first not in " \t":
+            total += 1
+    return total
+
+
+def _walk(value: Any, family: Family, acc: list[float]) -> None:
+    """Add to ``acc`` = [text tokens, media tokens] for ``value``."""
     if isinstance(value, dict):
         media = _media_tokens(value, family)
         if media is not None:
@@ -280,7 +407,7 @@ def _walk(value: Any, family: Family, acc: list[int]) -> None:
             return
         for key, child in value.items():
             if key not in STRUCTURAL_KEYS:
-                acc[0] += len(key)
+                acc[0] += text_tokens(key, family)
             if key in _SKIPPED_VALUES and isinstance(child, str):
                 continue
             _walk(child, family, acc)
@@ -288,9 +415,9 @@ def _walk(value: Any, family: Family, acc: list[int]) -> None:
         for child in value:
             _walk(child, family, acc)
     elif isinstance(value, str):
-        acc[0] += len(value)
+        acc[0] += text_tokens(value, family)
     elif value is not None:
-        acc[0] += len(str(value))
+        acc[0] += text_tokens(str(value), family)
 
 
 def item_tokens(value: Any, family: Family, *, tool: bool = False) -> int:
@@ -304,8 +431,7 @@ def item_tokens(value: Any, family: Family, *, tool: bool = False) -> int:
     Raises:
         RecursionError: The value nests deeper than Python's recursion limit.
     """
-    acc = [0, 0]
+    acc = [0.0, 0.0]
     _walk(value, family, acc)
-    text = math.ceil(acc[0] / family.chars_per_token) if acc[0] else 0
     overhead = family.tool_overhead if tool else family.item_overhead
-    return text + acc[1] + overhead
+    return math.ceil(acc[0]) + int(acc[1]) + overhead

@@ -24,7 +24,7 @@ from dataclasses import replace
 from typing import Final
 
 from llmcore import tokens
-from llmcore.audit import _shape
+from llmcore.audit import _meaning, _shape
 from llmcore.audit._compare import Change, Prepared, compare, continuation, frame
 from llmcore.audit._maximum import Maxima, uses_breakpoints
 from llmcore.audit._scan import ItemCache, ItemInfo, scan_body
@@ -88,12 +88,12 @@ def _head(p: Prepared) -> ItemInfo | None:
 
 
 def _leading_run(a: Prepared, b: Prepared) -> int:
-    run = 0
-    for x, y in zip(a.hist[a.lead :], b.hist[b.lead :], strict=False):
-        if not (x is y or x.norm == y.norm):
-            break
-        run += 1
-    return run
+    """Leading history messages (after system ones) with equal normalized views."""
+    return _meaning.leading_run(a.hist[a.lead :], b.hist[b.lead :])
+
+
+def _second(p: Prepared) -> ItemInfo | None:
+    return p.hist[p.lead + 1] if p.lead + 1 < len(p.hist) else None
 
 
 def _run_from(items: Sequence[ItemInfo], start: int, tail: Sequence[ItemInfo]) -> int:
@@ -139,6 +139,7 @@ class Auditor:
         self._hints: dict[str, list[ItemInfo]] = {}
         self._conversations: list[_Conversation] = []
         self._by_head: dict[tuple[Scope, str, str], dict[int, _Conversation]] = {}
+        self._by_second: dict[tuple[Scope, str, str], dict[int, _Conversation]] = {}
         self._maxima = Maxima()
         self._first_seen: set[tuple[Scope, str, str]] = set()
         self._records: list[RequestRecord] = []
@@ -278,7 +279,9 @@ class Auditor:
         if head is None:
             return None, "new conversation: the request has no history messages"
         best, best_run = None, 0
-        for conv in self._by_head.get((scope, prep.provider, head.norm), {}).values():
+        for conv in self._by_head.get(
+            (scope, prep.provider, _meaning.normalized(head)), {}
+        ).values():
             run = _leading_run(conv.last, prep)
             if run > best_run or (
                 run == best_run and best is not None and conv.active > best.active
@@ -303,7 +306,40 @@ class Auditor:
                 f"joined: same model, tools and system as request {latest.last.index} of its "
                 f"{scope[0]} scope, first message differs"
             )
+        found = self._group_by_tail(prep, scope)
+        if found is not None:
+            return found
         return None, "new conversation: no earlier conversation shares its first history message"
+
+    def _group_by_tail(self, prep: Prepared, scope: Scope) -> tuple[_Conversation, str] | None:
+        """The conversation whose history after its first message this request's continues.
+
+        Its first message was edited: the request joins the conversation (ties: the most
+        recently active) whose latest request shares the longest run of normalized messages
+        after the first, when that run is at least 2 messages, or 1 with the same normalized
+        tools (as a set) and system (:mod:`llmcore.audit._meaning`).
+        """
+        second = _second(prep)
+        if second is None:
+            return None
+        key = (scope, prep.provider, _meaning.normalized(second))
+        best, best_run = None, 0
+        sections = _shape.SECTIONS[prep.provider]
+        for conv in self._by_second.get(key, {}).values():
+            last = conv.last
+            run = _meaning.leading_run(last.hist[last.lead + 1 :], prep.hist[prep.lead + 1 :])
+            if run < 2 and _meaning.normalized_frame(last, sections) != _meaning.normalized_frame(
+                prep, sections
+            ):
+                continue
+            if _better(run, conv, best_run, best):
+                best, best_run = conv, run
+        if best is None:
+            return None
+        return best, (
+            f"joined: its first history message differs, the {best_run} after it match request"
+            f" {best.last.index}"
+        )
 
     def _group_compacted(self, prep: Prepared, scope: Scope) -> tuple[_Conversation | None, str]:
         tail = prep.hist[prep.lead + 1 :]
@@ -336,15 +372,16 @@ class Auditor:
 
     def _index(self, conv: _Conversation, old: Prepared | None) -> None:
         scope = conv.scope
-        if old is not None:
-            old_head = _head(old)
-            if old_head is not None:
-                by_head = self._by_head.get((scope, old.provider, old_head.norm), {})
-                by_head.pop(conv.number, None)
-        head = _head(conv.last)
-        if head is not None:
-            key = (scope, conv.last.provider, head.norm)
-            self._by_head.setdefault(key, {})[conv.number] = conv
+        for table, pick in ((self._by_head, _head), (self._by_second, _second)):
+            if old is not None:
+                old_item = pick(old)
+                if old_item is not None:
+                    key = (scope, old.provider, _meaning.normalized(old_item))
+                    table.get(key, {}).pop(conv.number, None)
+            item = pick(conv.last)
+            if item is not None:
+                key = (scope, conv.last.provider, _meaning.normalized(item))
+                table.setdefault(key, {})[conv.number] = conv
         self._latest[(scope, conv.last.provider)] = conv
 
     # --- judging -----------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from llmcore import jsonbytes
 from llmcore.audit import AuditInput, AuditInputError, Verdict, audit_bodies, audit_paths
-from llmcore.cli.audit import EXIT_BREAK, EXIT_STABLE, audit_command
+from llmcore.cli.audit import EXIT_BREAK, audit_command
 
 from . import _bodies as b
 from . import _cassettes as cas

@@ -104,12 +104,13 @@ class Maxima:
             partial = _partial(path[-1], prep.toks[k], now) if k < len(prep.toks) else 0
             ideal = shared + partial if shared + partial >= minimum else 0
         marks = sorted(set(prep.marks))
+        written = marks
         if not uses_breakpoints(prep):
             maximum = ideal
         else:
             maximum, hits = _read(path, cum, marks, now)
-            marks = [*marks, *hits]
-        self._insert(root, prep, keys, [m for m in marks if cum[m + 1] >= minimum])
+            written = [*marks, *hits]  # a hit refreshes its entry
+        self._insert(root, prep, keys, [m for m in written if cum[m + 1] >= minimum])
         return Maximum(maximum=maximum, ideal=ideal, breakpoints=len(marks))
 
     @staticmethod

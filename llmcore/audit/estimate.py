@@ -369,7 +369,19 @@ def _media_tokens(node: dict[str, Any], family: Family) -> int | None:
 # --- text ------------------------------------------------------------------------------------
 
 
-_PIECES: Final = re.compile(r"[A-Za-z]+|[0-9]+|\n+|[ \t]+|[^A-Za-z0-9\s]")
+_WORDS: Final = re.compile(r"[A-Za-z]+")
+_DIGITS: Final = re.compile(r"[0-9]+")
+_NEWLINES: Final = re.compile(r"\n+")
+_OTHER: Final = re.compile(r"[^A-Za-z0-9\s]")
+_LONG: dict[int, re.Pattern[str]] = {}
+
+
+def _long_words(whole: int) -> re.Pattern[str]:
+    """The pattern of runs of letters longer than ``whole``."""
+    found = _LONG.get(whole)
+    if found is None:
+        found = _LONG[whole] = re.compile(f"[A-Za-z]{{{whole + 1},}}")
+    return found
 
 
 def text_tokens(text: str, family: Family) -> float:
@@ -382,42 +394,41 @@ def text_tokens(text: str, family: Family) -> float:
     a run of newlines 1; spaces and tabs nothing; any other character 1 (source:
     :data:`CALIBRATION`).
     """
-    if text.isascii() and len(text) < 4 and text.isalpha():
+    if len(text) < 4 and text.isascii() and text.isalpha():
         return 1.0
-    total = 0.0
-    for piece in _PIECES.findall(text):
-        first = piece[0]
-        if first.isalpha():
-            total += 1 + max(0, len(piece) - family.whole_word) / family.chars_per_token
-        elif first.isdigit():
-            total += max(1.0, len(piece) / family.digits_per_token)
-        elif first == "\n":
-            total += 1
-        elif first not in " \t":
-            total += 1
-    return total
+    words = _WORDS.findall(text)
+    long = _long_words(family.whole_word).findall(text)
+    total = (
+        len(words) + (sum(map(len, long)) - family.whole_word * len(long)) / family.chars_per_token
+    )
+    digits = _DIGITS.findall(text)
+    if family.digits_per_token == 1:
+        total += sum(map(len, digits))
+    else:
+        total += sum(max(1.0, len(run) / family.digits_per_token) for run in digits)
+    return total + len(_NEWLINES.findall(text)) + len(_OTHER.findall(text))
 
 
-def _walk(value: Any, family: Family, acc: list[float]) -> None:
-    """Add to ``acc`` = [text tokens, media tokens] for ``value``."""
+def _walk(value: Any, family: Family, texts: list[str], media: list[int]) -> None:
+    """Collect ``value``'s rendered strings into ``texts`` and its media tokens into ``media``."""
     if isinstance(value, dict):
-        media = _media_tokens(value, family)
-        if media is not None:
-            acc[1] += media
+        found = _media_tokens(value, family)
+        if found is not None:
+            media.append(found)
             return
         for key, child in value.items():
             if key not in STRUCTURAL_KEYS:
-                acc[0] += text_tokens(key, family)
+                texts.append(key)
             if key in _SKIPPED_VALUES and isinstance(child, str):
                 continue
-            _walk(child, family, acc)
+            _walk(child, family, texts, media)
     elif isinstance(value, list):
         for child in value:
-            _walk(child, family, acc)
+            _walk(child, family, texts, media)
     elif isinstance(value, str):
-        acc[0] += text_tokens(value, family)
+        texts.append(value)
     elif value is not None:
-        acc[0] += text_tokens(str(value), family)
+        texts.append(str(value))
 
 
 def item_tokens(value: Any, family: Family, *, tool: bool = False) -> int:
@@ -431,7 +442,9 @@ def item_tokens(value: Any, family: Family, *, tool: bool = False) -> int:
     Raises:
         RecursionError: The value nests deeper than Python's recursion limit.
     """
-    acc = [0.0, 0.0]
-    _walk(value, family, acc)
+    texts: list[str] = []
+    media: list[int] = []
+    _walk(value, family, texts, media)
+    text = text_tokens(" ".join(texts), family) if texts else 0.0
     overhead = family.tool_overhead if tool else family.item_overhead
-    return math.ceil(acc[0]) + int(acc[1]) + overhead
+    return math.ceil(text) + sum(media) + overhead

@@ -22,17 +22,17 @@ Leaves out: reading files (:mod:`llmcore.audit.inputs`).
 
 from __future__ import annotations
 
-import itertools
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Final
 
 from llmcore import tokens
-from llmcore.audit import _shape
+from llmcore.audit import _meaning, _shape
 from llmcore.audit._compare import Change, Notes, Prepared, compare, continuation, frame
+from llmcore.audit._maximum import Maxima, uses_breakpoints
 from llmcore.audit._parameters import lost_tokens, note_lines, with_parameters
 from llmcore.audit._scan import ItemCache, ItemInfo, scan_body
+from llmcore.audit._visible import no_breakpoints, not_visible
 from llmcore.audit.report import (
     GROUPINGS,
     AuditInput,
@@ -47,21 +47,6 @@ __all__ = ["TOO_DEEP", "Auditor", "audit_bodies"]
 
 TOO_DEEP: Final = "request body is nested too deeply to audit (Python's recursion limit)"
 """Why a body nested deeper than the scanner and walkers can recurse is refused."""
-
-_FANOUT_LIMIT: Final = 256
-"""At most this many sibling items (newest first) are searched for OpenAI's partial match."""
-
-
-class _Node:
-    """A node of the per-(provider, model) prefix trie: one prefix of items seen before."""
-
-    __slots__ = ("children", "data", "expiry")
-
-    def __init__(self, data: bytes) -> None:
-        self.children: dict[object, _Node] = {}
-        self.data = data
-        self.expiry = -math.inf
-
 
 Scope = tuple[str, ...]
 """A grouping boundary: ``("prefix",)``, ``("file", name)`` or ``("key", key)``."""
@@ -107,12 +92,12 @@ def _head(p: Prepared) -> ItemInfo | None:
 
 
 def _leading_run(a: Prepared, b: Prepared) -> int:
-    run = 0
-    for x, y in zip(a.hist[a.lead :], b.hist[b.lead :], strict=False):
-        if not (x is y or x.norm == y.norm):
-            break
-        run += 1
-    return run
+    """Leading history messages (after system ones) with equal normalized views."""
+    return _meaning.leading_run(a.hist[a.lead :], b.hist[b.lead :])
+
+
+def _second(p: Prepared) -> ItemInfo | None:
+    return p.hist[p.lead + 1] if p.lead + 1 < len(p.hist) else None
 
 
 def _run_from(items: Sequence[ItemInfo], start: int, tail: Sequence[ItemInfo]) -> int:
@@ -158,7 +143,9 @@ class Auditor:
         self._hints: dict[str, list[ItemInfo]] = {}
         self._conversations: list[_Conversation] = []
         self._by_head: dict[tuple[Scope, str, str], dict[int, _Conversation]] = {}
-        self._tries: dict[tuple[str, str], _Node] = {}
+        self._by_second: dict[tuple[Scope, str, str], dict[int, _Conversation]] = {}
+        self._maxima = Maxima()
+        self._first_seen: set[tuple[Scope, str, str]] = set()
         self._records: list[RequestRecord] = []
         self._warnings: dict[str, str] = {}
 
@@ -216,6 +203,7 @@ class Auditor:
             skipped=tuple(skipped),
             warnings=tuple(self._warnings.values()),
             group=self._group_by,
+            diagnoses=no_breakpoints(self._records),
         )
 
     # --- grouping ----------------------------------------------------------------------------
@@ -295,7 +283,9 @@ class Auditor:
         if head is None:
             return None, "new conversation: the request has no history messages"
         best, best_run = None, 0
-        for conv in self._by_head.get((scope, prep.provider, head.norm), {}).values():
+        for conv in self._by_head.get(
+            (scope, prep.provider, _meaning.normalized(head)), {}
+        ).values():
             run = _leading_run(conv.last, prep)
             if run > best_run or (
                 run == best_run and best is not None and conv.active > best.active
@@ -320,7 +310,40 @@ class Auditor:
                 f"joined: same model, tools and system as request {latest.last.index} of its "
                 f"{scope[0]} scope, first message differs"
             )
+        found = self._group_by_tail(prep, scope)
+        if found is not None:
+            return found
         return None, "new conversation: no earlier conversation shares its first history message"
+
+    def _group_by_tail(self, prep: Prepared, scope: Scope) -> tuple[_Conversation, str] | None:
+        """The conversation whose history after its first message this request's continues.
+
+        Its first message was edited: the request joins the conversation (ties: the most
+        recently active) whose latest request shares the longest run of normalized messages
+        after the first, when that run is at least 2 messages, or 1 with the same normalized
+        tools (as a set) and system (:mod:`llmcore.audit._meaning`).
+        """
+        second = _second(prep)
+        if second is None:
+            return None
+        key = (scope, prep.provider, _meaning.normalized(second))
+        best, best_run = None, 0
+        sections = _shape.SECTIONS[prep.provider]
+        for conv in self._by_second.get(key, {}).values():
+            last = conv.last
+            run = _meaning.leading_run(last.hist[last.lead + 1 :], prep.hist[prep.lead + 1 :])
+            if run < 2 and _meaning.normalized_frame(last, sections) != _meaning.normalized_frame(
+                prep, sections
+            ):
+                continue
+            if _better(run, conv, best_run, best):
+                best, best_run = conv, run
+        if best is None:
+            return None
+        return best, (
+            f"joined: its first history message differs, the {best_run} after it match request"
+            f" {best.last.index}"
+        )
 
     def _group_compacted(self, prep: Prepared, scope: Scope) -> tuple[_Conversation | None, str]:
         tail = prep.hist[prep.lead + 1 :]
@@ -353,15 +376,16 @@ class Auditor:
 
     def _index(self, conv: _Conversation, old: Prepared | None) -> None:
         scope = conv.scope
-        if old is not None:
-            old_head = _head(old)
-            if old_head is not None:
-                by_head = self._by_head.get((scope, old.provider, old_head.norm), {})
-                by_head.pop(conv.number, None)
-        head = _head(conv.last)
-        if head is not None:
-            key = (scope, conv.last.provider, head.norm)
-            self._by_head.setdefault(key, {})[conv.number] = conv
+        for table, pick in ((self._by_head, _head), (self._by_second, _second)):
+            if old is not None:
+                old_item = pick(old)
+                if old_item is not None:
+                    key = (scope, old.provider, _meaning.normalized(old_item))
+                    table.get(key, {}).pop(conv.number, None)
+            item = pick(conv.last)
+            if item is not None:
+                key = (scope, conv.last.provider, _meaning.normalized(item))
+                table.setdefault(key, {})[conv.number] = conv
         self._latest[(scope, conv.last.provider)] = conv
 
     # --- judging -----------------------------------------------------------------------------
@@ -401,7 +425,9 @@ class Auditor:
         detail = None
         if change is None and previous is not None and previous.body.text == prep.body.text:
             verdict, detail = Verdict.RETRY, f"identical to request {previous.index} (a retry)"
-        max_cacheable = self._theoretical(prep)
+        most = self._maxima.add(prep)
+        first = (scope, prep.provider, prep.model) not in self._first_seen
+        self._first_seen.add((scope, prep.provider, prep.model))
         return RequestRecord(
             index=prep.index,
             source=prep.source,
@@ -418,7 +444,10 @@ class Auditor:
             lost_bytes=change.lost_bytes if change is not None else 0,
             lost_tokens=lost_tokens(previous, prep, change, _lost_tokens),
             total_tokens=prep.total_tokens,
-            max_cacheable_tokens=max_cacheable,
+            max_cacheable_tokens=most.maximum,
+            ideal_cacheable_tokens=most.ideal,
+            breakpoints=most.breakpoints if uses_breakpoints(prep) else None,
+            not_visible=not_visible(prep, inp.usage, most.maximum, first),
             divergence=change.divergence if change is not None else None,
             file=inp.file,
             position=inp.position,
@@ -457,40 +486,6 @@ class Auditor:
             usage=inp.usage,
         )
 
-    # --- theoretical maximum -----------------------------------------------------------------
-
-    def _theoretical(self, prep: Prepared) -> int:
-        root = self._tries.setdefault((prep.provider, prep.model), _Node(b""))
-        now = prep.timestamp
-        node, shared, k = root, 0, 0
-        toks = prep.toks
-        keys = _trie_keys(prep)
-        while k < len(toks):
-            child = node.children.get(keys[k])
-            if child is None or (now is not None and child.expiry < now):
-                break
-            shared += toks[k][2]
-            node, k = child, k + 1
-        if prep.anthropic:
-            best = shared if shared >= _shape.minimum_tokens(prep.model, True) else 0
-        else:
-            partial = _partial(node, toks[k], now) if k < len(toks) else 0
-            best = tokens.openai_cacheable(shared + partial)
-        self._insert(root, prep, keys)
-        return best
-
-    def _insert(self, root: _Node, prep: Prepared, keys: list[object]) -> None:
-        now = prep.timestamp
-        expiry = math.inf if now is None else now + _shape.cache_ttl(prep.body, prep.anthropic)
-        node = root
-        for key, (_key, data, _count, _section) in zip(keys, prep.toks, strict=True):
-            child = node.children.get(key)
-            if child is None:
-                child = _Node(data)
-                node.children[key] = child
-            child.expiry = max(child.expiry, expiry)
-            node = child
-
 
 def _scope_words(scope: Scope) -> str:
     """How the grouping text names a scope (nothing for the whole input)."""
@@ -507,27 +502,6 @@ def _own(verdict: Verdict) -> tuple[Verdict, ...]:
     return (verdict,) if verdict is Verdict.RETRY else ()
 
 
-def _trie_keys(prep: Prepared) -> list[object]:
-    """The prefix items' keys; Anthropic message items also carry the messages-level key."""
-    if not prep.anthropic:
-        return [tok[0] for tok in prep.toks]
-    level = _shape.messages_level(prep.body, prep.provider)
-    last = _shape.SECTIONS[prep.provider][-1]
-    return [(tok[0], level) if tok[3] == last else tok[0] for tok in prep.toks]
-
-
-def _partial(node: _Node, tok: _shape.TokenItem, now: float | None) -> int:
-    """OpenAI: tokens of the longest common leading bytes of the first differing item."""
-    section, data = tok[3], tok[1]
-    best = 0
-    for key, child in itertools.islice(reversed(node.children.items()), _FANOUT_LIMIT):
-        if now is not None and child.expiry < now:
-            continue
-        if isinstance(key, tuple) and key[0] == section:
-            best = max(best, tokens.common_prefix_len(child.data, data))
-    return best // tokens.BYTES_PER_TOKEN
-
-
 def _lost_tokens(p: Prepared | None, c: Prepared) -> int:
     """Tokens of ``p``'s prefix that ``c`` does not share (item rule as in the maximum)."""
     if p is None:
@@ -539,7 +513,9 @@ def _lost_tokens(p: Prepared | None, c: Prepared) -> int:
         shared += a[2]
         k += 1
     if not c.anthropic and k < len(p.toks) and k < len(c.toks) and p.toks[k][3] == c.toks[k][3]:
-        shared += tokens.common_prefix_len(p.toks[k][1], c.toks[k][1]) // tokens.BYTES_PER_TOKEN
+        _key, data, count, _section = p.toks[k]
+        common = tokens.common_prefix_len(data, c.toks[k][1])
+        shared += common * count // len(data) if data else 0
     return max(0, p.total_tokens - shared)
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from llmcore.audit import _shape, keymodel
+from llmcore.audit._items import token_items
 from llmcore.audit._scan import (
     ItemInfo,
     ScannedBody,
@@ -66,6 +67,7 @@ class Prepared:
         toks: The prefix items in cache order (:func:`llmcore.audit._shape.token_items`).
         total_tokens: Σ tokens of ``toks``.
         anthropic: Whether Anthropic's whole-block cache rule applies.
+        marks: Indices into ``toks`` of the items that carry a breakpoint.
     """
 
     __slots__ = (
@@ -81,6 +83,7 @@ class Prepared:
         "total_tokens",
         "anthropic",
         "last_turn_start",
+        "marks",
     )
 
     def __init__(
@@ -106,7 +109,8 @@ class Prepared:
         while lead < len(self.hist) and _shape.msg(self.hist[lead]).is_system:
             lead += 1
         self.lead = lead
-        self.toks = _shape.token_items(body, provider, anthropic)
+        self.marks: list[int] = []
+        self.toks = token_items(body, provider, anthropic, model, self.marks)
         self.total_tokens = sum(t[2] for t in self.toks)
         self.last_turn_start = -1
         for i in range(len(self.hist) - 1, -1, -1):

@@ -55,7 +55,6 @@ __all__ = [
     "conflict_message",
     "detect_provider",
     "history_key",
-    "item_tokens",
     "minimum_tokens",
     "model_from_uri",
     "model_of",
@@ -64,7 +63,6 @@ __all__ = [
     "shape_conflict",
     "shape_from_uri",
     "strip",
-    "token_items",
     "wire_conflict",
     "wire_shape",
 ]
@@ -139,13 +137,16 @@ GEMINI_MIN_TOKENS: Final[Mapping[str, int]] = {
     "gemini-3.6-flash": 4096,
     "gemini-3.5-flash": 4096,
     "gemini-3.1-pro": 4096,
-    "gemini-2.5-flash": 2048,
+    "gemini-2.5-flash": 0,
     "gemini-2.5-pro": 2048,
 }
 """Gemini's minimum input for context caching per model (tokens), by longest name prefix.
 
 Source: https://ai.google.dev/gemini-api/docs/caching ("Implicit caching", table "Min token
-limit", page updated 2026-07-07). Models not listed use :data:`GEMINI_DEFAULT_MIN`.
+limit", page updated 2026-07-07; read 2026-12-02). Gemini 2.5 Flash: the page said 1,024 on
+2026-05-07 and 2,048 on 2026-07-07, but recorded usage shows it reading 330 of a 557-token
+prompt and 375 of 727 (the traffic issue 19 was measured on), below either: no minimum is
+assumed, so the maximum stays an upper bound. Models not listed use :data:`GEMINI_DEFAULT_MIN`.
 """
 
 GEMINI_DEFAULT_MIN: Final = 4096
@@ -598,6 +599,14 @@ def anthropic_rules(provider: str, model: str, body: ScannedBody) -> bool:
     return model.startswith("anthropic/") or '"cache_control"' in body.text
 
 
+_OPENAI_MODEL: Final = re.compile(r"^(?:openai/)?(?!gpt-oss)(?:gpt-|o\d|chatgpt-|codex-)")
+"""OpenAI's own models, whose prompts cache from 1,024 tokens (PROVIDER-RULES §2.1). Other
+models behind the Chat Completions shape have their own rules: DeepSeek caches in 64-token
+units ("The cache storage unit is 64 tokens", https://api-docs.deepseek.com/guides/kv_cache,
+read 2026-12-02) and Groq's recorded usage reads 256 of 336 tokens (pydantic-ai
+``test_groq/test_tool_use_failed_error``): no minimum is assumed for them (an upper bound)."""
+
+
 def minimum_tokens(model: str, anthropic: bool) -> int:
     """Return the model's minimum cacheable prefix (tokens; PROVIDER-RULES §1.3, §2.1).
 
@@ -607,7 +616,7 @@ def minimum_tokens(model: str, anthropic: bool) -> int:
     for other vendors; anything else Anthropic's table. Without it, OpenAI's 1,024.
     """
     if not anthropic:
-        return tokens.OPENAI_CACHE_MIN
+        return tokens.OPENAI_CACHE_MIN if _OPENAI_MODEL.match(model) else 0
     name = model.rsplit("/", 1)[-1]
     if name.startswith("gemini"):
         return _by_prefix(GEMINI_MIN_TOKENS, name, GEMINI_DEFAULT_MIN)
@@ -735,7 +744,7 @@ def messages_level(body: ScannedBody, provider: str) -> tuple[Any, ...]:
     return (has_image, _compact(choice), _compact(values.get("thinking")))
 
 
-# --- token items (llmcore.tokens) ------------------------------------------------------------
+# --- item values ------------------------------------------------------------------------
 
 
 def _strip(value: Any) -> Any:
@@ -770,65 +779,11 @@ def canonical(info: ItemInfo) -> bytes:
     Equal for two texts of one JSON value (escapes and whitespace between tokens aside),
     different for any other difference, key order included.
     """
-    return _whole(info)[0]
-
-
-def item_tokens(value: Any, data: bytes) -> int:
-    """Return the tokens of one prefix item (the :mod:`llmcore.tokens` rule).
-
-    Args:
-        value: The item's parsed value, ``cache_control`` removed.
-        data: Its compact JSON bytes.
-
-    Returns:
-        ``IMAGE_TOKENS`` per image part (Anthropic ``image``, Chat ``image_url``, Responses
-        ``input_image``) plus ``ceil(bytes / 4)`` of ``data`` without the characters of each
-        base64 payload (``source.data`` or a ``data:`` URL; its quotes and key still count).
-    """
-    return tokens.item_tokens(value, data)
-
-
-def _whole(info: ItemInfo) -> tuple[bytes, int]:
-    got = info.extra.get("whole")
+    got = info.extra.get("canonical")
     if got is None:
-        value = _strip(info.parsed())
-        data = _compact(value)
-        got = (data, item_tokens(value, data))
-        info.extra["whole"] = got
-    assert isinstance(got, tuple)
+        got = info.extra["canonical"] = _compact(_strip(info.parsed()))
+    assert isinstance(got, bytes)
     return got
-
-
-def _blocks(info: ItemInfo) -> tuple[tuple[bytes, int], ...]:
-    got = info.extra.get("blocks")
-    if got is None:
-        content = _content(info.parsed())
-        parts = content if isinstance(content, list) else [content]
-        out = []
-        for part in parts:
-            if is_cache_point(part):
-                continue
-            stripped = _strip(part)
-            data = _compact(stripped)
-            out.append((data, item_tokens(stripped, data)))
-        got = tuple(out)
-        info.extra["blocks"] = got
-    assert isinstance(got, tuple)
-    return got
-
-
-_STRING_ONLY: Final = frozenset({"system", "instructions"})
-
-
-def _counted(section: str, value: Any) -> bool:
-    """Whether a ``system`` / ``instructions`` item is a prefix item (tokens.py).
-
-    ``instructions`` counts only as a string (even empty); ``system`` counts as a non-empty
-    string or as blocks (objects).
-    """
-    if isinstance(value, str):
-        return section == "instructions" or value != ""
-    return section == "system" and isinstance(value, dict)
 
 
 def deferred(info: ItemInfo) -> bool:
@@ -844,32 +799,3 @@ def deferred(info: ItemInfo) -> bool:
         got = isinstance(value, dict) and value.get("defer_loading") is True
         info.extra["deferred"] = got
     return bool(got)
-
-
-def token_items(body: ScannedBody, provider: str, anthropic: bool) -> list[TokenItem]:
-    """Return the body's prefix items in cache order, as :mod:`llmcore.tokens` defines them.
-
-    Anthropic rule: each tool, each system block (a string system is one item), each content
-    block of each message (a string content is one item); keys carry the message index and role
-    so a block moved to another message never matches. OpenAI rule: each tool, the
-    instructions, each ``messages[i]`` / ``input[i]`` item. Anthropic tools marked
-    ``defer_loading: true`` are left out (:func:`deferred`).
-    """
-    out: list[TokenItem] = []
-    sections = SECTIONS[provider]
-    for section in sections:
-        infos = body.items.get(section, ())
-        if section == sections[-1] and anthropic:
-            for i, info in enumerate(infos):
-                role = msg(info).role
-                for data, count in _blocks(info):
-                    out.append(((i, role, data), data, count, section))
-        else:
-            for info in infos:
-                if section in _STRING_ONLY and not _counted(section, info.parsed()):
-                    continue
-                if anthropic and section == "tools" and deferred(info):
-                    continue
-                data, count = _whole(info)
-                out.append(((section, data), data, count, section))
-    return out

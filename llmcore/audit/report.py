@@ -31,14 +31,18 @@ GROUPING_RULE: Final = (
     "plain bodies across the whole input, and a conversation key, where a request carries one, "
     "only with the same key; --group file|prefix|key overrides), "
     "a request joins the earlier conversation (same provider) whose latest request shares the "
-    "longest leading run of history messages with it (leading system/developer messages not "
+    "longest leading run of history messages with it, messages compared on their normalized "
+    "view (parsed JSON, escape-, whitespace- and key-order-insensitive, breakpoints removed, a "
+    "one-text-block content read as its string; leading system/developer messages not "
     "counted; ties: the most recently active); a request whose history starts with a "
     "'# Conversation so far' summary joins the conversation holding the longest run of the "
     "messages after the summary; a Responses request whose previous_response_id names a recorded "
     "response joins that response's conversation; inside a file or key scope, a request that "
     "shares no leading message but keeps the model, tools and system of the scope's latest "
-    "request "
-    "joins it (a break at its first message); otherwise it starts a new conversation"
+    "request joins it (a break at its first message); a request whose first message differs "
+    "joins the conversation whose latest request shares the longest run of normalized messages "
+    "after the first, when that run is 2 or more, or 1 with the same normalized tools (as a set) "
+    "and system (a break at its first message); otherwise it starts a new conversation"
 )
 """How requests are grouped into conversations (SPEC V1), as the report states it."""
 
@@ -201,8 +205,19 @@ class RequestRecord:
     total_tokens: int
     """Estimated tokens of this request's cacheable prefix (tools, system, messages)."""
     max_cacheable_tokens: int
-    """Theoretical maximum cached tokens for this request (SPEC V1), estimated like
-    ``total_tokens``."""
+    """Theoretical maximum cached tokens for this request (SPEC V1, V5), estimated like
+    ``total_tokens``: for Anthropic-style caching (Anthropic, Converse, OpenRouter with
+    breakpoints), only what the request's own breakpoints can read of what earlier requests'
+    breakpoints wrote (:mod:`llmcore.audit._maximum`)."""
+    ideal_cacheable_tokens: int | None = None
+    """What ideal breakpoints would reach: the longest live prefix shared with an earlier
+    request (equal to :attr:`max_cacheable_tokens` where no breakpoints are needed)."""
+    breakpoints: int | None = None
+    """How many breakpoints the request carries where the provider caches only marked prefixes
+    (automatic mode counts one), else ``None``."""
+    not_visible: str | None = None
+    """Why the request's cache use is not visible in the input (server-held state, a server-side
+    tool loop, a cache warm before the recording), or ``None`` (:mod:`llmcore.audit._visible`)."""
     key_order_recorded: bool = True
     """``False`` when the body was read from a parsed mapping (see
     :attr:`AuditInput.key_order_recorded`): ``first_break_offset`` is then an offset into the
@@ -257,6 +272,9 @@ class RequestRecord:
             "lost_tokens": self.lost_tokens,
             "total_tokens": self.total_tokens,
             "max_cacheable_tokens": self.max_cacheable_tokens,
+            "ideal_cacheable_tokens": self.ideal_cacheable_tokens,
+            "breakpoints": self.breakpoints,
+            "not_visible": self.not_visible,
             "key_order_recorded": self.key_order_recorded,
             "divergence": self.divergence,
             "kind": self.kind,
@@ -290,6 +308,9 @@ class AuditReport:
     """Inputs that were passed over (non-body files in a folder, non-API interactions)."""
     group: str | None = None
     """The grouping override the audit ran with (:data:`GROUPINGS`), ``None`` for the default."""
+    diagnoses: tuple[str, ...] = ()
+    """One line per conversation whose caching is set up wrong in a way the maximum shows (a
+    conversation of Anthropic-style caching with no breakpoint in any request)."""
 
     @property
     def stable(self) -> bool:
@@ -384,6 +405,7 @@ class AuditReport:
             "exempted": self.exempted,
             "skipped": list(self.skipped),
             "warnings": list(self.warnings),
+            "diagnoses": list(self.diagnoses),
             "records": [r.to_dict() for r in self.requests],
         }
 

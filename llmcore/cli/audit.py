@@ -186,6 +186,7 @@ def _summary(report: AuditReport) -> list[str]:
             f"({report.max_cacheable_tokens:,} of {report.total_tokens:,} tokens, estimated)"
         ),
         _recorded_line(report),
+        *_maximum_notes(report),
     ]
     from llmcore.audit import Verdict
 
@@ -206,6 +207,25 @@ def _summary(report: AuditReport) -> list[str]:
             f"{_plural(report.breaks - report.exempted, 'break')} not"
         )
     return lines + _input_notes(report)
+
+
+def _maximum_notes(report: AuditReport) -> list[str]:
+    """The ideal-breakpoint maximum where it differs, diagnoses, and unseen reads.
+
+    Unseen: a recorded read above the maximum, labelled "not visible in the input".
+    """
+    lines = []
+    ideal = sum(r.ideal_cacheable_tokens or 0 for r in report.requests)
+    if ideal != report.max_cacheable_tokens and report.total_tokens:
+        lines.append(
+            f"with ideal breakpoints: {ideal / report.total_tokens:.1%} ({ideal:,} of "
+            f"{report.total_tokens:,} tokens, estimated)"
+        )
+    lines.extend(f"diagnosis: {line}" for line in report.diagnoses)
+    for r in report.requests:
+        if r.not_visible and r.usage and r.usage.cache_read_tokens > r.max_cacheable_tokens:
+            lines.append(f"request {r.index} ({r.source}): {r.not_visible}")
+    return lines
 
 
 def _recorded_line(report: AuditReport) -> str:

@@ -1,11 +1,12 @@
-"""Theoretical maximum cacheable prefix (SPEC V1) with token numbers worked out by hand.
+"""Theoretical maximum cacheable prefix (SPEC V1, V5) with token numbers worked out by hand.
 
-Token rule (llmcore.tokens): each prefix item counts ceil(compact bytes / 4) tokens.
+Token rule (llmcore.audit.estimate): a run of letters counts 1 token plus (len - 3) / 2.5
+beyond 3 letters for Anthropic (OpenAI: 1 plus (len - 4) / 2.5); each item adds 5 tokens
+(OpenAI 3). A system prompt of 4,400 ``S`` counts 1 + 4397 / 2.5 = 1759.8 -> 1760 + 5 = 1765.
 """
 
 from __future__ import annotations
 
-import base64
 from pathlib import Path
 
 import yaml
@@ -14,14 +15,15 @@ from llmcore.audit import audit_bodies, audit_paths, minimum_tokens
 
 from . import _bodies as b
 
-BIG = "S" * 4400  # a system prompt: as a string item '"SSS…"' it is 4402 bytes = 1101 tokens
+BIG = "S" * 4400
+SYSTEM = 1765  # see the module docstring
+HELLO = 2 + 5  # "hello": 1 + (5 - 3) / 2.5 = 1.8 -> 2, + 5
 
 
-def _anthropic_pair(model: str) -> list[bytes]:
-    # items: system (string) 4402 B -> 1101; "hello" -> '"hello"' 7 B -> 2;
-    # "hi there" -> 10 B -> 3; "more" -> 6 B -> 2
-    m1 = [{"role": "user", "content": "hello"}]
-    m2 = [*m1, {"role": "assistant", "content": "hi there"}, {"role": "user", "content": "more"}]
+def _anthropic_pair(model: str, cache: bool = True) -> list[bytes]:
+    """Two requests of one conversation, each with a breakpoint on its newest message."""
+    m1 = [b.user("hello", cache=cache)]
+    m2 = [b.user("hello"), b.assistant("hi there"), b.user("more", cache=cache)]
     return [
         b.anthropic(m1, system=None, model=model, extra={"system": BIG}),
         b.anthropic(m2, system=None, model=model, extra={"system": BIG}),
@@ -30,9 +32,13 @@ def _anthropic_pair(model: str) -> list[bytes]:
 
 def test_anthropic_whole_items_above_the_minimum():
     report = audit_bodies(_anthropic_pair("claude-sonnet-4-5"))
-    assert [r.total_tokens for r in report.requests] == [1103, 1108]
-    assert [r.max_cacheable_tokens for r in report.requests] == [0, 1103]
-    assert report.theoretical_hit_rate == 1103 / (1103 + 1108)
+    first, second = report.requests
+    assert first.total_tokens == SYSTEM + HELLO
+    assert first.max_cacheable_tokens == 0
+    # the second request's breakpoint reaches back (within 20 blocks) to the prefix the first
+    # request's breakpoint wrote: system + "hello"
+    assert second.max_cacheable_tokens == first.total_tokens
+    assert second.ideal_cacheable_tokens == first.total_tokens
 
 
 def test_anthropic_nothing_below_the_model_minimum():
@@ -44,45 +50,29 @@ def test_anthropic_nothing_below_the_model_minimum():
     assert [r.max_cacheable_tokens for r in report.requests] == [0, 0]
 
 
-def test_anthropic_blocks_count_one_by_one_and_images_count_1600():
-    png = base64.b64encode(bytes(300)).decode()  # 400 base64 characters, cut out of the count
-    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}}
-    # the image block's compact JSON without its 400 payload characters:
-    # {"type":"image","source":{"type":"base64","media_type":"image/png","data":""}} = 79 B -> 20
-    body = b.anthropic(
-        [{"role": "user", "content": [image, {"type": "text", "text": "x"}]}], system=None
-    )
-    # text block {"type":"text","text":"x"} = 25 B -> 7 tokens
-    assert audit_bodies([body]).requests[0].total_tokens == 1600 + 20 + 7
-
-
-def test_openai_floors_to_128_steps_and_counts_the_partial_item():
-    system = {
-        "role": "system",
-        "content": BIG,
-    }  # {"role":"system","content":""} 30 B + 4400 -> 1108
-    hello = {"role": "user", "content": "hello"}  # 33 B -> 9
+def test_openai_counts_the_partial_item_without_a_128_step_floor():
+    system = {"role": "system", "content": "S" * 4400}  # 1 + 4396 / 2.5 -> 1760, + 3 = 1763
+    hello = {"role": "user", "content": "hello"}  # 1 + 0.4 -> 2, + 3 = 5
     first = b.chat([system, hello])
     second = b.chat(
         [system, hello, {"role": "assistant", "content": "hey"}, {"role": "user", "content": "go"}]
     )
     report = audit_bodies([first, second])
-    assert report.requests[0].total_tokens == 1117
-    # shared 1108 + 9 = 1117 -> 1024 + 128*0
-    assert report.requests[1].max_cacheable_tokens == 1024
+    assert report.requests[0].total_tokens == 1768
+    # the whole first request is shared: 1768 tokens, not floored to 1,024 + 128 * 5 = 1664
+    # (recorded usage reads 4,012 of 4,020 tokens, off that grid)
+    assert report.requests[1].max_cacheable_tokens == 1768
 
 
-def test_openai_partial_item_match():
-    system = {"role": "system", "content": BIG}  # 1108 tokens
-    a = {"role": "user", "content": "A" * 1000 + "X"}
-    c = {"role": "user", "content": "A" * 1000 + "Y"}
-    report = audit_bodies([b.chat([system, a]), b.chat([system, c])])
-    # common bytes of the user items: '{"role":"user","content":"' (26) + 1000 -> 256 tokens;
-    # 1108 + 256 = 1364 -> 1024 + 128*2 = 1280
-    assert report.requests[1].max_cacheable_tokens == 1280
-    assert (
-        report.requests[1].verdict == "new"
-    )  # a different first history message: new conversation
+def test_openai_nothing_below_1024_for_openai_models_only():
+    small = [{"role": "system", "content": "short"}, {"role": "user", "content": "hello"}]
+    longer = [*small, {"role": "assistant", "content": "hi"}, {"role": "user", "content": "go"}]
+    gpt = audit_bodies([b.chat(small), b.chat(longer)]).requests[1]
+    assert gpt.max_cacheable_tokens == 0
+    deepseek = audit_bodies(
+        [b.chat(small, model="deepseek-chat"), b.chat(longer, model="deepseek-chat")]
+    ).requests[1]
+    assert deepseek.max_cacheable_tokens == deepseek.ideal_cacheable_tokens > 0
 
 
 def test_other_model_or_provider_shares_nothing():
@@ -111,17 +101,18 @@ def _timed_cassette(path: Path, bodies: list[bytes], times: list[str]) -> Path:
 
 def test_ttl_applies_only_with_timestamps(tmp_path: Path):
     pair = _anthropic_pair("claude-sonnet-4-5")
+    written = audit_bodies(pair[:1]).requests[0].total_tokens
     near = _timed_cassette(
         tmp_path / "near.yaml", pair, ["2026-01-01T10:00:00Z", "2026-01-01T10:04:59Z"]
     )
     far = _timed_cassette(
         tmp_path / "far.yaml", pair, ["2026-01-01T10:00:00Z", "2026-01-01T10:05:01Z"]
     )
-    assert audit_paths([near]).requests[1].max_cacheable_tokens == 1103
+    assert audit_paths([near]).requests[1].max_cacheable_tokens == written
     assert audit_paths([far]).requests[1].max_cacheable_tokens == 0
     jsonl = tmp_path / "untimed.jsonl"
     jsonl.write_bytes(b"\n".join(pair))
-    assert audit_paths([jsonl]).requests[1].max_cacheable_tokens == 1103
+    assert audit_paths([jsonl]).requests[1].max_cacheable_tokens == written
 
 
 def test_ttl_one_hour_and_refresh_on_hit(tmp_path: Path):
@@ -133,6 +124,8 @@ def test_ttl_one_hour_and_refresh_on_hit(tmp_path: Path):
     )
     assert audit_paths([path]).requests[1].max_cacheable_tokens > 0
     pair = _anthropic_pair("claude-sonnet-4-5")
+    written = audit_bodies(pair[:1]).requests[0].total_tokens
     times = ["2026-01-01T10:00:00Z", "2026-01-01T10:04:00Z", "2026-01-01T10:08:00Z"]
     refreshed = _timed_cassette(tmp_path / "r.yaml", [pair[0], pair[0], pair[1]], times)
-    assert [r.max_cacheable_tokens for r in audit_paths([refreshed]).requests] == [0, 1103, 1103]
+    maxima = [r.max_cacheable_tokens for r in audit_paths([refreshed]).requests]
+    assert maxima == [0, written, written]

@@ -224,8 +224,8 @@ def test_corpus_case_prefers_request_raw(tmp_path: Path):
     path.write_text(__import__("json").dumps(case))
     report = audit_paths([path])
     assert report.requests[0].provider == "anthropic"
-    # the string content item is '"hi"' (4 bytes -> 1 token): counted from the raw body
-    assert report.requests[0].total_tokens == 1
+    # the string content item "hi": 1 token + 5 for the block, counted from the raw body
+    assert report.requests[0].total_tokens == 6
 
 
 def test_audit_input_sources_and_plain_bytes_mix():

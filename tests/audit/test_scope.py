@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from llmcore import jsonbytes
 from llmcore.audit import AuditInput, AuditInputError, Verdict, audit_bodies, audit_paths
-from llmcore.cli.audit import EXIT_BREAK, EXIT_STABLE, audit_command
+from llmcore.cli.audit import EXIT_BREAK, audit_command
 
 from . import _bodies as b
 from . import _cassettes as cas
@@ -73,11 +73,13 @@ def test_a_changed_first_message_in_one_file_is_a_break_not_a_new_conversation(t
     assert audit_command([path], None, False, out=out, err=err) == EXIT_BREAK
     assert "break (messages)" in out.getvalue()
     assert "interactions[1]): break in messages: messages[0] differs" in out.getvalue()
-    assert audit_command([path], None, True, group="prefix", out=out, err=err) == EXIT_STABLE
+    # Without a file scope (--group prefix, plain bodies) the messages after the edited first
+    # one still match, so it is the same break (issue 19; it was a new conversation before).
+    assert audit_command([path], None, True, group="prefix", out=out, err=err) == EXIT_BREAK
     assert '"group":"prefix"' in out.getvalue()
-    # Without a file scope (plain bodies) it stays a new conversation, as before.
     plain = audit_bodies([first, edited])
-    assert plain.requests[1].verdict is Verdict.NEW
+    assert plain.requests[1].verdict is Verdict.BREAK
+    assert plain.requests[1].path == "messages[0].content[0].text"
 
 
 def test_a_changed_first_message_with_another_system_prompt_is_a_new_conversation(tmp_path):

@@ -1,0 +1,189 @@
+"""The theoretical maximum cacheable prefix of each request (SPEC V1, V5): two figures.
+
+Every request's prefix items (:func:`llmcore.audit._shape.token_items`) go into a trie per
+(provider, model); a node is one prefix seen before, with the time its cache entry expires.
+
+* **ideal**: the longest prefix the request shares with any earlier live one, as if every item
+  boundary were written to the cache. Whole items above the model's minimum for the whole-item
+  rule (Anthropic, Converse, Gemini); for OpenAI the common leading bytes of the first
+  differing item are added, and nothing below 1,024 tokens for OpenAI's models
+  (PROVIDER-RULES §2.1). No 128-token floor: recorded usage reads 4,012 of a 4,020-token prompt
+  (pydantic-ai ``test_openai_prompt_cache/test_openai_chat_prompt_cache_e2e``), off the
+  1,024 + 128·k grid, so a floor would put the maximum below what the provider read.
+* **maximum** (the report's headline): what the provider can have read. For the whole-item rule
+  with breakpoints (Anthropic, Converse, OpenRouter with ``cache_control``; not Gemini's implicit
+  cache), a prefix is written only where a request marks it — at each breakpoint, or the last
+  item in automatic mode (a top-level ``cache_control``) — and only when it reaches the model's
+  minimum; a request reads, from each of its breakpoints, the longest written prefix it shares
+  within 20 items before the breakpoint; more than 4 breakpoints are refused by the API, so
+  nothing is read (PROVIDER-RULES §1.1–§1.3: "A maximum of 4 blocks with cache_control may be
+  provided"; the 20-block lookback; "Shorter prompts cannot be cached"). Elsewhere the
+  maximum is the ideal.
+
+Lifetimes apply only when both requests carry timestamps; a hit refreshes the entry
+(PROVIDER-RULES §1.4, §2.1).
+
+Leaves out: grouping and verdicts (:mod:`llmcore.audit._auditor`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Final
+
+from llmcore import tokens
+from llmcore.audit import _shape
+from llmcore.audit._compare import Prepared
+
+__all__ = ["LOOKBACK", "MAX_BREAKPOINTS", "Maxima", "Maximum"]
+
+LOOKBACK: Final = 20
+"""Item boundaries checked before each breakpoint for a written prefix (PROVIDER-RULES §1.2)."""
+
+MAX_BREAKPOINTS: Final = 4
+"""Breakpoints a request may carry; more are refused with HTTP 400 (PROVIDER-RULES §1.2)."""
+
+_FANOUT_LIMIT: Final = 256
+"""At most this many sibling items (newest first) are searched for OpenAI's partial match."""
+
+
+class _Node:
+    """A node of the per-(provider, model) prefix trie: one prefix of items seen before."""
+
+    __slots__ = ("children", "data", "expiry", "written")
+
+    def __init__(self, data: bytes) -> None:
+        self.children: dict[object, _Node] = {}
+        self.data = data
+        self.expiry = -math.inf
+        self.written = -math.inf
+
+
+@dataclass(frozen=True, slots=True)
+class Maximum:
+    """One request's two maxima (estimated tokens)."""
+
+    maximum: int
+    """What the request's own breakpoints let the provider read (the headline)."""
+    ideal: int
+    """What ideal breakpoints would reach (the longest live shared prefix)."""
+    breakpoints: int
+    """How many breakpoints the request carries (automatic mode counts one)."""
+
+
+def uses_breakpoints(prep: Prepared) -> bool:
+    """Whether only marked prefixes are written: the whole-item rule, except Gemini's."""
+    return prep.anthropic and prep.provider != "gemini"
+
+
+class Maxima:
+    """The tries of every (provider, model) seen so far."""
+
+    __slots__ = ("_tries",)
+
+    def __init__(self) -> None:
+        self._tries: dict[tuple[str, str], _Node] = {}
+
+    def add(self, prep: Prepared) -> Maximum:
+        """Return ``prep``'s maxima against the requests added before, then add it."""
+        root = self._tries.setdefault((prep.provider, prep.model), _Node(b""))
+        now = prep.timestamp
+        keys = _trie_keys(prep)
+        path = self._path(root, keys, now)
+        cum = [0]
+        for tok in prep.toks:
+            cum.append(cum[-1] + tok[2])
+        shared = cum[len(path) - 1]
+        minimum = _shape.minimum_tokens(prep.model, prep.anthropic)
+        if prep.anthropic:
+            ideal = shared if shared >= minimum else 0
+        else:
+            k = len(path) - 1
+            partial = _partial(path[-1], prep.toks[k], now) if k < len(prep.toks) else 0
+            ideal = shared + partial if shared + partial >= minimum else 0
+        marks = sorted(set(prep.marks))
+        written = marks
+        if not uses_breakpoints(prep):
+            maximum = ideal
+        else:
+            maximum, hits = _read(path, cum, marks, now)
+            written = [*marks, *hits]  # a hit refreshes its entry
+        self._insert(root, prep, keys, [m for m in written if cum[m + 1] >= minimum])
+        return Maximum(maximum=maximum, ideal=ideal, breakpoints=len(marks))
+
+    @staticmethod
+    def _path(root: _Node, keys: list[object], now: float | None) -> list[_Node]:
+        """The trie nodes of the request's live shared prefix: ``path[d]`` holds ``d`` items."""
+        path = [root]
+        node = root
+        for key in keys:
+            child = node.children.get(key)
+            if child is None or (now is not None and child.expiry < now):
+                break
+            path.append(child)
+            node = child
+        return path
+
+    @staticmethod
+    def _insert(root: _Node, prep: Prepared, keys: list[object], written: list[int]) -> None:
+        now = prep.timestamp
+        expiry = math.inf if now is None else now + _shape.cache_ttl(prep.body, prep.anthropic)
+        marked = set(written)
+        node = root
+        for k, (key, (_key, data, _count, _section)) in enumerate(
+            zip(keys, prep.toks, strict=True)
+        ):
+            child = node.children.get(key)
+            if child is None:
+                child = _Node(data)
+                node.children[key] = child
+            child.expiry = max(child.expiry, expiry)
+            if k in marked:
+                child.written = max(child.written, expiry)
+            node = child
+
+
+def _read(
+    path: list[_Node], cum: list[int], marks: list[int], now: float | None
+) -> tuple[int, list[int]]:
+    """The longest written prefix any breakpoint reaches back to, and the items hit.
+
+    Nothing is read with more than :data:`MAX_BREAKPOINTS` breakpoints. A hit refreshes its
+    entry (the caller writes it again).
+    """
+    if len(marks) > MAX_BREAKPOINTS:
+        return 0, []
+    best, hits = 0, []
+    shared = len(path) - 1
+    for mark in marks:
+        depth = mark + 1
+        for d in range(min(depth, shared), max(0, depth - 1 - LOOKBACK), -1):
+            written = path[d].written
+            if written > -math.inf if now is None else written >= now:
+                best = max(best, cum[d])
+                hits.append(d - 1)
+                break
+    return best, hits
+
+
+def _trie_keys(prep: Prepared) -> list[object]:
+    """The prefix items' keys; Anthropic message items also carry the messages-level key."""
+    if not prep.anthropic:
+        return [tok[0] for tok in prep.toks]
+    level = _shape.messages_level(prep.body, prep.provider)
+    last = _shape.SECTIONS[prep.provider][-1]
+    return [(tok[0], level) if tok[3] == last else tok[0] for tok in prep.toks]
+
+
+def _partial(node: _Node, tok: _shape.TokenItem, now: float | None) -> int:
+    """OpenAI: tokens of the longest common leading bytes of the first differing item."""
+    section, data, count = tok[3], tok[1], tok[2]
+    best = 0
+    for key, child in itertools.islice(reversed(node.children.items()), _FANOUT_LIMIT):
+        if now is not None and child.expiry < now:
+            continue
+        if isinstance(key, tuple) and key[0] == section:
+            best = max(best, tokens.common_prefix_len(child.data, data))
+    return best * count // len(data) if data else 0

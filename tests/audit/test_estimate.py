@@ -7,7 +7,7 @@ import struct
 import zlib
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmcore import jsonbytes
@@ -49,11 +49,10 @@ def webp_lossless(width: int, height: int) -> bytes:
     return b"RIFF" + struct.pack("<I", 4 + len(chunk)) + b"WEBP" + chunk
 
 
+@settings(max_examples=50)
 @given(st.integers(1, 16383), st.integers(1, 16383))
 def test_image_sizes_are_read_from_every_format(width: int, height: int):
     for make in (png, jpeg, gif, webp_lossless):
-        if make is gif and (width > 65535 or height > 65535):
-            continue
         assert image_size(make(width, height)) == (width, height), make.__name__
 
 

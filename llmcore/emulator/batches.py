@@ -16,15 +16,14 @@ from __future__ import annotations
 
 import datetime
 import re
-import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
 from llmcore import jsonbytes
 from llmcore.emulator.common import make_id
 from llmcore.emulator.errors import Rejection, error_body
-from llmcore.emulator.store import MemoryBudget
+from llmcore.emulator.store import ObjectStore
 
 __all__ = ["BatchStore", "run_batch"]
 
@@ -108,39 +107,24 @@ def run_batch(parsed: Any, handle: Handle, request_id: Callable[[], str]) -> tup
     return b"".join(line + b"\n" for line in lines), errored
 
 
-class BatchStore:
+class BatchStore(ObjectStore[_Batch]):
     """Ended batches by id, charged to the emulator's memory budget.
 
     Args:
         budget: The shared memory budget.
     """
 
-    def __init__(self, budget: MemoryBudget) -> None:
-        self._budget = budget
-        self._lock: threading.RLock = budget.lock
-        self._entries: dict[str, _Batch] = {}
-        self._count = 0
-
-    def _evict(self, key: Hashable) -> None:
-        self._entries.pop(str(key), None)
-
-    def clear(self) -> None:
-        """Forget every batch."""
-        with self._lock:
-            self._entries.clear()
-            self._budget.release_all(self)
-
     def add(self, results: bytes, total: int, errored: int, now: float) -> str:
         """Store an ended batch; return its ``msgbatch_…`` id."""
         with self._lock:
-            self._count += 1
-            ident = make_id("msgbatch_emu_", b"batch", self._count)
-            self._entries[ident] = _Batch(now, now, total - errored, errored, results)
-            self._budget.charge(self, ident, 512 + len(results))
+            ident = make_id("msgbatch_emu_", b"batch", self._next())
+            self._add(
+                ident, _Batch(now, now, total - errored, errored, results), 512 + len(results)
+            )
             return ident
 
     def _get(self, ident: str) -> _Batch:
-        found = self._entries.get(ident)
+        found = self._find(ident)
         if found is None:
             raise Rejection(
                 f"message_batch: {ident} not found", status=404, error_type="not_found_error"
@@ -205,5 +189,4 @@ class BatchStore:
         """
         with self._lock:
             self._get(ident)
-            del self._entries[ident]
-            self._budget.release(self, ident)
+            self._drop(ident)

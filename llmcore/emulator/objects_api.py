@@ -19,15 +19,13 @@ item without an ``id`` is listed with one derived from its conversation and posi
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from llmcore import jsonbytes
 from llmcore.emulator.common import make_id
 from llmcore.emulator.errors import Rejection
-from llmcore.emulator.store import MemoryBudget
+from llmcore.emulator.store import ObjectStore
 
 __all__ = ["ConversationStore", "item_page", "listed_item", "not_found"]
 
@@ -114,43 +112,25 @@ class _Conversation:
     size: int = 0
 
 
-class ConversationStore:
+class ConversationStore(ObjectStore[_Conversation]):
     """Conversations by id, charged to the emulator's memory budget (evicted when over it).
 
     Args:
         budget: The shared memory budget.
     """
 
-    def __init__(self, budget: MemoryBudget) -> None:
-        self._budget = budget
-        self._lock: threading.RLock = budget.lock
-        self._entries: dict[str, _Conversation] = {}
-        self._count = 0
-
-    def _evict(self, key: Hashable) -> None:
-        self._entries.pop(str(key), None)
-
-    def clear(self) -> None:
-        """Forget every conversation."""
-        with self._lock:
-            self._entries.clear()
-            self._budget.release_all(self)
-
     def create(self, items: list[Any], metadata: dict[str, Any], now: int) -> str:
         """Store a new conversation; return its ``conv_…`` id."""
         with self._lock:
-            self._count += 1
-            ident = make_id("conv_emu_", b"conversation", self._count, length=32)
-            self._entries[ident] = _Conversation(created_at=now, metadata=metadata)
-            self._budget.charge(self, ident, ITEM_BYTES)
+            ident = make_id("conv_emu_", b"conversation", self._next(), length=32)
+            self._add(ident, _Conversation(created_at=now, metadata=metadata), ITEM_BYTES)
         self.append(ident, items)
         return ident
 
     def _get(self, ident: str) -> _Conversation:
-        found = self._entries.get(ident)
+        found = self._find(ident)
         if found is None:
             raise not_found("Conversation", ident)
-        self._budget.touch(self, ident)
         return found
 
     def items(self, ident: str) -> list[Any]:
@@ -222,8 +202,7 @@ class ConversationStore:
         """
         with self._lock:
             self._get(ident)
-            del self._entries[ident]
-            self._budget.release(self, ident)
+            self._drop(ident)
 
     def describe(self, ident: str) -> bytes:
         """Return the ``conversation`` object.

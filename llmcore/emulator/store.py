@@ -19,7 +19,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Any, Protocol, cast
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 from llmcore.emulator.tokencount import common_prefix_len
 
@@ -29,6 +29,7 @@ __all__ = [
     "MemoryBudget",
     "PromptEntry",
     "PromptStore",
+    "ObjectStore",
     "ResponseStore",
     "shared_prefix_tokens",
 ]
@@ -378,3 +379,50 @@ class ResponseStore:
             self._entries.clear()
             self._objects.clear()
             self._budget.release_all(self)
+
+
+T = TypeVar("T")
+
+
+class ObjectStore(Generic[T]):
+    """Objects by id (batches, conversations), charged to a memory budget and evicted with it.
+
+    Subclasses add their objects with :meth:`_add` and read them with :meth:`_find`, holding
+    :attr:`_lock` (the budget's lock).
+
+    Args:
+        budget: The shared memory budget.
+    """
+
+    def __init__(self, budget: MemoryBudget) -> None:
+        self._budget = budget
+        self._lock: threading.RLock = budget.lock
+        self._entries: dict[str, T] = {}
+        self._count = 0
+
+    def _evict(self, key: Hashable) -> None:
+        self._entries.pop(str(key), None)
+
+    def clear(self) -> None:
+        """Forget every object."""
+        with self._lock:
+            self._entries.clear()
+            self._budget.release_all(self)
+
+    def _add(self, ident: str, value: T, size: int) -> None:
+        self._entries[ident] = value
+        self._budget.charge(self, ident, size)
+
+    def _next(self) -> int:
+        self._count += 1
+        return self._count
+
+    def _find(self, ident: str) -> T | None:
+        found = self._entries.get(ident)
+        if found is not None:
+            self._budget.touch(self, ident)
+        return found
+
+    def _drop(self, ident: str) -> None:
+        del self._entries[ident]
+        self._budget.release(self, ident)

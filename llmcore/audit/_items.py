@@ -154,8 +154,19 @@ def hidden_items(
     if schema is not None:
         data = _compact(schema)
         count = estimate.item_tokens(schema, fam) + fam.format_overhead
-        after.append((("hidden", "format", data), data, count, first))
+        after.append((("hidden", "format", data), data, count, _format_section(provider)))
     return before, after
+
+
+def _format_section(provider: str) -> str:
+    """The section a structured-output schema is keyed in (:mod:`llmcore.audit.keymodel`).
+
+    OpenAI's prefix is tools, then the schema, then the messages or instructions, so a schema
+    change discards the level after the tools; elsewhere the schema goes with the first level.
+    """
+    sections = SECTIONS[provider]
+    openai = provider in ("openai-chat", "openai-responses", "openrouter")
+    return sections[1] if openai and len(sections) > 1 else sections[0]
 
 
 def _marked(value: Any) -> bool:

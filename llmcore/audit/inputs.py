@@ -249,7 +249,7 @@ def _envelope(plain: AuditInput, value: dict[str, Any], where: str) -> AuditInpu
             f"envelope 'status' is {_kind(status)}, not an integer or null", location=where
         )
     usage = None
-    if "usage" in value:
+    if value.get("usage") is not None:  # null: the answer carried none
         usage = usage_of(value["usage"])
         if usage is None:
             raise AuditInputError(

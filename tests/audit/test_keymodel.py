@@ -17,10 +17,9 @@ from typing import Any
 import pytest
 
 from llmcore import jsonbytes
-from llmcore.audit import AuditInput, Verdict, audit_bodies, audit_paths
+from llmcore.audit import AuditInput, Verdict, audit_bodies, audit_paths, estimate
 from llmcore.audit.keymodel import ESCAPES, IMAGES, MODELS, TEXT_BLOCK, WHITESPACE
 from llmcore.cli.audit import EXIT_BREAK, audit_command
-from llmcore.tokens import bytes_tokens
 
 from . import _bodies as b
 
@@ -44,7 +43,8 @@ def _second(*bodies: bytes) -> Any:
 
 
 def _tokens_of(value: Any) -> int:
-    return bytes_tokens(len(jsonbytes.dumps(value)))
+    """The auditor's own estimate of one prefix item (llmcore.audit.estimate)."""
+    return estimate.item_tokens(value, estimate.family_of("anthropic", "claude-sonnet-4-5"))
 
 
 # --- finding 1: parameters -------------------------------------------------------------------

@@ -37,7 +37,9 @@ def test_llmcore_sends_every_argument_back_byte_for_byte(sample):
         assert row["arguments"] == 4
         assert row["argumentsExact"] == row["arguments"]
         assert row["argumentShare"] == 1.0
-        assert 0.0 <= row["hitRate"] <= row["theoreticalHitRate"] + 1e-9
+        # the emulator and the auditor estimate tokens independently (SPEC V4), so the
+        # emulator's rate may pass the auditor's maximum by the estimates' difference
+        assert 0.0 <= row["hitRate"] <= row["theoreticalHitRate"] + 0.02
 
 
 def test_llmcore_series_and_ratios(sample):
@@ -77,7 +79,9 @@ def test_peer_sample(sample, peer):
     for row in cache:
         assert row["requests"] > 0 and row["arguments"] > 0
         assert 0 <= row["argumentsExact"] <= row["arguments"]
-        assert 0.0 <= row["hitRate"] <= row["theoreticalHitRate"] + 1e-9
+        # the emulator and the auditor estimate tokens independently (SPEC V4), so the
+        # emulator's rate may pass the auditor's maximum by the estimates' difference
+        assert 0.0 <= row["hitRate"] <= row["theoreticalHitRate"] + 0.02
 
 
 def test_missing_peers_are_named_with_the_extra(sample):

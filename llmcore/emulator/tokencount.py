@@ -105,10 +105,11 @@ _PIECES: Final = re.compile(
     r"'(?:[sdmt]|ll|ve|re)(?![^\W\d_])"
     r"|[^\r\n\w]?[^\W\d_]+"
     r"|\d{1,3}"
-    r"| ?[^\s\w]+[\r\n]*"
+    r"| ?(?:[^\s\w]|_)+[\r\n]*"
     r"|\s*[\r\n]+"
     r"|\s+(?!\S)"
     r"|\s+"
+    r"|\S"
 )
 _ANTHROPIC_MAX_EDGE: Final = 1568
 _ANTHROPIC_MAX_TOKENS: Final = 1600

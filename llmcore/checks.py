@@ -73,7 +73,9 @@ def is_strict() -> bool:
     return _STRICT.get() or value in ("1", "true", "yes", "on")
 
 
-def check_request(request: Request, *, first: int = 0) -> list[tuple[str, str]]:
+def check_request(
+    request: Request, *, first: int = 0, pairing: bool = True
+) -> list[tuple[str, str]]:
     """Return what providers would reject or change in ``request``: ``(location, problem)``.
 
     Locations are the request's neutral paths (``tools[1].name``,
@@ -83,6 +85,8 @@ def check_request(request: Request, *, first: int = 0) -> list[tuple[str, str]]:
         request: The request.
         first: Check only ``messages[first:]`` (those added since the last check); pairing is
             checked only when it is 0.
+        pairing: Check the pairing of tool calls and results (a body builder refuses an
+            unpaired history itself, with its own error).
     """
     found = [_tool_name(index, tool) for index, tool in enumerate(request.tools)]
     out = [finding for finding in found if finding is not None]
@@ -91,7 +95,7 @@ def check_request(request: Request, *, first: int = 0) -> list[tuple[str, str]]:
             problem = _part(part)
             if problem is not None:
                 out.append((f"messages[{index}].content[{part_index}]", problem))
-    if first == 0:
+    if first == 0 and pairing:
         out.extend(unpaired(request.messages))
     return out
 

@@ -87,7 +87,7 @@ def _say_rejected(request: Request, name: str) -> None:
     from llmcore.checks import check_request, is_strict
     from llmcore.errors import ProviderRejectsError
 
-    findings = check_request(request)
+    findings = check_request(request, pairing=False)  # build_body names an unpaired call
     if findings and is_strict():
         location, problem = findings[0]
         raise ProviderRejectsError(problem, location=f"{name}: $.{location}")

@@ -270,7 +270,9 @@ def test_fixture_folder_opens_and_resaves_to_fixed_point(tmp_path):
     store = ArchiveStore(folder)
     conv = store.open()
     # Its one notice: two images are omitted (one imageOmitted block, one image with no file).
-    assert [n.message[:45] for n in conv.notices] == ["2 of the saved conversation's images were omi"]
+    assert [n.message[:45] for n in conv.notices] == [
+        "2 of the saved conversation's images were omi"
+    ]
     conv.set_unsent(["x"])
     conv.set_unsent([])
     store.save(conv)

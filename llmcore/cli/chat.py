@@ -294,6 +294,7 @@ def chat(
             "--history/--no-history",
             metavar="",
             help="Keep the prompt history (scrubbed, 0600) in the project folder.",
+            show_default=False,
         ),
     ] = True,
 ) -> None:

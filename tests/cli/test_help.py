@@ -107,6 +107,11 @@ def test_the_chat_page_shows_the_defaults_and_the_negative_flag() -> None:
         ("--model", "-m", "MODEL", "The model."),
         ("--base-url", "URL", "A compatible endpoint, e.g. the emulator's."),
         ("--resume", "--no-resume", "Answer the resume question without asking."),
+        (
+            "--history",
+            "--no-history",
+            "Keep the prompt history (scrubbed, 0600) in the project folder.",
+        ),
         ("--help", "Show this message and exit."),
     ]
 

@@ -112,16 +112,20 @@ def in_child(call: Callable[[], dict[str, Any]], fifos: tuple[Path, ...] = ()) -
     """
     read_end, write_end = os.pipe()
     pid = os.fork()
-    if pid == 0:  # the child: never returns
-        os.close(read_end)
+    if pid == 0:  # the child: never returns, whatever happens
         try:
-            base = _reset_peak()
-            answer = call()
-            answer["peak"] = max(0, _status("VmHWM") - base)
-        except BaseException as exc:  # reported, counted as a traceback
-            answer = {"raised": f"{type(exc).__name__}: {exc}"[:300]}
-        os.write(write_end, json.dumps(answer).encode())
-        os._exit(0)
+            os.close(read_end)
+            try:
+                base = _reset_peak()
+                answer = call()
+                answer["peak"] = max(0, _status("VmHWM") - base)
+            except BaseException as exc:  # reported, counted as a traceback
+                answer = {"raised": f"{type(exc).__name__}: {exc!r}"[:300]}
+            data = json.dumps(answer).encode()
+            while data:
+                data = data[os.write(write_end, data) :]
+        finally:
+            os._exit(0)
     os.close(write_end)
     try:
         return _collect(pid, read_end, fifos)
@@ -379,9 +383,11 @@ def _wrote(label: str, arguments: Any) -> bool:
 
 
 def _on_disk(place: Place, arguments: dict[str, Any]) -> bool:
+    path = place.ws / arguments["path"]
     try:
-        data = (place.ws / arguments["path"]).read_bytes()
-        return data == arguments["content"].encode("utf-8")
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return False  # a write "into" a FIFO or device is not on disk (and never read here)
+        return path.read_bytes() == arguments["content"].encode("utf-8")
     except (OSError, ValueError):
         return False
 

@@ -112,3 +112,39 @@ def test_real_codex(tmp_path: Path) -> None:
         assert third.sent.endswith("\n\nSum it up.") and "resume" not in third.argv
         assert third.session_id != first.session_id
         assert all("# Conversation so far" not in i.json for i in reopened.state.items)
+
+
+def test_real_claude_code_through_the_proxy(tmp_path: Path) -> None:
+    """Claude Code → ``llmcore proxy`` → emulator: the record audits as the emulator counted."""
+    from llmcore.audit import audit_paths
+    from llmcore.proxy import Proxy
+
+    claude = _executable("claude")
+    workspace = write_workspace(tmp_path / "ws")
+    record = tmp_path / "claude.jsonl"
+    with (
+        Emulator(script=task_script("claude-code")) as emulator,
+        Proxy(emulator.base_url, record=record) as proxy,
+    ):
+        env = {**claude_code_env(proxy.base_url, tmp_path / "home"), "ANTHROPIC_API_KEY": KEY}
+        backend = ClaudeCodeBackend(
+            ArchiveStore(tmp_path / "agent").open(),
+            executable=claude,
+            cwd=workspace,
+            env=env,
+            extra_args=("--allowedTools", "Bash", "Read"),
+        )
+        first = backend.run_turn(CLI_TASK[0])
+        second = backend.run_turn(CLI_TASK[1])
+        rows = proxy.audit.rows()
+    report = audit_paths([record])
+    assert report.requests and not any(r.verdict == "break" for r in report.requests)
+    assert sum(r.requests for r in rows) == len(report.requests)
+    recorded = report.recorded_usage
+    assert recorded is not None and recorded.cache_read_tokens > 0
+    told = first.usage.cache_read + second.usage.cache_read
+    assert recorded.cache_read_tokens >= told > 0  # every model call, the CLI's turns among them
+    assert KEY.encode() not in record.read_bytes()
+
+
+KEY = "sk-ant-proxy-test-0f3a9c"

@@ -6,7 +6,7 @@ keep-alive client sends ``--requests`` requests direct and as many through the p
 interleaved in rounds; the table gives p50/p99 latency of each and the added p50/p99. Then
 ``--clients`` threads send small requests for ``--seconds`` seconds, direct and through the
 proxy: requests per second. Last, the live audit's memory (tracemalloc) after 1,000 and after
-10,000 conversations, each a different 4 KB first message: bounded by ``max_conversations``
+10,000 conversations, each a different 1 KB first message: bounded by ``max_conversations``
 (1,000), the second figure is about the first. Writes ``results/bench_proxy.json``.
 
 Run: ``python benchmarks/bench_proxy.py [--requests 200] [--clients 4] [--seconds 3]``.
@@ -138,7 +138,7 @@ def memory() -> dict[str, float]:
     tracemalloc.start()
     out = {}
     for n in range(10_000):
-        text = f"conversation {n}: " + "x" * 4000
+        text = f"conversation {n}: " + "x" * 1000
         audit.observe(
             jsonbytes.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": text}]}),
             path="/v1/chat/completions",

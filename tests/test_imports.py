@@ -75,7 +75,8 @@ NOT_ON_USAGE_ERROR = ("rich", "typer.rich_utils", "pydantic", "llmcore.cli._help
 TYPER_HELP = ("typer.rich_utils", "rich.markdown", "markdown_it", "pygments")
 """typer's own help renderer and the markdown and syntax highlighting it loads (~120 ms)."""
 COMMAND_MODULES = tuple(
-    f"llmcore.cli.{name}" for name in ("audit", "bench", "bodies", "chat", "compact", "emulate", "proxy")
+    f"llmcore.cli.{name}"
+    for name in ("audit", "bench", "bodies", "chat", "compact", "emulate", "proxy")
 ) + ("llmcore.cli.verify",)
 NOT_ON_HELP = (
     "llmcore.emulator",

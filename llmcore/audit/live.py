@@ -5,8 +5,9 @@ incremental API, so the grouping and verdicts are those of ``llmcore audit``), k
 conversation the requests seen, the usage the answers reported and the breaks found, and
 bounds its memory: at most ``max_conversations`` conversations are kept, least recently active
 dropped first, and every ``4 × max_conversations`` requests the auditor is rebuilt from the
-latest request of each conversation kept. A conversation then goes on from the same baseline
-(the same verdicts); the theoretical maximum forgets the prefixes of conversations dropped.
+latest request of each conversation kept (a request that continues a dropped conversation
+before then keeps its verdict and starts a new row). A kept conversation goes on from the same
+baseline (the same verdicts); the theoretical maximum forgets the prefixes of those dropped.
 
 The record (``--record FILE``, :class:`RecordWriter`) is JSONL, one request per line, appended
 as each answer ends::
@@ -122,6 +123,7 @@ class _Live:
     model: str
     last: AuditInput
     last_number: int
+    auditor: int
     requests: int = 0
     input_tokens: int = 0
     cache_read_tokens: int = 0
@@ -231,7 +233,11 @@ class LiveAudit:
                 ),
             )
             self._count_request(live, record, number)
-            if len(self._lives) > self._max or len(self._numbers) > _REBUILD_FACTOR * self._max:
+            while len(self._lives) > self._max:  # the least recently active goes
+                _, gone = self._lives.popitem(last=False)
+                if self._by_auditor.get(gone.auditor) is gone:
+                    del self._by_auditor[gone.auditor]
+            if len(self._numbers) > _REBUILD_FACTOR * self._max:
                 self._rebuild()
         return Observation(
             number=number,
@@ -254,6 +260,7 @@ class LiveAudit:
                 model=record.model,
                 last=inp,
                 last_number=number,
+                auditor=record.conversation,
             )
             self._conversations += 1
             self._by_auditor[record.conversation] = live
@@ -272,9 +279,7 @@ class LiveAudit:
             live.breaks.append((number, record.path or "?"))
 
     def _rebuild(self) -> None:
-        """Drop the least recently active conversations; rebuild the auditor from the rest."""
-        while len(self._lives) > self._max:
-            self._lives.popitem(last=False)
+        """Rebuild the auditor from the latest request of each conversation kept."""
         auditor = Auditor(self._provider)
         numbers: list[int] = []
         by_auditor: dict[int, _Live] = {}
@@ -285,6 +290,7 @@ class LiveAudit:
                 continue
             numbers.append(live.last_number)
             by_auditor[record.conversation] = live
+            live.auditor = record.conversation
         self._auditor, self._numbers, self._by_auditor = auditor, numbers, by_auditor
 
     def answered(self, observation: Observation, status: int, usage: dict[str, Any] | None) -> None:

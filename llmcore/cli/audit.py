@@ -7,7 +7,7 @@ a break is found and for nothing else, 2 on bad input or any other error (one li
 file or folder that cannot be read, a report that cannot be written, and, should one slip
 through, an unexpected exception, named as an internal error), 130 when interrupted (Ctrl+C).
 A run that audited no request exits 2 with one line saying so, never "stable" — except with
-``--allow-empty`` (per-file hooks: a cassette of only non-model traffic), which lists what was
+``--empty-ok`` (per-file hooks: a cassette of only non-model traffic), which lists what was
 skipped and exits 0 unless ``--strict``; with
 ``--strict``, any skipped input (a websocket or protobuf cassette, a non-model interaction, a
 YAML file that is not a cassette) exits 2 after the report, with one line naming the first.
@@ -336,7 +336,7 @@ def _outcome(
 
 
 def _print_skipped(report: AuditReport, out: TextIO) -> None:
-    """``--allow-empty`` with nothing audited: one line, then each input skipped."""
+    """``--empty-ok`` with nothing audited: one line, then each input skipped."""
     print(
         f"llmcore audit: no model request ({_plural(len(report.skipped), 'input')} skipped)",
         file=out,
@@ -474,7 +474,7 @@ def audit(
     allow_empty: Annotated[
         bool,
         typer.Option(
-            "--allow-empty",
+            "--empty-ok",
             metavar="",
             help=(
                 "Exit 0 when no request was audited (files of only non-model traffic, listed);"

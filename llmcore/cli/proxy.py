@@ -115,7 +115,7 @@ def proxy_command(upstream: str, listen: str = DEFAULT_LISTEN, record: Path | No
     except KeyboardInterrupt:
         pass
     if not terminal:
-        Console().print(breaks_table(server.audit.rows()))
+        Console(width=200).print(breaks_table(server.audit.rows()))  # a file: rows unwrapped
     return 0
 
 

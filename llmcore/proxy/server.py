@@ -96,7 +96,10 @@ class _State:
     def http(self) -> httpx.AsyncClient:
         if self.client is None:  # made in the server's event loop, on the first request
             limits = httpx.Limits(max_connections=None, max_keepalive_connections=64)
-            self.client = httpx.AsyncClient(timeout=self.timeout, limits=limits)
+            # TCP_NODELAY: else a body's last partial segment waits for the delayed ACK (Nagle)
+            nodelay = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
+            transport = httpx.AsyncHTTPTransport(limits=limits, socket_options=nodelay)
+            self.client = httpx.AsyncClient(timeout=self.timeout, transport=transport)
         return self.client
 
     def observe(self, body: bytes, path: str) -> Observation | None:

@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -161,3 +162,53 @@ def test_real_codex(tmp_path: Path) -> None:
         assert third.session_id != first.session_id
         assert all("# Conversation so far" not in i.json for i in reopened.state.items)
     _check_fidelity(seen, "codex")
+
+
+def test_real_claude_code_through_the_proxy(tmp_path: Path) -> None:
+    """Claude Code → ``llmcore proxy`` → emulator: the record audits as the emulator counted.
+
+    Claude Code 2.1 resumes with a different model line in a tool description (a real miss: the
+    emulator reads 0) and its prompt as a plain string (issue 19's equivalence, still a break
+    today); the proxy, its record and the emulator's reads say the same about each request.
+    """
+    from llmcore.audit import audit_paths
+    from llmcore.proxy import Proxy
+
+    claude = _executable("claude")
+    workspace = write_workspace(tmp_path / "ws")
+    record = tmp_path / "claude.jsonl"
+    seen: list[Any] = []
+    with (
+        Emulator(script=task_script("claude-code")) as emulator,
+        Proxy(emulator.base_url, record=record, observer=seen.append) as proxy,
+    ):
+        env = {**claude_code_env(proxy.base_url, tmp_path / "home"), "ANTHROPIC_API_KEY": KEY}
+        backend = ClaudeCodeBackend(
+            ArchiveStore(tmp_path / "agent").open(),
+            executable=claude,
+            cwd=workspace,
+            env=env,
+            extra_args=("--allowedTools", "Bash", "Read"),
+        )
+        first = backend.run_turn(CLI_TASK[0])
+        second = backend.run_turn(CLI_TASK[1])
+        rows = proxy.audit.rows()
+    report = audit_paths([record])
+    assert len(report.requests) >= 3 and sum(r.requests for r in rows) == len(report.requests)
+    assert [(o.record.verdict, o.record.path) for o in seen] == [
+        (r.verdict, r.path) for r in report.requests
+    ]
+    for r in report.requests[1:]:
+        assert r.usage is not None
+        if r.verdict == "stable":
+            assert r.usage.cache_read_tokens > 0, r  # the emulator read the prefix kept
+        if r.divergence in ("tools", "system"):
+            assert r.usage.cache_read_tokens == 0, r  # and missed the one broken at its start
+    recorded = report.recorded_usage
+    assert recorded is not None and recorded.cache_read_tokens > 0
+    told = first.usage.cache_read + second.usage.cache_read
+    assert recorded.cache_read_tokens >= told > 0  # every model call, the CLI's turns among them
+    assert KEY.encode() not in record.read_bytes()
+
+
+KEY = "sk-ant-proxy-test-0f3a9c"

@@ -126,6 +126,7 @@ def test_the_emulate_page_shows_a_number_default_and_a_flag_default() -> None:
             "Print one line per request on stderr (client, status, ms, id)."
             " [default: no-access-log]",
         ),
+        ("--record", "FILE", "Append each request as a JSONL line llmcore audit reads."),
         ("--help", "Show this message and exit."),
     ]
 

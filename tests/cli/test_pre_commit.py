@@ -1,4 +1,4 @@
-"""The pre-commit hook: ``llmcore audit --allow-empty`` over changed cassettes (issue 21 item 5).
+"""The pre-commit hook: ``llmcore audit --empty-ok`` over changed cassettes (issue 21 item 5).
 
 The hook's command is tested directly (fast); ``pre-commit try-repo`` on a temporary
 repository installs llmcore into pre-commit's own environment (minutes), so it runs when
@@ -64,7 +64,7 @@ def test_the_hook_command_fails_on_a_break(tmp_path: Path) -> None:
 
 def test_the_hook_definition_runs_that_command() -> None:
     (hook,) = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
-    assert hook["id"] == "llmcore-audit" and hook["entry"] == "llmcore audit --allow-empty"
+    assert hook["id"] == "llmcore-audit" and hook["entry"] == "llmcore audit --empty-ok"
     assert hook["language"] == "python"
 
 

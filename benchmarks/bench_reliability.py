@@ -165,6 +165,8 @@ def chat_surface(console: Console, *, paths: int, seed: int) -> list[hostile.Hos
         for note in row.notes:
             console.print(f"[red]{row.scenario}: {note}")
     return rows
+
+
 def _chat_rows(work: Path, args: argparse.Namespace, console: Console) -> list:
     """The chat surface's rows (junk, SIGKILL and Ctrl+C at the steps of a turn)."""
     return chat_reliability.run_all(

@@ -287,6 +287,26 @@ def _rewrite_previous(body: bytes, ids: dict[str, str]) -> bytes:
     return body
 
 
+def _create_conversation(
+    client: Any, body: bytes, ids: dict[str, str], headers: dict[str, str]
+) -> None:
+    """Create the conversation a recorded Responses request names, as the recording did.
+
+    The recorded ``POST /v1/conversations`` is not a model request, so it is not replayed; the
+    emulator's conversation takes its place and its id is rewritten like a response id.
+    """
+    try:
+        named = json.loads(body).get("conversation")
+    except (ValueError, AttributeError):
+        return
+    if isinstance(named, dict):
+        named = named.get("id")
+    if isinstance(named, str) and named not in ids:
+        made = client.post("/v1/conversations", content=b"{}", headers=headers)
+        if made.status_code == 200:
+            ids[named] = made.json()["id"]
+
+
 def replay(cassette: Cassette) -> list[dict[str, Any]]:
     """Replay ``cassette`` against a fresh emulator; return one row per request."""
     from starlette.testclient import TestClient
@@ -311,6 +331,8 @@ def replay(cassette: Cassette) -> list[dict[str, Any]]:
                 **_implied_headers(req),
                 **req.headers,
             }
+            if req.provider == "responses":
+                _create_conversation(client, req.body, ids, headers)
             body = _rewrite_previous(req.body, ids) if req.provider == "responses" else req.body
             answer = client.post(req.path, content=body, headers=headers)
             ident, read, write, total = _emulated_usage(answer.content)

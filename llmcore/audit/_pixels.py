@@ -8,8 +8,8 @@ the image and without a dependency:
   32-bit integers (https://www.w3.org/TR/png-3/#11IHDR);
 * GIF: the logical screen descriptor after ``GIF87a`` / ``GIF89a`` holds them as little-endian
   16-bit integers (https://www.w3.org/Graphics/GIF/spec-gif89a.txt, section 18);
-* JPEG: the first start-of-frame marker (``SOF0``–``SOF15`` but ``DHT`` ``C4``, ``JPG`` ``C8``
-  and ``DAC`` ``CC``) holds height then width as big-endian 16-bit integers
+* JPEG: the first start-of-frame marker (``SOF0``–``SOF15`` but ``DHT`` ``0xC4``, ``JPG`` ``0xC8``
+  and ``DAC`` ``0xCC``) holds height then width as big-endian 16-bit integers
   (ITU-T T.81, B.2.2);
 * WebP: the ``VP8 `` (lossy), ``VP8L`` (lossless) or ``VP8X`` (extended) chunk of the RIFF file
   (https://developers.google.com/speed/webp/docs/riff_container).

@@ -23,9 +23,9 @@ from llmcore import jsonbytes
 from llmcore.emulator.anthropic_cache import linearize
 from llmcore.emulator.anthropic_validate import validate_anthropic
 from llmcore.emulator.errors import Rejection
-from llmcore.emulator.openai_cache import openai_items
+from llmcore.emulator.openai_cache import prompt_tokens
 from llmcore.emulator.openai_validate import validate_responses
-from llmcore.emulator.scan import MEMO, Spans
+from llmcore.emulator.scan import Spans
 
 __all__ = ["ANTHROPIC_COUNT_KEYS", "OPENAI_COUNT_KEYS", "anthropic_count", "openai_count"]
 
@@ -74,5 +74,5 @@ def openai_count(parsed: Any, spans: Spans, history: list[Any]) -> bytes:
         if key not in OPENAI_COUNT_KEYS:
             raise Rejection(f"Unknown parameter: '{key}'.", param=key, code="unknown_parameter")
     body = validate_responses({"model": "", **parsed}, history)
-    total = sum(MEMO.measure(item, spans)[1] for item in openai_items("responses", body, history))
+    total = prompt_tokens("responses", body, history, spans)  # as a response's usage counts it
     return jsonbytes.dumps({"object": "response.input_tokens", "input_tokens": total})

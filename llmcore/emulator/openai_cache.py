@@ -41,7 +41,7 @@ from llmcore.emulator.tables import (
 )
 from llmcore.emulator.tokencount import FUNCTIONS_END
 
-__all__ = ["OpenAICache", "OpenAIPlan", "openai_items"]
+__all__ = ["OpenAICache", "OpenAIPlan", "openai_items", "prompt_tokens"]
 
 Api = Literal["chat", "responses"]
 
@@ -103,6 +103,11 @@ def _measured(
         items.insert(0, hashlib.sha256(joined).digest() + joined)
         tokens.insert(0, sum(count for _, count, _ in parts) + FUNCTIONS_END)
     return tuple(items), tuple(tokens)
+
+
+def prompt_tokens(api: Api, body: dict[str, Any], history: list[Any], spans: Spans) -> int:
+    """The prompt tokens a validated body is billed: its items and the reply priming."""
+    return sum(_measured(api, body, history, spans)[1]) + OPENAI_REPLY_PRIMING
 
 
 class OpenAICache:

@@ -102,6 +102,11 @@ def _config(body: dict[str, Any]) -> None:
         )
 
 
+def _kind(body: dict[str, Any]) -> Any:
+    thinking = body.get("thinking")
+    return thinking.get("type") if isinstance(thinking, dict) else None
+
+
 def _parameters(body: dict[str, Any]) -> None:
     temperature = body.get("temperature")
     if temperature is not None and temperature != 1:
@@ -110,7 +115,11 @@ def _parameters(body: dict[str, Any]) -> None:
             f"Please consult our documentation at {_DOCS}"
         )
     choice = body.get("tool_choice")
-    if isinstance(choice, dict) and choice.get("type") in ("any", "tool"):
+    forced = isinstance(choice, dict) and choice.get("type") in ("any", "tool")
+    # Extended thinking (``enabled``) refuses a forced tool; adaptive thinking takes one: the
+    # real API answered 200 to ``adaptive`` with ``tool_choice: tool`` (pydantic-ai's recorded
+    # test_anthropic_opus_46_adaptive_thinking_accepts_tool_output cassette, in tests/corpus).
+    if forced and _kind(body) == "enabled":
         raise Rejection("Thinking may not be enabled when tool_choice forces tool use.")
 
 

@@ -222,6 +222,21 @@ def test_thinking_streams_thinking_and_signature_deltas(claude: anthropic.Anthro
     assert final.content[0].type == "thinking" and final.content[0].signature
 
 
+def test_adaptive_thinking_takes_a_forced_tool_as_the_real_api_did(
+    claude: anthropic.Anthropic,
+) -> None:
+    # pydantic-ai's recorded test_anthropic_opus_46_adaptive_thinking_accepts_tool_output: 200
+    made = claude.messages.create(
+        model=MODEL,
+        max_tokens=4096,
+        messages=ASK,
+        tools=A_TOOLS,
+        thinking={"type": "adaptive"},  # type: ignore[arg-type, typeddict-item]
+        tool_choice={"type": "tool", "name": "read_file"},
+    )
+    assert [block.type for block in made.content][-1] == "tool_use"
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [

@@ -38,8 +38,11 @@ def _continued(client: openai.OpenAI, first_input: object) -> int:
     second = client.responses.create(
         model="gpt-5", previous_response_id=first.id, input="And a summary?"
     )
-    assert second.usage is not None
-    return second.usage.input_tokens_details.cached_tokens
+    assert first.usage is not None and second.usage is not None
+    cached = second.usage.input_tokens_details.cached_tokens
+    # the whole first request is the prefix: read in full but its last, partial 128-token step
+    assert first.usage.input_tokens - 128 < cached <= first.usage.input_tokens
+    return cached
 
 
 def test_previous_response_id_after_a_string_input_reads_the_prefix(
@@ -48,7 +51,7 @@ def test_previous_response_id_after_a_string_input_reads_the_prefix(
     from_string = _continued(oai, DOC)
     emu.reset()
     listed = _continued(oai, [{"role": "user", "content": DOC}])
-    assert from_string > 5_000
+    assert from_string > 4_000  # the document is about 4,900 tokens by the emulator's count
     assert from_string == listed
 
 
@@ -61,7 +64,9 @@ def test_a_string_input_then_a_tool_loop_by_previous_response_id(oai: openai.Ope
         tools=TOOLS,  # type: ignore[arg-type]
         input=[{"type": "function_call_output", "call_id": call.call_id, "output": "ok"}],
     )
-    assert second.usage is not None and second.usage.input_tokens_details.cached_tokens > 5_000
+    assert first.usage is not None and second.usage is not None
+    cached = second.usage.input_tokens_details.cached_tokens
+    assert first.usage.input_tokens - 128 < cached <= first.usage.input_tokens
 
 
 SCRIPT = b"""{

@@ -128,7 +128,23 @@ def test_text_tokens_are_bounded_by_the_characters(text: str) -> None:
     assert count <= len(text)
 
 
-@given(st.text(min_size=1, max_size=200), st.text(min_size=1, max_size=200))
+_WORDS = st.text(alphabet=st.sampled_from("abcXYZé漢 \n0123456789"), min_size=1, max_size=200)
+
+
+@given(_WORDS, _WORDS)
 def test_text_tokens_of_a_concatenation_are_near_the_sum(a: str, b: str) -> None:
-    # splitting a text in two changes at most the pieces at the cut
+    # words, digits and spaces: splitting a text in two changes at most the pieces at the cut
     assert abs(text_tokens(a + b) - text_tokens(a) - text_tokens(b)) <= 2
+
+
+def test_a_mark_before_a_word_is_counted_by_the_punctuation_rule():
+    """A known limit of the approximation (kept: the calibration is fitted with it).
+
+    The split rule joins one leading mark to the word after it (``:AAAAAA``, ``"key``), and
+    such a piece is counted by the punctuation rule, one token per two characters, while the
+    word alone counts one per six: a cut between the mark and what came before it moves the
+    count by up to half the word's length. A non-ASCII piece counts its non-ASCII characters.
+    """
+    assert text_tokens(":AAAAAA") == 4 and text_tokens("AAAAAA") == 1
+    assert text_tokens("\x1b:AAAAAA") == 2  # the mark goes with the escape, the word alone
+    assert text_tokens("\x80:::::") == 1 and text_tokens(":::::") == 3

@@ -188,8 +188,10 @@ def test_unknown_paths_are_json_404_in_the_provider_shape(emu: Emulator) -> None
     assert openai_answer.json()["error"]["message"] == "Invalid URL (POST /v1/nothing)"
     wrong_method = httpx.get(emu.base_url + "/v1/messages", headers={"x-api-key": "k"})
     assert wrong_method.status_code == 405 and wrong_method.json()["type"] == "error"
-    client = anthropic.Anthropic(api_key="k", base_url=emu.base_url, max_retries=0)
-    with pytest.raises(anthropic.NotFoundError):
+    with (
+        anthropic.Anthropic(api_key="k", base_url=emu.base_url, max_retries=0) as client,
+        pytest.raises(anthropic.NotFoundError),
+    ):
         client.get("/v1/nothing", cast_to=object)
     # Claude Code's connectivity preflight is answered as the real front door answers it
     assert httpx.head(emu.base_url + "/").status_code == 200

@@ -115,6 +115,8 @@ def test_match_reads_every_text_block_of_the_first_user_message(tmp_path: Path) 
                 }
             ],
         )
+        client.close()
+        chat.close()
     assert asked.content[0].type == "text" and asked.content[0].text == "parser reply"
     assert other.content[0].type == "text" and other.content[0].text == "default"
     assert completion.choices[0].message.content == "parser reply"

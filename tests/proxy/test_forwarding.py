@@ -107,6 +107,8 @@ def test_a_refused_upstream_is_a_502_in_the_providers_shape(
             chat.chat.completions.create(
                 model="gpt-4o", messages=[{"role": "user", "content": "hi"}]
             )
+        client.close()
+        chat.close()
     assert raised.value.status_code == 502
     assert raised.value.body["type"] == "error"  # type: ignore[index]
     assert raised.value.body["error"]["type"] == "api_error"  # type: ignore[index]

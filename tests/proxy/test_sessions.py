@@ -150,6 +150,7 @@ def test_openai_chat_and_responses_create_and_stream_through_the_proxy(
         answer = client.responses.create(model="gpt-5", input="Rules. " * 900)
         with client.responses.stream(model="gpt-5", input="Rules. " * 900) as events:
             final = events.get_final_response()
+        client.close()
         rows = proxy.audit.rows()
     assert made.choices[0].message.content and again[-1].usage is not None
     assert answer.output_text and final.output_text
@@ -172,8 +173,8 @@ def test_openai_chat_and_responses_create_and_stream_through_the_proxy(
 def test_the_emulators_own_record_audits_as_the_proxys(tmp_path: Path) -> None:
     own, proxied = tmp_path / "emulator.jsonl", tmp_path / "proxy.jsonl"
     with Emulator(record=own) as emu, Proxy(emu.base_url, record=proxied) as proxy:
-        client = anthropic.Anthropic(base_url=proxy.base_url, api_key=KEY)
-        usages = _anthropic_session(client, plant=True)
+        with anthropic.Anthropic(base_url=proxy.base_url, api_key=KEY) as client:
+            usages = _anthropic_session(client, plant=True)
     lines = [
         [
             {k: v for k, v in json.loads(line).items() if k != "time"}

@@ -192,7 +192,7 @@ def test_real_claude_code_through_the_proxy(tmp_path: Path) -> None:
         )
         first = backend.run_turn(CLI_TASK[0])
         second = backend.run_turn(CLI_TASK[1])
-        rows = proxy.audit.rows()
+    rows = proxy.audit.rows()  # the proxy has stopped: every request's audit has run
     report = audit_paths([record])
     assert len(report.requests) >= 3 and sum(r.requests for r in rows) == len(report.requests)
     assert [(o.record.verdict, o.record.path) for o in seen] == [

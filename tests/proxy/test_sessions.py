@@ -76,7 +76,7 @@ def _run(emulator: Emulator, tmp_path: Path, plant: bool) -> dict[str, Any]:
         client = anthropic.Anthropic(base_url=proxy.base_url, api_key=KEY, http_client=http)
         usages = _anthropic_session(client, plant)
         http.close()
-        rows = proxy.audit.rows()
+    rows = proxy.audit.rows()  # the proxy has stopped: every request's audit has run
     report = audit_paths([record])
     return {
         "proxy": [(o.number, o.record.path) for o in seen if o.is_break],
@@ -151,7 +151,7 @@ def test_openai_chat_and_responses_create_and_stream_through_the_proxy(
         with client.responses.stream(model="gpt-5", input="Rules. " * 900) as events:
             final = events.get_final_response()
         client.close()
-        rows = proxy.audit.rows()
+    rows = proxy.audit.rows()  # the proxy has stopped: every request's audit has run
     assert made.choices[0].message.content and again[-1].usage is not None
     assert answer.output_text and final.output_text
     assert [(r.provider, r.requests) for r in rows] == [("openai-chat", 2), ("openai-responses", 2)]

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import subprocess
-import sys
 from urllib.parse import quote, urlsplit
 
 import pytest
@@ -153,18 +151,3 @@ def test_the_region_comes_from_the_argument_then_the_environment(no_aws):
         resolve_region(environ={})
     with pytest.raises(CloudSetupError, match="no AWS region"):
         SigV4Signer(access_key="a", secret_key="b")
-
-
-def test_without_the_aws_extra_the_error_names_it():
-    code = (
-        "import sys; sys.modules['botocore'] = None\n"
-        "from llmcore.cloud.aws import SigV4Signer\n"
-        "from llmcore.errors import MissingDependencyError\n"
-        "signer = SigV4Signer(region='us-east-1', access_key='a', secret_key='b')\n"
-        "try:\n    signer.sign('POST', 'https://h/x', {}, b'{}')\n"
-        "except MissingDependencyError as exc:\n    print(exc)\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == (
-        "SigV4 signing needs the 'aws' extra (botocore is not installed): pip install 'llmcore[aws]'"
-    )

@@ -60,6 +60,18 @@ def _text(message) -> str:
 # -- the official SDKs ----------------------------------------------------------------------
 
 
+def _create_and_stream(client, model: str) -> None:
+    """Create a message, then stream the same one: the same text, model and usage."""
+    ask = {"model": model, "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
+    made = client.messages.create(**ask)
+    assert made.model == model and made.stop_reason == "end_turn" and _text(made)
+    with client.messages.stream(**ask) as stream:
+        streamed = stream.get_final_message()
+    assert _text(streamed) == _text(made)
+    assert streamed.usage.input_tokens == made.usage.input_tokens > 0
+    assert streamed.usage.output_tokens == made.usage.output_tokens > 0
+
+
 def test_anthropic_vertex_sdk_creates_and_streams(emu):
     with anthropic.AnthropicVertex(
         region="us-east5",
@@ -68,16 +80,7 @@ def test_anthropic_vertex_sdk_creates_and_streams(emu):
         base_url=emu.vertex_base_url,
         max_retries=0,
     ) as client:
-        made = client.messages.create(
-            model=VERTEX_MODEL, max_tokens=64, messages=[{"role": "user", "content": "hi"}]
-        )
-        assert made.model == VERTEX_MODEL and made.stop_reason == "end_turn" and _text(made)
-        with client.messages.stream(
-            model=VERTEX_MODEL, max_tokens=64, messages=[{"role": "user", "content": "hi"}]
-        ) as stream:
-            streamed = stream.get_final_message()
-        assert _text(streamed) == _text(made)
-        assert streamed.usage.input_tokens == made.usage.input_tokens > 0
+        _create_and_stream(client, VERTEX_MODEL)
 
 
 def test_anthropic_bedrock_sdk_creates_and_streams(emu, aws):
@@ -88,16 +91,7 @@ def test_anthropic_bedrock_sdk_creates_and_streams(emu, aws):
         base_url=emu.base_url,
         max_retries=0,
     ) as client:
-        made = client.messages.create(
-            model=BEDROCK_MODEL, max_tokens=64, messages=[{"role": "user", "content": "hi"}]
-        )
-        assert made.model == BEDROCK_MODEL and _text(made)
-        with client.messages.stream(
-            model=BEDROCK_MODEL, max_tokens=64, messages=[{"role": "user", "content": "hi"}]
-        ) as stream:
-            streamed = stream.get_final_message()
-        assert _text(streamed) == _text(made)
-        assert streamed.usage.output_tokens == made.usage.output_tokens > 0
+        _create_and_stream(client, BEDROCK_MODEL)
 
 
 @pytest.mark.parametrize("api_version", ["2024-10-21", None])

@@ -151,3 +151,16 @@ def test_the_region_comes_from_the_argument_then_the_environment(no_aws):
         resolve_region(environ={})
     with pytest.raises(CloudSetupError, match="no AWS region"):
         SigV4Signer(access_key="a", secret_key="b")
+
+
+def test_nothing_secret_reaches_the_logs(no_aws, caplog):
+    import logging
+
+    caplog.set_level(logging.DEBUG)
+    signer = SigV4Signer(
+        region="us-east-1", access_key="AKID", secret_key=SECRET, session_token="sess-tok"
+    )
+    signer.sign("POST", URL, {}, BODY)
+    text = "\n".join(record.getMessage() for record in caplog.records)
+    assert "sess-tok" not in text and SECRET not in text
+    assert not logging.getLogger("botocore.auth").disabled  # switched back on after signing

@@ -31,7 +31,7 @@ from llmcore.errors import LLMCoreError, SessionError
 from llmcore.messages import Text
 from llmcore.providers.base import ParsedResponse, Provider
 from llmcore.runner import Runner, TurnResult
-from llmcore.session import Session
+from llmcore.session import Session, user_prompts
 from llmcore.transport import Transport
 from llmcore.usage import Cost, Usage
 
@@ -201,8 +201,12 @@ class Chat:
         self.display = display or Display(console)
         self.guard = TurnGuard()
         self.on_reset = on_reset
-        self.turns = 0
         self._refresh_prompt()
+
+    @property
+    def turns(self) -> int:
+        """The session's turn count: its history's user prompts (it continues after a resume)."""
+        return user_prompts(self.session.conversation.history)
 
     def _refresh_prompt(self) -> None:
         self.runner.system = self.session.system_prompt(SYSTEM_PROMPT)
@@ -265,7 +269,6 @@ class Chat:
             except LLMCoreError as exc:
                 self.say(f"error: {exc}", "red")
                 return
-            self.turns += 1
             self._track()
             problem = self._persist(result)
             self.say(self._status(result), "dim")

@@ -36,15 +36,10 @@ from llmcore.transport import Transport
 from llmcore.usage import Cost, Usage
 
 from .interrupt import TurnGuard
+from .prompt import SYSTEM_PROMPT
 from .tools import WorkspaceTools
 
 __all__ = ["HELP", "SYSTEM_PROMPT", "Chat", "Display", "Echo", "status_line"]
-
-SYSTEM_PROMPT: Final = (
-    "You are a coding agent working in the user's workspace. Use the tools list_files, "
-    "read_file, write_file and view_image; paths are relative to the workspace."
-)
-"""The base system prompt (the resume block, when there is one, follows it)."""
 
 HELP: Final = (
     ("/save", "save the session now (summary call) and write a checkpoint"),

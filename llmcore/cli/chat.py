@@ -4,8 +4,10 @@ The terminal agent of SPEC S1–S6 (R2): a session per workspace (``llmcore.sess
 ``llmcore-chat``), the built-in workspace tools (:mod:`llmcore.chat.tools`) and the loop of
 :mod:`llmcore.chat.agent`. Where the model is:
 
-* default — the emulator (:class:`llmcore.emulator.Emulator`, built-in agent script) started
-  in-process on loopback: no key, nothing leaves the machine;
+* default — the emulator (:class:`llmcore.emulator.Emulator`) started in-process on loopback
+  with the demo model (:data:`llmcore.chat.demo.DEMO_SCRIPT`: it answers what the user types
+  and works on the files the user names; it writes only a file the user asked for): no key,
+  nothing leaves the machine;
 * ``--live --provider P [--model M]`` — the real API (key from ``ANTHROPIC_API_KEY``,
   ``OPENAI_API_KEY`` or ``OPENROUTER_API_KEY``; a missing key is one line, exit 2);
 * ``--base-url URL`` — any compatible endpoint (the key from the same variable, or ``none``);
@@ -89,10 +91,11 @@ def _endpoint(
             yield transport, "live API"
         return
     require_extra("chat", "emulator")
+    from llmcore.chat.demo import DEMO_SCRIPT
     from llmcore.emulator import Emulator
 
     with (
-        Emulator() as emulator,
+        Emulator(script=DEMO_SCRIPT) as emulator,
         HTTPTransport(
             base_urls={name: emulator.base_url}, api_keys={name: "emulator"}
         ) as transport,
@@ -346,9 +349,7 @@ def chat(
     ] = True,
     session_id: Annotated[
         str | None,
-        typer.Option(
-            "--session", metavar="ID", help="Resume this saved session (ids: --list)."
-        ),
+        typer.Option("--session", metavar="ID", help="Resume this saved session (ids: --list)."),
     ] = None,
     list_sessions: Annotated[
         bool,

@@ -3,7 +3,7 @@
 :data:`SYSTEM_PROMPT` is a coding agent's working instructions: what the four workspace tools
 are for and when to use each, how to treat the user's files, how to answer, and what never to
 do. It is the same on every request of a session, byte for byte, so with the tool definitions
-it forms the prefix the provider caches: about 2,400 tokens with the tools, above the
+it forms the prefix the provider caches: about 2,600 tokens with the tools, above the
 2,048-token minimum of the models that have the largest one, so from a session's second
 request on that prefix is read from the cache instead of billed again (the status line's hit
 rate shows it).

@@ -3,8 +3,9 @@
 :mod:`.tools` holds the workspace tools (list, read, write and view files inside the
 workspace only); :mod:`.agent` the loop (turns, slash commands, status line); :mod:`.stream`
 the streamed text; :mod:`.prompt` the system prompt; :mod:`.demo` the model the embedded
-emulator answers with (it reads what the user typed and the files the user names). The terminal — line editing, the embedded emulator, the resume question —
-is :mod:`llmcore.cli.chat`.
+emulator answers with (it reads what the user typed and the files the user names). The
+terminal — line editing, the embedded emulator, the resume question — is
+:mod:`llmcore.cli.chat`.
 """
 
 from __future__ import annotations

@@ -37,6 +37,7 @@ from typing import Any, Final
 
 from llmcore import jsonbytes
 from llmcore.emulator import Reply, Script, ScriptedCall
+from llmcore.emulator.common import all_text
 
 __all__ = ["DEMO_SCRIPT", "MAX_FILES", "DemoScript", "Exchange", "read_exchange"]
 
@@ -72,15 +73,11 @@ class Exchange:
     """Every user message's text, oldest first."""
 
 
-def _text(content: Any, kinds: tuple[str, ...] = ("text", "input_text", "output_text")) -> str:
-    if isinstance(content, str):
-        return content
-    parts = [
-        str(block.get("text", ""))
-        for block in content or ()
-        if isinstance(block, Mapping) and block.get("type") in kinds
-    ]
-    return "\n".join(parts)
+_TEXT_KINDS: Final = frozenset({"text", "input_text", "output_text"})
+
+
+def _text(content: Any) -> str:
+    return all_text(content, _TEXT_KINDS) if isinstance(content, str | list) else ""
 
 
 def _called(name: Any, arguments: Any) -> str:

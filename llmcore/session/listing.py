@@ -69,6 +69,8 @@ class SessionInfo:
     """User turns among them (:func:`user_prompts`)."""
     summary: str
     """The extracted summary's first line, else the first user prompt, else ``""``."""
+    saved_ns: int = 0
+    """The file's modification time in nanoseconds (orders saves within the same second)."""
 
     def line(self) -> str:
         """``<id>  <YYYY-MM-DD HH:MM UTC>  <n> messages  <summary>``."""
@@ -127,6 +129,10 @@ def list_sessions(store: SessionStore) -> SessionListing:
         if loaded is None:  # removed since the folder was listed
             continue
         record = loaded.record
+        try:  # saves within one second: the file's time orders them
+            stamp = os.lstat(store.paths.session_file(session_id)).st_mtime_ns
+        except OSError:
+            stamp = 0
         found.append(
             SessionInfo(
                 session_id=record.session_id,
@@ -134,9 +140,10 @@ def list_sessions(store: SessionStore) -> SessionListing:
                 messages=len(record.recent_messages),
                 turns=user_prompts(record.recent_messages),
                 summary=_summary_line(record),
+                saved_ns=stamp,
             )
         )
     if len(ids) > MAX_LISTED:
         problems.append(f"{len(ids) - MAX_LISTED} more session files not read")
-    found.sort(key=lambda info: info.updated_at, reverse=True)
+    found.sort(key=lambda info: (info.updated_at, info.saved_ns), reverse=True)
     return SessionListing(sessions=tuple(found), problems=tuple(problems))

@@ -450,3 +450,22 @@ def test_sigkill_loses_at_most_the_turn_in_flight(terminal, workspace, config):
         "turn 1",
         "ok",
     ]
+
+
+def test_the_listing_reports_a_bad_file_and_refuses_a_symlinked_folder(terminal, runner, tmp_path):
+    with terminal.start() as session:
+        _turn(session, runner, "keep me")
+    store = session.store
+    (store.paths.sessions / "0123456789ab.json").write_text("{not json")
+    (store.paths.sessions / "notes.json").write_text("{}")  # not a session id: not read
+    listing = list_sessions(store)
+    assert listing.ids() == (session.session_id,)
+    (info,) = listing.sessions
+    assert (info.messages, info.turns, info.summary) == (2, 1, "keep me")
+    assert len(listing.problems) == 1 and "0123456789ab.json" in listing.problems[0]
+    assert (store.paths.sessions / "0123456789ab.json").read_text() == "{not json"  # kept
+    moved = tmp_path / "elsewhere"
+    store.paths.sessions.rename(moved)
+    store.paths.sessions.symlink_to(moved)
+    with pytest.raises(SessionError, match="symlink"):
+        list_sessions(store)

@@ -10,7 +10,8 @@ always gets the same reply. For a request whose last message is the user's line:
 the line                                    the reply
 ==========================================  ================================================
 asks to write/save/create a named file      ``write_file`` at that path: the text after
-(``write notes.md: text``)                  ``:`` (or in quotes), else a note quoting the line
+(``write notes.md: text``)                  ``:``, in quotes or after ``containing``/``with``,
+                                            else a note quoting the line
 names files (``read src/app.py``)           ``read_file`` of each (``view_image`` for images),
                                             at most :data:`MAX_FILES`, in one parallel round
 asks for the files (``list``, ``files``,    ``list_files``
@@ -55,6 +56,10 @@ _WRITE: Final = re.compile(
 """A line that asks for a write names the file right after the verb (a few filler words apart):
 ``write notes.md: …``, ``save the summary to notes/summary.md``; ``don't write, read x.md``
 does not match."""
+_SAYING: Final = re.compile(
+    r"\s+(?:containing|that says|saying|with the text|with)\s+(\S.*)", re.IGNORECASE | re.DOTALL
+)
+"""The text of ``create hello.txt containing hi there``: what follows the path."""
 _EXTRACTION_MARK: Final = "record the state of a working session"
 
 
@@ -196,6 +201,9 @@ def _write_content(text: str, path: str) -> str:
         return quoted.group(1) + "\n"
     if ":" in after:
         return after.split(":", 1)[1].strip() + "\n"
+    said = _SAYING.match(after)
+    if said:
+        return said.group(1).strip() + "\n"
     return f"# {path}\n\nWritten at your request: {_quote(text)}\n"
 
 

@@ -117,6 +117,7 @@ def test_a_file_is_written_only_where_the_user_asked(workspace: Path) -> None:
         "write notes/todo.md: buy milk",
         "save a summary to docs/summary.md",
         "read docs/missing.md",
+        "create a file hello.txt containing hi there",
     )
     assert "↳ write_file notes/todo.md" in out and "wrote 9 bytes to notes/todo.md" in out
     assert (workspace / "notes" / "todo.md").read_text() == "buy milk\n"
@@ -124,9 +125,10 @@ def test_a_file_is_written_only_where_the_user_asked(workspace: Path) -> None:
         "# docs/summary.md\n\nWritten at your request: save a summary to docs/summary.md\n"
     )
     assert "read_file docs/missing.md failed: no such file" in out
+    assert (workspace / "hello.txt").read_text() == "hi there\n"
     assert (workspace / "README.md").read_text().startswith("# greeter")  # not overwritten
     written = {p.relative_to(workspace).as_posix() for p in workspace.rglob("*") if p.is_file()}
-    assert written == {"README.md", "src/app.py", "notes/todo.md", "docs/summary.md"}
+    assert written == {"README.md", "src/app.py", "notes/todo.md", "docs/summary.md", "hello.txt"}
 
 
 def test_the_turn_counter_and_the_summary_belong_to_the_session(workspace: Path) -> None:

@@ -358,7 +358,7 @@ def chat(
         ),
     ] = False,
 ) -> None:
-    """A terminal agent over the workspace, with sessions (S1–S6); the emulator by default."""
+    """A terminal agent over a folder, with saved sessions; a demo model by default."""
     try:
         code = chat_command(
             workspace=workspace, config_dir=config_dir, live=live, provider=provider,

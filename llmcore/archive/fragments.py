@@ -18,7 +18,7 @@ from llmcore.jsonbytes import RawArray
 
 from .format import INDENT
 
-__all__ = ["FragmentCache"]
+__all__ = ["FragmentCache", "same_prefix"]
 
 _FRAGMENT_DEPTH: Final = 2
 """Nesting depth of a history message or an item inside the file (top object → array)."""
@@ -87,7 +87,7 @@ class FragmentCache:
         prev = self._arrays.get(name) or _Array()
         new = _Array()
         new.objs = list(objs)
-        same = _same_prefix(prev.objs, new.objs)
+        same = same_prefix(prev.objs, new.objs)
         new.keys, new.pieces = prev.keys[:same], prev.pieces[:same]
         new.varying = [index for index in prev.varying if index < same]
         for index in new.varying:  # the same object at its place, but its images may differ
@@ -107,7 +107,7 @@ class FragmentCache:
 _FIXED: Final[frozenset[str]] = frozenset()
 
 
-def _same_prefix(old: list[object], new: list[object]) -> int:
+def same_prefix(old: Sequence[object], new: Sequence[object]) -> int:
     """How many leading elements of ``new`` are the very objects of ``old`` (compared in C)."""
     flags = list(map(operator.is_, old, new))
     try:

@@ -78,7 +78,7 @@ import os
 import re
 import secrets
 import stat
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,7 +91,7 @@ from llmcore.errors import (
     ArchiveReadError,
     ArchiveWriteError,
 )
-from llmcore.messages import Image, Message, Text
+from llmcore.messages import Image
 from llmcore.safeio import file_kind
 
 from .codec import UNREAD, FragmentCache, Unread, decode, encode
@@ -117,6 +117,7 @@ from .lock import (
     create_lock_file,
     folder_lock,
 )
+from .media import MediaIndex
 from .state import ConversationState
 
 __all__ = ["ArchiveStore", "Encoder", "Loaded", "Notice", "SaveResult", "version_of"]
@@ -262,17 +263,6 @@ def _folder_problem(info: os.stat_result | None) -> str | None:
     return "the archive folder is not a folder (a file is in its place)"
 
 
-def _unread_images(history: Sequence[Message]) -> dict[str, str]:
-    """Return file name → SHA-256 of every unread image in ``history`` (see the module)."""
-    out: dict[str, str] = {}
-    for message in history:
-        for part in message.content:
-            if isinstance(part, Text) and part.unread_image_sha256 is not None:
-                mime = part.omitted_image_mime_type or ""
-                out[image_file_name(part.unread_image_sha256, mime)] = part.unread_image_sha256
-    return out
-
-
 class ArchiveStore:
     """One archive folder: open it, save conversations into it (SPEC A5–A12).
 
@@ -307,6 +297,9 @@ class ArchiveStore:
         self.lock_timeout = lock_timeout
         self._digests = DigestCache()
         self._fragments = FragmentCache()
+        self._media = MediaIndex(self._digests)
+        self._unpaired = checks.UnpairedScan()
+        self._known: tuple[bytes, str] | None = None  # the latest bytes read or written: version
         self._paths: dict[str, Path] = {}
         self._good: dict[str, tuple[int, int, int]] = {}
         self._committed: str | None = None
@@ -503,7 +496,7 @@ class ArchiveStore:
                 return self._delete_for(conversation)
             return SaveResult(action="nothing")
         # An unpaired tool call is saved, but said (a ProviderRejectsError in strict mode).
-        checks.report(checks.unpaired(conversation.history), stacklevel=2)
+        checks.report(self._unpaired(conversation.history), stacklevel=2)
         self._committed = None
         try:
             result = self.write(conversation.state, base=conversation.base)
@@ -587,9 +580,9 @@ class ArchiveStore:
     ) -> SaveResult:
         self._check_document()
         current = self._current_bytes()
-        unread = self._unread_kept(state.history)
-        self._digests.retain(state.history)
-        plan = kept_images(state.history, self.image_budget, digest=self._digests)
+        self._media.update(state.history)
+        unread = self._unread_kept(self._media.unread())
+        plan = self._media.plan(self.image_budget)
         data = self.encoder(
             state,
             kept_images=plan.kept,
@@ -715,13 +708,12 @@ class ArchiveStore:
         except OSError:
             return False
 
-    def _unread_kept(self, history: Sequence[Message]) -> dict[str, str]:
-        """File name → SHA-256 of each unread image whose file is still there (A7).
+    def _unread_kept(self, unread: dict[str, str]) -> dict[str, str]:
+        """File name → SHA-256 of each unread image (of ``unread``) whose file is still there (A7).
 
         An image is dropped (written as ``imageOmitted``) only when its file is gone or its
         bytes are wrong; a file that still cannot be read is kept.
         """
-        unread = _unread_images(history)
         if unread and self._images_dir_problem() is not None:
             return unread  # refused by _check_images_dir: never dropped
         kept: dict[str, str] = {}

@@ -125,22 +125,25 @@ def kept_images(
         digest: Returns an image's SHA-256 hex (e.g. a :class:`DigestCache`).
     """
     sha = digest or DigestCache()
-    newest_first = [
-        (sha(part), part)
-        for message in reversed(history)
-        for part in reversed(message.content)
-        if isinstance(part, Image)
-    ]
+    newest_first = []
+    for message in reversed(history):
+        for part in reversed(message.content):
+            if isinstance(part, Image):
+                key = sha(part)
+                newest_first.append((key, part, image_file_name(key, part.mime_type)))
     return plan_newest_first(newest_first, budget)
 
 
-def plan_newest_first(images: Sequence[tuple[str, Image]], budget: int) -> ImagePlan:
-    """Apply the image budget (as :func:`kept_images`) to ``(sha256, image)``, newest first."""
+def plan_newest_first(images: Sequence[tuple[str, Image, str]], budget: int) -> ImagePlan:
+    """Apply the image budget (as :func:`kept_images`) to ``(sha256, image, file name)``.
+
+    ``images`` are the history's image places, newest first.
+    """
     kept: dict[str, Image] = {}
     total = 0
     omitted = 0
     full = False
-    for key, part in images:
+    for key, part, _ in images:
         if key in kept:
             continue
         if not full and total + len(part.data) <= budget:
@@ -150,9 +153,9 @@ def plan_newest_first(images: Sequence[tuple[str, Image]], budget: int) -> Image
             full = True
             omitted += 1
     names: dict[str, Image] = {}  # one (file name, image) per name a kept position needs
-    for key, part in images:  # the same bytes declared with two types get two names
+    for key, part, name in images:  # the same bytes declared with two types get two names
         if key in kept:
-            names.setdefault(image_file_name(key, part.mime_type), part)
+            names.setdefault(name, part)
     files = tuple(names.items())
     return ImagePlan(kept=frozenset(kept), files=files, omitted=omitted, kept_bytes=total)
 

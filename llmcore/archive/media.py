@@ -69,7 +69,9 @@ class MediaIndex:
 
     def plan(self, budget: int) -> ImagePlan:
         """The budget of A6 over the history (:func:`~llmcore.archive.images.kept_images`)."""
-        newest_first = [(m.sha256, m.image) for m in reversed(self._media) if m.image is not None]
+        newest_first = [
+            (m.sha256, m.image, m.name) for m in reversed(self._media) if m.image is not None
+        ]
         return plan_newest_first(newest_first, budget)
 
     def unread(self) -> dict[str, str]:

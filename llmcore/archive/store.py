@@ -205,6 +205,8 @@ class _Txn:
     written: int = 0
     committing: bool = False
     """The rename of ``conversation.json`` was attempted."""
+    committed_ino: int = -1
+    """The inode of the file renamed to ``conversation.json`` (``-1``: none yet)."""
 
 
 _UNREADABLE = "The saved conversation could not be read; it is kept unchanged."
@@ -299,7 +301,7 @@ class ArchiveStore:
         self._fragments = FragmentCache()
         self._media = MediaIndex(self._digests)
         self._unpaired = checks.UnpairedScan()
-        self._known: tuple[bytes, str] | None = None  # the latest bytes read or written: version
+        self._known: tuple[bytes, str | None] | None = None  # the latest bytes read or written: version
         self._paths: dict[str, Path] = {}
         self._good: dict[str, tuple[int, int, int]] = {}
         self._committed: str | None = None
@@ -380,11 +382,15 @@ class ArchiveStore:
             image_notice = Notice(
                 message=_UNREAD_IMAGES.format(count=len(unread)), reason="; ".join(unread)
             )
+        version = version_of(data)
+        self._known = (data, version)
+        self._media.update(state.history)  # the next save scans only what follows
+        self._unpaired(state.history)
         return Loaded(
             state=state,
             image_notice=image_notice,
             omitted_notice=_omitted_notice(state),
-            version=version_of(data),
+            version=version,
         )
 
     def _unreadable(
@@ -594,23 +600,32 @@ class ArchiveStore:
         wanted = {name for name, _ in plan.files} | unread.keys()
         if wanted:
             self._check_images_dir()
-        missing = [(name, image) for name, image in plan.files if not self._image_ok(name)]
+        listing = self.fs.scan_dir(self.images_dir)
+        missing = [(name, image) for name, image in plan.files if not self._image_ok(name, listing)]
         if len(self._paths) > 2 * len(plan.files) + 64:
             self._paths = {name: self._image_path(name) for name, _ in plan.files}
-        version = version_of(data)
-        if not missing and current == data and not self._leftovers(wanted):
+        version = self._version(data)
+        if not missing and current == data and not self._leftovers(wanted, listing):
             return SaveResult(action="unchanged", images_omitted=plan.omitted, version=version)
         if lock == "absent":  # the first write of a folder without one (module doc)
             create_lock_file(self.folder, self.fs)
         problems = self._commit_all(txn, missing, data, current)
         self._committed = version
+        self._known = (data, version)
         return SaveResult(
             action="written",
             bytes_written=txn.written,
             images_omitted=plan.omitted,
-            problems=problems + self._after_commit(wanted, data),
+            problems=problems + self._after_commit(wanted, data, txn, listing),
             version=version,
         )
+
+    def _version(self, data: bytes | None) -> str | None:
+        """:func:`version_of` ``data``, without hashing again the bytes last read or written."""
+        known = self._known
+        if known is not None and data is not None and (data is known[0] or data == known[0]):
+            return known[1]
+        return version_of(data)
 
     def _commit_all(
         self, txn: _Txn, missing: list[tuple[str, Image]], data: bytes, current: bytes | None
@@ -619,7 +634,7 @@ class ArchiveStore:
         try:
             self._ensure_images_dir(txn, images=bool(missing))
             self._write_images(txn, missing)
-            self._write_file(txn, self.conversation_file, data, commit=True)
+            self._write_file(txn, self.conversation_file, data, commit=True, images=bool(missing))
         except OSError as exc:
             if txn.committing and self._disk_is(data):
                 why = exc.strerror or exc
@@ -680,7 +695,7 @@ class ArchiveStore:
         """Raise :class:`ArchiveConflictError` if the disk moved on from ``base`` (A9)."""
         if base == UNBOUND or current == data:
             return
-        if base != UNKNOWN and version_of(current) == base:
+        if base != UNKNOWN and self._version(current) == base:
             return
         if base == UNKNOWN and current is None:
             return
@@ -732,8 +747,18 @@ class ArchiveStore:
             path = self._paths[name] = self.images_dir / name
         return path
 
-    def _image_ok(self, name: str) -> bool:
-        """Whether ``images/<name>`` exists and was verified (or verifies now) against its name."""
+    def _image_ok(self, name: str, listing: dict[str, tuple[int, bool]]) -> bool:
+        """Whether ``images/<name>`` exists and was verified (or verifies now) against its name.
+
+        A file this store wrote or verified is taken as it is while the listing of ``images/``
+        shows it as the same regular file (its inode); any other is checked by its bytes.
+        """
+        entry = listing.get(name)
+        if entry is None or not entry[1]:
+            return False
+        good = self._good.get(name)
+        if good is not None and good[2] == entry[0]:
+            return True
         info = self.fs.lstat(self._image_path(name))
         if info is None or not stat.S_ISREG(info.st_mode):
             return False
@@ -742,24 +767,28 @@ class ArchiveStore:
         got = self._verified_file(name, name.split(".", 1)[0])
         return isinstance(got, bytes)  # unreadable now: rewritten from the bytes in memory
 
-    def _leftovers(self, wanted: Collection[str]) -> list[Path]:
+    def _leftovers(
+        self, wanted: Collection[str], listing: dict[str, tuple[int, bool]] | None = None
+    ) -> list[Path]:
         """Return the files llmcore created that a clean archive would not hold.
 
         Only temporary files of an interrupted save (by their name pattern) and image files
         named ``<sha256>.<ext>`` that ``wanted`` does not name; regular files only. Anything
-        else in the folder is not llmcore's and is left alone.
+        else in the folder is not llmcore's and is left alone. ``listing`` is ``images/`` as
+        :meth:`FileSystem.scan_dir` gave it (read now when ``None``).
         """
         out = [
             self.folder / name
             for name in self.fs.listdir(self.folder)
             if _DOC_TEMP.fullmatch(name) and self.fs.is_file(self.folder / name)
         ]
-        if self.fs.is_dir(self.images_dir):
-            out.extend(
-                self.images_dir / name
-                for name in self.fs.listdir(self.images_dir)
-                if _is_owned_image(name, wanted) and self.fs.is_file(self.images_dir / name)
-            )
+        if listing is None:
+            listing = self.fs.scan_dir(self.images_dir)
+        out.extend(
+            self.images_dir / name
+            for name, (_, regular) in sorted(listing.items())
+            if regular and name not in wanted and _is_owned_image(name, wanted)
+        )
         return out
 
     def _make_folder(self, txn: _Txn) -> None:
@@ -788,11 +817,17 @@ class ArchiveStore:
             info = self.fs.lstat(target)
             if info is not None:
                 self._good[name] = _signature(info)
-        if missing:
-            self.fs.fsync_dir(self.images_dir)
 
-    def _write_file(self, txn: _Txn, target: Path, data: bytes, *, commit: bool = False) -> None:
-        """Write ``data`` to a temporary file beside ``target``, make it durable, rename it."""
+    def _write_file(
+        self, txn: _Txn, target: Path, data: bytes, *, commit: bool = False, images: bool = False
+    ) -> None:
+        """Write ``data`` to a temporary file beside ``target``, make it durable, rename it.
+
+        ``commit`` marks the rename of ``conversation.json``; ``images`` makes ``images/``
+        durable before it (new images were renamed into it). That fsync comes after the file's
+        own, which has already committed the file system's journal with the images' renames on
+        journaling file systems, so it is cheap there.
+        """
         temp = target.with_name(f".{target.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
         fd = self.fs.open_write(temp)
         txn.temps.append(temp)
@@ -801,6 +836,11 @@ class ArchiveStore:
             self.fs.fsync(fd)
         finally:
             self.fs.close(fd)
+        if images:
+            self.fs.fsync_dir(self.images_dir)
+        if commit:
+            written = self.fs.lstat(temp)
+            txn.committed_ino = -1 if written is None else written.st_ino
         txn.committing = commit
         self.fs.rename(temp, target)
         txn.temps.remove(temp)
@@ -843,7 +883,9 @@ class ArchiveStore:
             return frozenset()
         return frozenset(match.decode() for match in _HEX64.findall(data))
 
-    def _after_commit(self, wanted: set[str], data: bytes) -> tuple[str, ...]:
+    def _after_commit(
+        self, wanted: set[str], data: bytes, txn: _Txn, listing: dict[str, tuple[int, bool]]
+    ) -> tuple[str, ...]:
         """Step 4; every failure is reported, none raised (the new archive stands)."""
         problems: list[str] = []
         try:
@@ -851,35 +893,37 @@ class ArchiveStore:
         except OSError as exc:
             problems.append(f"{self.folder}: folder not made durable ({exc.strerror or exc})")
         try:
-            problems.extend(self._clean(wanted, data))
+            problems.extend(self._clean(wanted, data, txn, listing))
         except OSError as exc:
             problems.append(f"{self.folder}: leftovers not removed ({exc.strerror or exc})")
         return tuple(problems)
 
-    def _clean(self, wanted: set[str], data: bytes) -> list[str]:
+    def _clean(
+        self, wanted: set[str], data: bytes, txn: _Txn, listing: dict[str, tuple[int, bool]]
+    ) -> list[str]:
         """Remove leftovers; images ``conversation.json`` on disk names are never removed.
+
+        ``conversation.json`` is read back only when it is no longer the file this save
+        renamed into place (its inode and size). The removals are not made durable: an image
+        a crash brings back is a leftover the next save removes (A9).
 
         Raises:
             OSError: The folder cannot be listed or ``conversation.json`` read back.
         """
-        disk = self._current_bytes()
-        if disk != data:  # another writer, not llmcore: keep everything it refers to
-            hashes = {match.decode() for match in _HEX64.findall(disk or b"")}
-            keep = {name for name in self.fs.listdir(self.images_dir) if name[:64] in hashes}
-            wanted = wanted | keep
+        info = self.fs.lstat(self.conversation_file)
+        if info is None or (info.st_ino, info.st_size) != (txn.committed_ino, len(data)):
+            disk = self._current_bytes()
+            if disk != data:  # another writer, not llmcore: keep everything it refers to
+                hashes = {match.decode() for match in _HEX64.findall(disk or b"")}
+                keep = {name for name in self.fs.listdir(self.images_dir) if name[:64] in hashes}
+                wanted = wanted | keep
+            listing = self.fs.scan_dir(self.images_dir)
         problems: list[str] = []
-        removed = False
-        for path in self._leftovers(wanted):
+        for path in self._leftovers(wanted, listing):
             try:
                 self._remove(path)
-                removed = True
             except OSError as exc:
                 problems.append(f"{path}: leftover not removed ({exc.strerror or exc})")
-        if removed and self.fs.is_dir(self.images_dir):
-            try:
-                self.fs.fsync_dir(self.images_dir)
-            except OSError as exc:
-                problems.append(f"{self.images_dir}: removals not made durable ({exc})")
         return problems
 
     def _remove(self, path: Path) -> None:

@@ -301,7 +301,7 @@ class ArchiveStore:
         self._fragments = FragmentCache()
         self._media = MediaIndex(self._digests)
         self._unpaired = checks.UnpairedScan()
-        self._known: tuple[bytes, str | None] | None = None  # the latest bytes read or written: version
+        self._known: tuple[bytes, str | None] | None = None  # the latest bytes read or written
         self._paths: dict[str, Path] = {}
         self._good: dict[str, tuple[int, int, int]] = {}
         self._committed: str | None = None

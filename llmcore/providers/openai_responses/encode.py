@@ -268,8 +268,6 @@ def build_body(
     _check_params(request.params)
     body = _head(request)
     options = _message_options(request, carry)
-    body["input"] = history_array(
-        request.messages, options, _message_values, cache, native=_NATIVE
-    )
+    body["input"] = history_array(request.messages, options, _message_values, cache, native=_NATIVE)
     _tail(request, body)
     return jsonbytes.dumps(body)

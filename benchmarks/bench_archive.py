@@ -126,14 +126,7 @@ def _floor_ms(folder: Path) -> float:
     target = folder.parent / "floor.json"
     started = time.perf_counter()
     data = orjson.dumps(doc, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2) + b"\n"
-    temp = target.with_name(".floor.json.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.rename(temp, target)
+    _write_durably(target, data)
     return (time.perf_counter() - started) * 1000
 
 

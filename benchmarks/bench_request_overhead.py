@@ -23,20 +23,10 @@ from collections.abc import Callable
 
 import httpx
 
+from bench_bodies import ANTHROPIC_RESPONSE  # the same minimal answer
 from llmcore import HTTPTransport, Message, Request, get_provider
 
-ANSWER = json.dumps(
-    {
-        "id": "msg_1",
-        "type": "message",
-        "role": "assistant",
-        "model": "m",
-        "content": [{"type": "text", "text": "ok"}],
-        "stop_reason": "end_turn",
-        "stop_sequence": None,
-        "usage": {"input_tokens": 1, "output_tokens": 1},
-    }
-).encode()
+ANSWER = json.dumps(ANTHROPIC_RESPONSE).encode()
 HEADERS = {"content-type": "application/json", "request-id": "req_1"}
 BASE = "http://127.0.0.1:1"
 

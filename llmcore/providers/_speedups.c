@@ -1,11 +1,12 @@
 /*
- * llmcore.providers._speedups: the history's wire pieces for Anthropic Messages and OpenAI Chat
- * Completions, written in C.
+ * llmcore.providers._speedups: the history's wire pieces for Anthropic Messages, OpenAI Chat
+ * Completions and OpenAI Responses, written in C.
  *
  * Each function writes the pieces of a run of history messages (each message's JSON values,
  * each after a comma: SPEC P2, llmcore/providers/history.py) into one bytes object. The key
  * order and every rule are those of the Python encoders (llmcore/providers/anthropic/encode.py,
- * llmcore/providers/openai_chat/encode.py); strings are escaped as json.encoder's
+ * llmcore/providers/openai_chat/encode.py, llmcore/providers/openai_responses/encode.py); strings
+ * are escaped as json.encoder's
  * encode_basestring does (ensure_ascii=False: quote, backslash and C0 controls, the controls
  * that have one as \b \f \n \r \t, the others as \u00xx). A message this module does not write
  * itself (one with an encoding option, a type or value the Python encoder handles otherwise) is
@@ -15,11 +16,12 @@
  * error raised is the Python encoder's, and the hooks run after every field of a content value
  * is read, in the Python encoder's order, so a hook's error is raised where it raises it.
  *
- * Both functions take (messages: tuple, first: int, options: dict, slow, hooks: tuple[,
+ * Each function takes (messages: tuple, first: int, options: dict, slow, hooks: tuple[,
  * prefix: bytes, suffix: bytes]):
  *   messages  the run of messages; message k has history index first + k;
  *   options   the encoding options by history index (Anthropic writes a TTL option, a cache
- *             breakpoint, itself; any other non-None option goes to slow);
+ *             breakpoint, itself; any other non-None option, Responses' carried output items
+ *             included, goes to slow);
  *   slow      slow(index, message, option) -> bytes, that message's piece;
  *   hooks     (Text, Image, ToolCall, ToolResult, wire_id, arguments_json, id_max, safe_ids,
  *              error_part): the content classes (exact types only), the provider's id rewrite
@@ -917,30 +919,14 @@ anthropic_message(Writer *w, PyObject *role, PyObject *content, PyObject *option
 /* ---------------------------------------------------------------------------------------- */
 /* OpenAI Chat Completions (openai_chat/encode.py, wire_messages).                            */
 
+static int w_data_url(Writer *w, PyObject *part);
+
 static int
 chat_image_part(Writer *w, PyObject *part, int *first)
 {
     CHECK(w_item(w, first, ",\"content\":["));
-    CHECK(W_LIT(w, "{\"type\":\"image_url\",\"image_url\":{\"url\":\"data:"));
-    int result = 0;
-    PyObject *mime = read_attr(part, s_mime_type, &result);
-    if (mime == NULL) {
-        return result;
-    }
-    /* The Python encoder copies the URL as is only when its head needs no escape (data_url);
-       else it escapes the whole URL, base64 included, so such a mime type is left to it. */
-    result = FALLBACK;
-    if (PyUnicode_CheckExact(mime) && PyUnicode_IS_ASCII(mime)) {
-        const unsigned char *chars = PyUnicode_1BYTE_DATA(mime);
-        Py_ssize_t n = PyUnicode_GET_LENGTH(mime);
-        if (find_escape(chars, 0, n) == n) {
-            result = w_write(w, (const char *)chars, n);
-        }
-    }
-    Py_DECREF(mime);
-    CHECK(result);
-    CHECK(W_LIT(w, ";base64,"));
-    CHECK(w_base64(w, part));
+    CHECK(W_LIT(w, "{\"type\":\"image_url\",\"image_url\":{\"url\":\""));
+    CHECK(w_data_url(w, part));
     return W_LIT(w, "\"}}");
 }
 

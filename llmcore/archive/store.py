@@ -55,10 +55,21 @@ mutating file-system call at all. A write goes:
 
 1. the folder is created if missing (its parent fsynced), and its lock taken;
 2. each image the archive needs that is missing or damaged is written to a temporary file in
-   ``images/``, flushed, fsynced and renamed into place; then ``images/`` is fsynced;
-3. ``conversation.json`` is written the same way; **its rename is the commit point**;
+   ``images/``, flushed, fsynced and renamed into place (an image this store wrote or verified
+   counts as intact while one listing of ``images/`` shows the same file, by its inode; any
+   other is checked by its bytes);
+3. ``conversation.json`` is written to a temporary file and fsynced, then ``images/`` is
+   fsynced (when step 2 wrote an image), then the file is renamed: **that rename is the commit
+   point**;
 4. the folder is fsynced, and unreferenced images and leftovers (temporary files of an
-   interrupted save) are removed.
+   interrupted save) are removed, without an fsync (a removal a crash undoes leaves a
+   leftover the next save removes).
+
+A save reads and hashes only what it has not read or written before: the encoded messages
+(:class:`~llmcore.archive.fragments.FragmentCache`), the history's images and unread images
+(:class:`~llmcore.archive.media.MediaIndex`) and the unpaired-tool-call scan
+(:class:`~llmcore.checks.UnpairedScan`) are kept from the previous save or from the open, so a
+save after one more turn looks at that turn and copies the rest.
 
 A failure in steps 1–3 removes what this save created — never an image the
 ``conversation.json`` on disk refers to — and raises :class:`~llmcore.errors.ArchiveWriteError`:

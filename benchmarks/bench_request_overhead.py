@@ -22,8 +22,8 @@ import time
 from collections.abc import Callable
 
 import httpx
-
 from bench_bodies import ANTHROPIC_RESPONSE  # the same minimal answer
+
 from llmcore import HTTPTransport, Message, Request, get_provider
 
 ANSWER = json.dumps(ANTHROPIC_RESPONSE).encode()

@@ -90,8 +90,11 @@ class LLMCoreError(Exception):
         super().__init__(f"{location}: {message}" if location else message)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        """Pickle by state: an error raised in a worker process (``llmcore audit --jobs``, a Dask
-        worker) arrives whole, with its type, message, location and other attributes."""
+        """Pickle by state, so an error raised in a worker process arrives whole.
+
+        Its type, message, location and other attributes survive (``llmcore audit --jobs``,
+        a Dask worker).
+        """
         return (_rebuilt, (type(self), self.args), dict(self.__dict__))
 
 

@@ -18,7 +18,9 @@ with ``interactions:`` or ``---``; errors name it ``<stdin>``. ``--group file|pr
 overrides how requests are grouped; ``--exemptions FILE`` marks intended breaks (with their
 reasons) that then do not fail the run. Token figures from the bodies are estimates and are
 labelled so; where a cassette recorded the responses, their reported usage (input, cache read,
-cache write) and the recorded hit rate are shown beside the theoretical maximum.
+cache write) and the recorded hit rate are shown beside the theoretical maximum. ``--jobs N``
+audits in N worker processes (default: every core, for 8 MiB of input or more), partitioned by
+file and conversation key, with the report of one process (:mod:`llmcore.audit.jobs`).
 """
 
 from __future__ import annotations
@@ -264,6 +266,7 @@ def audit_command(
     group: str | None = None,
     exemptions: Path | None = None,
     allow_empty: bool = False,
+    jobs: int | None = 1,
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
@@ -278,6 +281,8 @@ def audit_command(
         exemptions: An exemptions file (:mod:`llmcore.audit.exemptions`), or ``None``.
         allow_empty: A run that audits no request lists what it skipped on ``out`` and exits
             :data:`EXIT_STABLE` (unless ``strict``), for hooks run on one cassette at a time.
+        jobs: Worker processes (:func:`llmcore.audit.jobs.audit_jobs`; the same report);
+            ``None``: every core for inputs of 8 MiB or more; ``1``: this process.
         out: Where the report goes (default stdout).
         err: Where a bad-input line goes (default stderr).
 
@@ -289,12 +294,11 @@ def audit_command(
     """
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
-    from llmcore.audit import audit_paths
     from llmcore.audit.exemptions import apply_exemptions, load_exemptions, unmatched_exemptions
 
     try:
         exempt = load_exemptions(exemptions) if exemptions is not None else ()
-        report = apply_exemptions(audit_paths(paths, provider, _read_stdin, group=group), exempt)
+        report = apply_exemptions(_audit(paths, provider, group, jobs), exempt)
         for i in unmatched_exemptions(report, exempt):
             print(
                 f"llmcore: warning: {exemptions}: entries[{i}]: file {exempt[i].file!r} matched"
@@ -320,6 +324,19 @@ def audit_command(
             return EXIT_STABLE if report.stable else EXIT_BREAK
     print("llmcore: " + " ".join(message.split()), file=err)
     return EXIT_INPUT
+
+
+def _audit(
+    paths: list[Path], provider: str | None, group: str | None, jobs: int | None
+) -> AuditReport:
+    """The report, from this process (``jobs`` 1) or worker processes (the same report)."""
+    if jobs == 1:
+        from llmcore.audit import audit_paths
+
+        return audit_paths(paths, provider, _read_stdin, group=group)
+    from llmcore.audit.jobs import audit_jobs
+
+    return audit_jobs(paths, provider, _read_stdin, group=group, jobs=jobs)
 
 
 def _outcome(
@@ -482,6 +499,19 @@ def audit(
             ),
         ),
     ] = False,
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            "--jobs",
+            "-j",
+            metavar="N",
+            min=1,
+            help=(
+                "Worker processes (default: every core, for inputs of 8 MiB or more); the"
+                " report is the same as with --jobs 1 (this process)."
+            ),
+        ),
+    ] = None,
     exemptions: Annotated[
         Path | None,
         typer.Option(
@@ -504,6 +534,7 @@ def audit(
             exemptions=exemptions,
             strict=strict,
             allow_empty=allow_empty,
+            jobs=jobs,
         )
     )
 

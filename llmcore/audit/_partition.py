@@ -75,6 +75,9 @@ class Unit:
     of each line this partition reads; ``None``: the whole file."""
     data: bytes | None = None
     """Standard input's bytes, read by the caller."""
+    rows: tuple[tuple[int, bytes], ...] | None = None
+    """Lines carried in the task, with their numbers (a cluster engine read them); ``None``:
+    read from :attr:`path`."""
     skip: str | None = None
     """A file found in a folder that a first pass found unreadable: listed, not read."""
 
@@ -237,6 +240,9 @@ def _lines(unit: Unit) -> Iterator[tuple[int, bytes]]:
     Raises:
         AuditInputError: The file cannot be read (names it).
     """
+    if unit.rows is not None:
+        yield from unit.rows
+        return
     assert unit.lines is not None
     try:
         with open(unit.path, "rb") as file:
@@ -285,7 +291,7 @@ def _run_unit(unit: Unit, auditor: _PartAuditor, sink: _Sink, result: TaskResult
     skipped: list[str] = []
     line = 0
     try:
-        if unit.lines is not None:
+        if unit.lines is not None or unit.rows is not None:
             for line, data in _lines(unit):
                 inp = _jsonl_line(data, unit.path, line)
                 inp = inp if unit.named else replace(inp, skippable=True)
@@ -297,7 +303,8 @@ def _run_unit(unit: Unit, auditor: _PartAuditor, sink: _Sink, result: TaskResult
         if unit.named is not False:
             return FileNote(unit.ordinal, line, tuple(skipped), error=exc)
         skipped.append(f"{exc.location or unit.path}: {exc.message}")
-        return FileNote(unit.ordinal, line, tuple(skipped), partial=unit.lines is not None)
+        split = unit.lines is not None or unit.rows is not None
+        return FileNote(unit.ordinal, line, tuple(skipped), partial=split)
     return FileNote(unit.ordinal, 0, tuple(skipped))
 
 

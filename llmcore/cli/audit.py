@@ -28,6 +28,7 @@ from __future__ import annotations
 import errno
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TextIO
 
@@ -258,7 +259,7 @@ def _width(report: AuditReport, out: TextIO) -> int | None:
 
 
 def audit_command(
-    paths: list[Path],
+    paths: Sequence[Path | str],
     provider: str | None,
     as_json: bool,
     *,
@@ -267,6 +268,9 @@ def audit_command(
     exemptions: Path | None = None,
     allow_empty: bool = False,
     jobs: int | None = 1,
+    engine: str | None = None,
+    scheduler: str | None = None,
+    columns: Sequence[str] = (),
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
@@ -283,6 +287,10 @@ def audit_command(
             :data:`EXIT_STABLE` (unless ``strict``), for hooks run on one cassette at a time.
         jobs: Worker processes (:func:`llmcore.audit.jobs.audit_jobs`; the same report);
             ``None``: every core for inputs of 8 MiB or more; ``1``: this process.
+        engine: ``"dask"`` audits on a Dask cluster (:func:`llmcore.audit.engine.audit_dask`;
+            paths may be fsspec URLs), or ``None``.
+        scheduler: The Dask scheduler's address; ``None`` starts a local cluster.
+        columns: ``FIELD=COLUMN`` Parquet column names (:class:`~llmcore.audit.engine.Columns`).
         out: Where the report goes (default stdout).
         err: Where a bad-input line goes (default stderr).
 
@@ -298,7 +306,8 @@ def audit_command(
 
     try:
         exempt = load_exemptions(exemptions) if exemptions is not None else ()
-        report = apply_exemptions(_audit(paths, provider, group, jobs), exempt)
+        on = (engine, scheduler, columns)
+        report = apply_exemptions(_audit(paths, provider, group, jobs, on), exempt)
         for i in unmatched_exemptions(report, exempt):
             print(
                 f"llmcore: warning: {exemptions}: entries[{i}]: file {exempt[i].file!r} matched"
@@ -327,16 +336,58 @@ def audit_command(
 
 
 def _audit(
-    paths: list[Path], provider: str | None, group: str | None, jobs: int | None
+    paths: Sequence[Path | str],
+    provider: str | None,
+    group: str | None,
+    jobs: int | None,
+    cluster: tuple[str | None, str | None, Sequence[str]],
 ) -> AuditReport:
-    """The report, from this process (``jobs`` 1) or worker processes (the same report)."""
+    """The report: from this process (``jobs`` 1), worker processes or a cluster (the same)."""
+    engine, scheduler, columns = cluster
+    if engine is not None or scheduler is not None:
+        return _on_cluster(paths, provider, group, engine, scheduler, columns)
+    local = [Path(p) for p in paths]
     if jobs == 1:
         from llmcore.audit import audit_paths
 
-        return audit_paths(paths, provider, _read_stdin, group=group)
+        return audit_paths(local, provider, _read_stdin, group=group)
     from llmcore.audit.jobs import audit_jobs
 
-    return audit_jobs(paths, provider, _read_stdin, group=group, jobs=jobs)
+    return audit_jobs(local, provider, _read_stdin, group=group, jobs=jobs)
+
+
+def _on_cluster(
+    paths: Sequence[Path | str],
+    provider: str | None,
+    group: str | None,
+    engine: str | None,
+    scheduler: str | None,
+    columns: Sequence[str],
+) -> AuditReport:
+    """The report from a Dask cluster (``--engine dask``, ``--scheduler``)."""
+    from llmcore.audit import AuditInputError
+
+    if engine not in (None, "dask"):
+        raise AuditInputError(f"unknown engine {engine!r} (expected: dask)", location="--engine")
+    from llmcore.audit.engine import Columns, audit_dask
+
+    names: dict[str, str] = {}
+    for one in columns:
+        name, sep, column = one.partition("=")
+        if not sep or name not in Columns.__dataclass_fields__ or not column:
+            raise AuditInputError(
+                f"expected FIELD=COLUMN with FIELD one of {', '.join(Columns.__dataclass_fields__)}"
+                f", not {one!r}",
+                location="--column",
+            )
+        names[name] = column
+    return audit_dask(
+        [str(p) for p in paths],
+        scheduler=scheduler,
+        provider=provider,
+        group=group,
+        columns=Columns(**names),
+    )
 
 
 def _outcome(
@@ -446,13 +497,14 @@ def _os_error(exc: OSError) -> str:
 
 def audit(
     paths: Annotated[
-        list[Path],
+        list[str],
         typer.Argument(
             metavar="PATH",
             help=(
                 "Cassettes (.yaml), JSONL, corpus cases (.json), or folders; - reads stdin as"
                 " JSONL (one body per line), or as a cassette if it starts with 'interactions:'"
-                " or '---'."
+                " or '---'. With --engine dask: JSONL, JSONL.gz or Parquet files or folders,"
+                " local or any fsspec URL."
             ),
         ),
     ],
@@ -512,6 +564,30 @@ def audit(
             ),
         ),
     ] = None,
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            "--engine",
+            metavar="ENGINE",
+            help="dask: audit on a Dask cluster (needs the 'scale' extra).",
+        ),
+    ] = None,
+    scheduler: Annotated[
+        str | None,
+        typer.Option(
+            "--scheduler",
+            metavar="ADDRESS",
+            help="The Dask scheduler (tcp://host:8786); default: a local cluster.",
+        ),
+    ] = None,
+    columns: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--column",
+            metavar="FIELD=COLUMN",
+            help="A Parquet column name: body, conversation, usage, time or status.",
+        ),
+    ] = None,
     exemptions: Annotated[
         Path | None,
         typer.Option(
@@ -535,6 +611,9 @@ def audit(
             strict=strict,
             allow_empty=allow_empty,
             jobs=jobs,
+            engine=engine,
+            scheduler=scheduler,
+            columns=columns or (),
         )
     )
 

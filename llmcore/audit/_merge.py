@@ -19,7 +19,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from llmcore.audit._maximum import Maxima
-from llmcore.audit._partition import FileNote, Position, Row, TaskResult, rows_of
+from llmcore.audit._partition import (
+    FileNote,
+    Position,
+    Row,
+    Stream,
+    TaskResult,
+    inline_rows,
+    rows_of,
+)
 from llmcore.audit._visible import no_breakpoints, visible_label
 from llmcore.audit.report import AuditReport, RequestRecord
 
@@ -48,20 +56,25 @@ class Merge:
         self._passed_over: list[str] = []
         self._warnings: dict[str, tuple[Position, str]] = {}
 
-    def add(self, result: TaskResult, row: Row) -> None:
-        """Add the next row in input order (from the task ``result``)."""
+    def add_all(self, rows: Stream) -> None:
+        """Add rows in input order, each with its task's number and :data:`MARK`."""
+        for number, mark, row in rows:
+            self.add(number, mark, row)
+
+    def add(self, task: int, mark: str, row: Row) -> None:
+        """Add the next row in input order (from task number ``task`` whose mark is ``mark``)."""
         record = row.record
         if record is None:
             assert row.skipped is not None
             self._passed_over.append(row.skipped)
             return
-        numbers = self._numbers.setdefault(result.number, [])
+        numbers = self._numbers.setdefault(task, [])
         assert int(record.index) == len(numbers), "a task's rows arrive in its order"
         numbers.append(len(self._records))
-        mark = self._marks.get(result.number)
-        if mark is None:
-            mark = self._marks[result.number] = re.compile(re.escape(result.mark) + r"(\d+)\x00")
-        self._records.append(self._finish(result.number, numbers, mark, row, record))
+        pattern = self._marks.get(task)
+        if pattern is None:
+            pattern = self._marks[task] = re.compile(re.escape(mark) + r"(\d+)\x00")
+        self._records.append(self._finish(task, numbers, pattern, row, record))
 
     def warnings(self, results: Iterable[TaskResult]) -> None:
         """Take every task's ``--provider`` warnings (the first one per file counts)."""
@@ -130,7 +143,10 @@ def _first_error(
 
 
 def merge_results(
-    results: list[TaskResult], group: str | None, planned: tuple[int, BaseException] | None
+    results: list[TaskResult],
+    group: str | None,
+    planned: tuple[int, BaseException] | None,
+    merged: Merge | None = None,
 ) -> AuditReport:
     """The report of a run from its tasks' results (see the module).
 
@@ -138,6 +154,8 @@ def merge_results(
         results: Every task's result.
         group: The run's ``--group``.
         planned: A path error met while listing the inputs (file number, error), or ``None``.
+        merged: The rows already merged while the tasks ran (spilled), or ``None`` to merge
+            the rows the results hold.
 
     Raises:
         AuditInputError: The in-process run's error: a file that cannot be read, else the
@@ -154,9 +172,8 @@ def merge_results(
     refused = [r.error for r in results if r.error is not None]
     if refused:
         raise min(refused, key=lambda one: one[0])[1]
-    merge = Merge(group)
-    merge.warnings(results)
-    for result, row in rows_of(results):
-        merge.add(result, row)
-    read_skips = [line for n in notes for line in n.skipped]
-    return merge.report(read_skips)
+    if merged is None:
+        merged = Merge(group)
+        merged.add_all(rows_of([inline_rows(r) for r in results]))
+    merged.warnings(results)
+    return merged.report([line for n in notes for line in n.skipped])

@@ -22,10 +22,12 @@ from __future__ import annotations
 import os
 import pickle
 import secrets
-from collections.abc import Iterator
+import struct
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Final
+from typing import Any, BinaryIO, Final
 
 from llmcore.audit._auditor import Auditor
 from llmcore.audit._compare import Prepared
@@ -34,7 +36,19 @@ from llmcore.audit._visible import server_side
 from llmcore.audit.inputs import _jsonl_line, read_found, read_path, read_stdin
 from llmcore.audit.report import AuditInput, AuditInputError, RequestRecord
 
-__all__ = ["MARK", "FileNote", "Row", "Task", "TaskResult", "Unit", "read_rows", "run_task"]
+__all__ = [
+    "MARK",
+    "FileNote",
+    "Row",
+    "Stream",
+    "Task",
+    "TaskResult",
+    "Unit",
+    "inline_rows",
+    "rows_of",
+    "run_task",
+    "tail_rows",
+]
 
 MARK: Final = f"\x00{secrets.token_hex(16)}:"
 """Opens a partition's own request number in a text; :data:`_CLOSE` closes it."""
@@ -43,8 +57,8 @@ _CLOSE: Final = "\x00"
 Position = tuple[int, int]
 """Where an input stands in the whole input: (file number, input or line number in the file)."""
 
-_SPILL_ROWS: Final = 2_000
-"""Rows per pickled chunk of a spill file."""
+_SPILL_ROWS: Final = 200
+"""Rows per frame of a spill file (the merge reads a frame once it is whole)."""
 
 
 class _Ref(int):
@@ -95,7 +109,8 @@ class Task:
     group: str | None
     """The ``--group`` of the run."""
     spill: str | None = None
-    """A folder to write the rows to (large partitions), or ``None`` to return them."""
+    """A file to write the rows to as they come (:func:`tail_rows`), or ``None`` to return
+    them with the result."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,51 +202,105 @@ class _PartAuditor(Auditor):
         return key, self._warnings[key]
 
 
+_HEADER: Final = struct.Struct(">Q")
+"""A spill file's frame: its length (8 bytes, big-endian), then a pickle; length 0 ends it."""
+
+
 class _Sink:
-    """Collects rows; spills them in pickled chunks to a file when the task has a folder."""
+    """Collects rows; with a spill file, writes them as they come, in flushed frames.
+
+    The first frame is the process's :data:`MARK`, then lists of rows; an empty frame ends the
+    file, so the merge can read the rows while the task runs (:func:`tail_rows`).
+    """
 
     def __init__(self, task: Task) -> None:
         self.rows: list[Row] = []
         self.count = 0
-        self._file = None
-        self.path: str | None = None
+        self._file: BinaryIO | None = None
+        self.path = task.spill
         if task.spill is not None:
-            self.path = os.path.join(task.spill, f"task-{task.number}.rows")
-            self._file = open(self.path, "wb")  # noqa: SIM115 - closed in close()
+            self._file = open(task.spill, "wb")  # noqa: SIM115 - closed in close()
+            self._frame(MARK)
+
+    def _frame(self, value: object) -> None:
+        assert self._file is not None
+        data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        self._file.write(_HEADER.pack(len(data)) + data)
+        self._file.flush()
 
     def add(self, row: Row) -> None:
         self.rows.append(row)
         self.count += 1
         if self._file is not None and len(self.rows) >= _SPILL_ROWS:
-            pickle.dump(self.rows, self._file, protocol=pickle.HIGHEST_PROTOCOL)
+            self._frame(self.rows)
             self.rows = []
 
     def close(self) -> list[Row] | None:
         if self._file is None:
             return self.rows
         if self.rows:
-            pickle.dump(self.rows, self._file, protocol=pickle.HIGHEST_PROTOCOL)
+            self._frame(self.rows)
+        self._file.write(_HEADER.pack(0))
         self._file.close()
         self.rows = []
         return None
 
 
-def read_rows(result: TaskResult) -> Iterator[Row]:
-    """A task's rows in order, from memory or its spill file (deleted once read)."""
-    if result.rows is not None:
-        yield from result.rows
-        return
-    assert result.spill is not None
+Stream = Iterator[tuple[int, str, Row]]
+"""A task's rows in order, each with the task's number and its process's :data:`MARK`."""
+
+
+def inline_rows(result: TaskResult) -> Stream:
+    """The rows a task returned."""
+    for row in result.rows or ():
+        yield result.number, result.mark, row
+
+
+def tail_rows(number: int, path: str, running: Callable[[], bool], wait: float = 0.002) -> Stream:
+    """A spill file's rows, read while its task still writes it; the file is deleted after.
+
+    Args:
+        number: The task's number.
+        path: Its spill file.
+        running: Whether the task still runs: a frame not yet whole is waited for while it
+            does; once it has stopped, the rows end at the last whole frame (a task that
+            failed gives its error with its result).
+        wait: Seconds between two looks at a frame not yet whole.
+    """
+    while not os.path.exists(path):
+        if not running() and not os.path.exists(path):
+            return
+        time.sleep(wait)
     try:
-        with open(result.spill, "rb") as file:
-            while True:
-                try:
-                    chunk: list[Row] = pickle.load(file)
-                except EOFError:
-                    break
-                yield from chunk
+        with open(path, "rb") as file:
+            mark: str | None = None
+            while (frame := _next_frame(file, running, wait)) is not None:
+                if mark is None:
+                    mark = frame
+                    continue
+                for row in frame:
+                    yield number, mark, row
     finally:
-        os.unlink(result.spill)
+        os.unlink(path)
+
+
+def _next_frame(file: BinaryIO, running: Callable[[], bool], wait: float) -> Any:
+    """The next frame's value, or ``None`` at the end (an empty frame, or a stopped task)."""
+    start = file.tell()
+    while True:
+        stopped = not running()  # looked at before reading: a stopped task wrote everything
+        head = file.read(_HEADER.size)
+        if len(head) == _HEADER.size:
+            (size,) = _HEADER.unpack(head)
+            if size == 0:
+                return None
+            data = file.read(size)
+            if len(data) == size:
+                return pickle.loads(data)
+        if stopped:
+            return None
+        file.seek(start)
+        time.sleep(wait)
 
 
 def _lines(unit: Unit) -> Iterator[tuple[int, bytes]]:
@@ -331,13 +400,13 @@ def _audit(
     sink.add(row)
 
 
-def rows_of(results: list[TaskResult]) -> Iterator[tuple[TaskResult, Row]]:
+def rows_of(streams: list[Stream]) -> Stream:
     """Every task's rows merged into input order (each task's rows are in order)."""
     import heapq
 
-    def tagged(result: TaskResult) -> Iterator[tuple[Position, int, TaskResult, Row]]:
-        for row in read_rows(result):
-            yield row.position, result.number, result, row
+    def keyed(stream: Stream) -> Iterator[tuple[Position, int, str, Row]]:
+        for number, mark, row in stream:
+            yield row.position, number, mark, row
 
-    for _pos, _n, result, row in heapq.merge(*(tagged(r) for r in results)):
-        yield result, row
+    for _pos, number, mark, row in heapq.merge(*(keyed(s) for s in streams)):
+        yield number, mark, row

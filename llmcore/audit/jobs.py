@@ -26,12 +26,13 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Final
 
-from llmcore.audit._merge import Again, merge_results
-from llmcore.audit._partition import Task, TaskResult, Unit, run_task
+from llmcore.audit._merge import Again, Merge, merge_results
+from llmcore.audit._partition import Task, TaskResult, Unit, rows_of, run_task, tail_rows
 from llmcore.audit.inputs import STDIN_NAME, envelope_key, input_files
 from llmcore.audit.report import AuditInputError, AuditReport
 
@@ -40,9 +41,6 @@ __all__ = ["AUTO_MIN_BYTES", "audit_jobs", "cores", "plan"]
 AUTO_MIN_BYTES: Final = 8 * 1024 * 1024
 """Below this much input, the default (``jobs=None``) audits in the calling process: starting
 workers costs more than it saves."""
-
-_SPILL_BYTES: Final = 16 * 1024 * 1024
-"""A task reading more than this writes its rows to a temporary file, not a pipe."""
 
 _CHUNK: Final = 8 * 1024 * 1024
 """Bytes read at a time while finding a keyed JSONL file's lines."""
@@ -183,11 +181,13 @@ def _line(offset: int, line: bytes, number: int) -> Iterator[tuple[int, bytes, i
         yield offset, line, number
 
 
-def _tasks(p: _Plan, provider: str | None, group: str | None, jobs: int, spill: str) -> list[Task]:
+def _tasks(
+    p: _Plan, provider: str | None, group: str | None, jobs: int, spill: str | None
+) -> list[Task]:
     """Pack the partitions into tasks of similar size, the largest first."""
     buckets: list[tuple[int, list[Unit]]] = []
     if p.keys:  # the largest keys first, each to the least loaded bucket
-        count = min(len(p.keys), jobs * 2)
+        count = min(len(p.keys), jobs)  # one per worker: all run, and merge, at once
         sizes, parts = [0] * count, [list[Unit]() for _ in range(count)]
         for key in sorted(p.keys, key=lambda k: (-p.key_bytes[k], k)):
             i = min(range(count), key=lambda n: (sizes[n], n))
@@ -214,9 +214,9 @@ def _tasks(p: _Plan, provider: str | None, group: str | None, jobs: int, spill: 
             units=tuple(_merged(units)),
             provider=provider,
             group=group,
-            spill=spill if size > _SPILL_BYTES else None,
+            spill=None if spill is None else os.path.join(spill, f"task-{n}.rows"),
         )
-        for n, (size, units) in enumerate(buckets)
+        for n, (_size, units) in enumerate(buckets)
     ]
 
 
@@ -274,10 +274,10 @@ def audit_jobs(
 
             return audit_paths(paths, provider, read, group=group)
         with tempfile.TemporaryDirectory(prefix="llmcore-audit-") as spill:
-            tasks = _tasks(p, provider, group, workers, spill)
-            results = _run(tasks, workers if processes else 1)
+            tasks = _tasks(p, provider, group, workers, spill if processes else None)
+            results, merged = _run(tasks, workers if processes else 1, group)
             try:
-                return merge_results(results, group, p.planned)
+                return merge_results(results, group, p.planned, merged)
             except Again as again:
                 skips.update(again.skips)
 
@@ -296,10 +296,16 @@ def _once(stdin: Callable[[], bytes] | None) -> Callable[[], bytes] | None:
     return read
 
 
-def _run(tasks: list[Task], workers: int) -> list[TaskResult]:
-    """Run the tasks: in this process for one worker, else in a process pool."""
+def _run(
+    tasks: list[Task], workers: int, group: str | None
+) -> tuple[list[TaskResult], Merge | None]:
+    """Run the tasks: in this process for one worker, else in a process pool.
+
+    With a pool, the rows are merged while the tasks run (each task writes its spill file as
+    it goes), so the merge's share overlaps the workers'.
+    """
     if workers == 1 or len(tasks) <= 1:
-        return [run_task(task) for task in tasks]
+        return [run_task(replace(task, spill=None)) for task in tasks], None
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -307,5 +313,18 @@ def _run(tasks: list[Task], workers: int) -> list[TaskResult]:
     context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
     if "forkserver" in methods:
         context.set_forkserver_preload(["llmcore.audit._partition"])
+    merged = Merge(group)
     with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=context) as pool:
-        return list(pool.map(run_task, tasks))
+        futures = [pool.submit(run_task, task) for task in tasks]
+        streams = [
+            tail_rows(task.number, task.spill, _running(future))
+            for task, future in zip(tasks, futures, strict=True)
+            if task.spill is not None
+        ]
+        merged.add_all(rows_of(streams))
+        return [future.result() for future in futures], merged
+
+
+def _running(future: Future[TaskResult]) -> Callable[[], bool]:
+    """Whether ``future``'s task still runs (or waits to)."""
+    return lambda: not future.done()

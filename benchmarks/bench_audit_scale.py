@@ -197,7 +197,7 @@ def table(results: list[dict[str, Any]]) -> None:
 def start_cluster() -> Any:
     from distributed import Client, LocalCluster
 
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None)
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0")
     return cluster, Client(cluster)
 
 

@@ -347,7 +347,7 @@ class _client:  # noqa: N801 - a context manager named for what it gives
         if isinstance(self._scheduler, Client):
             return self._scheduler
         if self._scheduler is None:
-            cluster = LocalCluster(threads_per_worker=1, dashboard_address=None)
+            cluster = LocalCluster(threads_per_worker=1, dashboard_address=":0")
             self._own.append(cluster)
             client = Client(cluster)
         else:

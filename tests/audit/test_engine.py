@@ -30,7 +30,7 @@ from .keyed_logs import keyed_log, write_keyed_log
 def client() -> Iterator[Client]:
     with (
         LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
         ) as cluster,
         Client(cluster) as client,
     ):

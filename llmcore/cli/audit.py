@@ -503,8 +503,7 @@ def audit(
             help=(
                 "Cassettes (.yaml), JSONL, corpus cases (.json), or folders; - reads stdin as"
                 " JSONL (one body per line), or as a cassette if it starts with 'interactions:'"
-                " or '---'. With --engine dask: JSONL, JSONL.gz or Parquet files or folders,"
-                " local or any fsspec URL."
+                " or '---'."
             ),
         ),
     ],
@@ -535,7 +534,7 @@ def audit(
             metavar="RULE",
             help=(
                 f"Override the grouping: {', '.join(GROUPINGS)} (default: a conversation key"
-                " when the traffic carries one, else within each cassette file, else by the"
+                " when the traffic carries one, else within each cassette file, else by"
                 " longest shared run)."
             ),
         ),
@@ -569,7 +568,10 @@ def audit(
         typer.Option(
             "--engine",
             metavar="ENGINE",
-            help="dask: audit on a Dask cluster (needs the 'scale' extra).",
+            help=(
+                "dask: audit .jsonl, .jsonl.gz and .parquet files (local or fsspec URLs) on a"
+                " Dask cluster (needs the 'scale' extra)."
+            ),
         ),
     ] = None,
     scheduler: Annotated[
@@ -584,8 +586,11 @@ def audit(
         list[str] | None,
         typer.Option(
             "--column",
-            metavar="FIELD=COLUMN",
-            help="A Parquet column name: body, conversation, usage, time or status.",
+            metavar="F=NAME",
+            help=(
+                "FIELD=NAME: the Parquet column of body, conversation, usage, time or status"
+                " (--engine dask)."
+            ),
         ),
     ] = None,
     exemptions: Annotated[

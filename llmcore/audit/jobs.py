@@ -32,7 +32,15 @@ from pathlib import Path
 from typing import Final
 
 from llmcore.audit._merge import Again, Merge, merge_results
-from llmcore.audit._partition import Task, TaskResult, Unit, rows_of, run_task, tail_rows
+from llmcore.audit._partition import (
+    Task,
+    TaskResult,
+    Unit,
+    rows_of,
+    run_task,
+    start_worker,
+    tail_rows,
+)
 from llmcore.audit.inputs import STDIN_NAME, envelope_key, input_files
 from llmcore.audit.report import AuditInputError, AuditReport
 
@@ -314,7 +322,8 @@ def _run(
     if "forkserver" in methods:
         context.set_forkserver_preload(["llmcore.audit._partition"])
     merged = Merge(group)
-    with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=context) as pool:
+    count = min(workers, len(tasks))
+    with ProcessPoolExecutor(count, context, initializer=start_worker) as pool:
         futures = [pool.submit(run_task, task) for task in tasks]
         streams = [
             tail_rows(task.number, task.spill, _running(future))

@@ -42,6 +42,8 @@ so a command-line user sees the file, key path and index (STYLE.md "Errors").
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "APIStatusError",
     "ArchiveBusyError",
@@ -92,6 +94,21 @@ class LLMCoreError(Exception):
         self.message = message
         self.location = location
         super().__init__(f"{location}: {message}" if location else message)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle by state, so an error raised in a worker process arrives whole.
+
+        Its type, message, location and other attributes survive (``llmcore audit --jobs``,
+        a Dask worker).
+        """
+        return (_rebuilt, (type(self), self.args), dict(self.__dict__))
+
+
+def _rebuilt(cls: type[LLMCoreError], args: tuple[Any, ...]) -> LLMCoreError:
+    """An error of type ``cls`` with ``args`` whose ``__init__`` is not run (pickle sets state)."""
+    error = cls.__new__(cls, *args)
+    BaseException.__init__(error, *args)
+    return error
 
 
 class UserError(LLMCoreError):

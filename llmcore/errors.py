@@ -12,6 +12,8 @@ streams)::
     │   ├── UnsupportedContentError  content outside the four cases (documents, server tools, …)
     │   ├── FileRefusedError   a file is not a regular file, too large or hard-linked (also OSError)
     │   ├── UnknownProviderError   no provider is registered under that name
+    │   ├── CloudSetupError        a cloud endpoint lacks its region, project or location
+    │   │   └── MissingCredentialsError  no cloud credentials (AWS chain, Google ADC) were found
     │   └── ProviderRejectsError   strict mode: content providers refuse (llmcore.checks)
     ├── EncodingError              a value cannot be written as JSON (NaN, lone surrogate, …)
     ├── ArchiveError               the conversation archive cannot be read or written
@@ -50,11 +52,13 @@ __all__ = [
     "BackendExitError",
     "BackendNotFoundError",
     "BackendStreamError",
+    "CloudSetupError",
     "EncodingError",
     "FileRefusedError",
     "InvalidMessageError",
     "InvalidRequestError",
     "LLMCoreError",
+    "MissingCredentialsError",
     "MissingDependencyError",
     "ProviderError",
     "ProviderRejectsError",
@@ -160,6 +164,21 @@ class FileRefusedError(UserError, OSError):
 
 class UnknownProviderError(UserError):
     """No provider is registered under the given name."""
+
+
+class CloudSetupError(UserError):
+    """A cloud endpoint (Vertex AI, Bedrock, Azure) cannot be set up: no region, project, etc.
+
+    ``location`` names the parameter or environment variables that were looked at.
+    """
+
+
+class MissingCredentialsError(CloudSetupError):
+    """No cloud credentials were found; the message names the chain that was tried.
+
+    Raised by :mod:`llmcore.cloud.aws` (the AWS credential chain) and
+    :mod:`llmcore.cloud.google` (Application Default Credentials). Never carries a secret.
+    """
 
 
 class ProviderRejectsError(UserError):

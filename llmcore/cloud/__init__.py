@@ -1,0 +1,40 @@
+"""Credentials and request signing for the cloud endpoints (Vertex AI, Bedrock, Azure OpenAI).
+
+* :mod:`llmcore.cloud.aws` — SigV4 signing with botocore's signer and the AWS credential chain
+  (the ``aws`` extra);
+* :mod:`llmcore.cloud.google` — Google OAuth bearer tokens through google-auth's Application
+  Default Credentials (the ``google`` extra).
+
+Neither module imports its third-party library until it is used, so ``import llmcore`` and
+``import llmcore.cloud.aws`` stay light; a missing extra raises
+:class:`~llmcore.errors.MissingDependencyError` naming the extra to install. Credentials are
+never logged, never put in an error message and never written anywhere.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+from llmcore.errors import MissingDependencyError, missing_extra_message
+
+__all__ = ["require"]
+
+
+def require(module: str, *, extra: str, what: str, package: str | None = None) -> ModuleType:
+    """Import ``module`` or raise the typed error naming the extra that installs it.
+
+    Args:
+        module: The module to import (``"botocore.auth"``).
+        extra: The llmcore extra that installs it (``"aws"``).
+        what: What needs it, put in front of the message (``"SigV4 signing"``).
+        package: The distribution to name (``"google-auth"``); the top module by default.
+
+    Raises:
+        MissingDependencyError: The module's distribution is not installed.
+    """
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        missing = package or (exc.name or module).partition(".")[0]
+        raise MissingDependencyError(f"{what} {missing_extra_message(extra, missing)}") from exc

@@ -18,6 +18,14 @@ application/json``.
   https://api.openai.com/v1``, ``https://openrouter.ai/api/v1``), so one trailing ``/v1`` is
   dropped before the path is appended, never giving ``/v1/v1/…``. Anthropic's SDK convention
   has no ``/v1`` (``ANTHROPIC_BASE_URL=https://api.anthropic.com``); that value is used as given.
+* **Model in the URL, SigV4** (Bedrock): an endpoint path holding ``{model}`` is filled from the
+  body's :attr:`~llmcore.providers.base.RoutedBody.model`, and a streamed request goes to
+  :attr:`~llmcore.providers.base.Endpoint.stream_path`. An endpoint with ``sigv4`` auth is
+  signed per request by :class:`llmcore.cloud.aws.SigV4Signer` (the ``aws`` extra; region and
+  credentials from the AWS chain, never logged) unless an API key (bearer) is set; the
+  default base URL's ``{region}`` is the signer's region. An
+  ``application/vnd.amazon.eventstream`` answer is read frame by frame
+  (:mod:`llmcore.providers._eventstream`).
 * **Timeouts**: connect 10 s, read 600 s, write 60 s by default (:data:`DEFAULT_TIMEOUT`; the
   long read is for long generations — ``llmcore bench --live`` passes 120 s).
 * **Retries** (:class:`RetryPolicy`): statuses 408, 409, 429, 5xx (Anthropic 529
@@ -40,9 +48,10 @@ import logging
 import os
 import random
 import time
+import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
 import anyio
 import httpx
@@ -54,8 +63,9 @@ from llmcore.errors import (
     TransportError,
     UserError,
 )
+from llmcore.providers._eventstream import EventStreamReader
 from llmcore.providers._sse import SSEReader
-from llmcore.providers.base import ParsedResponse, Provider, StreamParser
+from llmcore.providers.base import Endpoint, ParsedResponse, Provider, StreamParser
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -186,21 +196,48 @@ class _Setup:
         endpoint = provider.endpoint
         prefix = endpoint.api_key_env.removesuffix("_API_KEY")
         base = base_urls.get(provider.name) or environ.get(f"{prefix}_BASE_URL")
-        self.url = _url(base or endpoint.base_url, endpoint.path, prefix)
+        self.base = base or endpoint.base_url
+        self.prefix = prefix
+        self.endpoint = endpoint
         key = api_keys.get(provider.name) or environ.get(endpoint.api_key_env)
         headers = {"content-type": "application/json", "user-agent": _USER_AGENT}
         headers.update(dict(endpoint.headers))
-        if key:
-            if endpoint.auth == "x-api-key":
-                headers["x-api-key"] = key
-            else:
-                headers["authorization"] = f"Bearer {key}"
+        self.signer: Any = None
+        if key and endpoint.auth == "x-api-key":
+            headers["x-api-key"] = key
+        elif key:
+            headers["authorization"] = f"Bearer {key}"
+        elif endpoint.auth == "sigv4":
+            self.signer = _signer(endpoint, environ)
+            self.base = self.base.replace("{region}", self.signer.region)
         elif not base:
             raise MissingAPIKeyError(
                 f"no API key for {provider.name}: set {endpoint.api_key_env}",
                 location=endpoint.api_key_env,
             )
         self.headers = headers
+        self.url = self.target(b"", stream=False)
+
+    def target(self, body: bytes, *, stream: bool) -> str:
+        """Return the URL for ``body``: the stream path when asked, ``{model}`` filled."""
+        path = (self.endpoint.stream_path if stream else None) or self.endpoint.path
+        if "{model}" in path:
+            model = getattr(body, "model", None) or ""
+            path = path.replace("{model}", urllib.parse.quote(model, safe=""))
+        return _url(self.base, path, self.prefix)
+
+    def request_headers(self, url: str, body: bytes) -> dict[str, str]:
+        """Return the headers of one request: the fixed ones, plus its SigV4 signature."""
+        if self.signer is None:
+            return self.headers
+        return {**self.headers, **self.signer.sign("POST", url, self.headers, bytes(body))}
+
+
+def _signer(endpoint: Endpoint, environ: Mapping[str, str]) -> Any:
+    """Return the SigV4 signer of an endpoint (region and credentials from the AWS chain)."""
+    from llmcore.cloud.aws import SigV4Signer  # the ``aws`` extra, loaded only when used
+
+    return SigV4Signer(service=endpoint.sigv4_service or "bedrock", environ=environ)
 
 
 def _transport_error(provider: Provider, exc: httpx.HTTPError, url: str) -> TransportError:
@@ -221,9 +258,12 @@ def _cut_error(provider: Provider, exc: httpx.HTTPError, received: int) -> Strea
     )
 
 
+_AWS_EVENT_STREAM: Final = "application/vnd.amazon.eventstream"
+
+
 def _is_event_stream(response: httpx.Response) -> bool:
     content_type: str = response.headers.get("content-type", "")
-    return content_type.startswith("text/event-stream")
+    return content_type.startswith(("text/event-stream", _AWS_EVENT_STREAM))
 
 
 def _wait(policy: RetryPolicy, attempt: int, error: ProviderError, rand: float) -> float | None:
@@ -235,8 +275,12 @@ def _wait(policy: RetryPolicy, attempt: int, error: ProviderError, rand: float) 
 class _StreamState:
     """Feeds body chunks to the SSE reader and the provider's stream parser."""
 
-    def __init__(self, provider: Provider) -> None:
-        self.reader = SSEReader(provider.name)
+    def __init__(self, provider: Provider, content_type: str = "") -> None:
+        self.reader: SSEReader | EventStreamReader
+        if content_type.startswith(_AWS_EVENT_STREAM):
+            self.reader = EventStreamReader(provider.name)
+        else:
+            self.reader = SSEReader(provider.name)
         self.parser: StreamParser = provider.stream_parser()
         self.received = 0
 
@@ -311,7 +355,7 @@ class HTTPTransport:
         attempt = 0
         while True:
             try:
-                return self._once(provider, setup, body)
+                return self._once(provider, setup, body, stream)
             except (TransportError, APIStatusError) as error:
                 wait = _wait(self._retry, attempt, error, self._rand())
                 if wait is None:
@@ -322,13 +366,15 @@ class HTTPTransport:
                 self._sleep(wait)
                 attempt += 1
 
-    def _once(self, provider: Provider, setup: _Setup, body: bytes) -> ParsedResponse:
-        _log.debug("%s: POST %s (%d bytes)", provider.name, setup.url, len(body))
-        request = self._client.build_request("POST", setup.url, content=body, headers=setup.headers)
+    def _once(self, provider: Provider, setup: _Setup, body: bytes, stream: bool) -> ParsedResponse:
+        url = setup.target(body, stream=stream)
+        _log.debug("%s: POST %s (%d bytes)", provider.name, url, len(body))
+        headers = setup.request_headers(url, body)
+        request = self._client.build_request("POST", url, content=body, headers=headers)
         try:
             response = self._client.send(request, stream=True)
         except httpx.HTTPError as exc:
-            raise _transport_error(provider, exc, setup.url) from exc
+            raise _transport_error(provider, exc, url) from exc
         try:
             return self._read(provider, response)
         finally:
@@ -341,7 +387,7 @@ class HTTPTransport:
             except httpx.HTTPError as exc:
                 raise _cut_error(provider, exc, 0) from exc
             return _plain(provider, response, data)
-        state = _StreamState(provider)
+        state = _StreamState(provider, response.headers.get("content-type", ""))
         chunks: Iterator[bytes] = response.iter_bytes()
         try:
             for chunk in chunks:
@@ -414,7 +460,7 @@ class AsyncHTTPTransport:
         attempt = 0
         while True:
             try:
-                return await self._once(provider, setup, body)
+                return await self._once(provider, setup, body, stream)
             except (TransportError, APIStatusError) as error:
                 wait = _wait(self._retry, attempt, error, self._rand())
                 if wait is None:
@@ -425,13 +471,17 @@ class AsyncHTTPTransport:
                 await self._sleep(wait)
                 attempt += 1
 
-    async def _once(self, provider: Provider, setup: _Setup, body: bytes) -> ParsedResponse:
-        _log.debug("%s: POST %s (%d bytes)", provider.name, setup.url, len(body))
-        request = self._client.build_request("POST", setup.url, content=body, headers=setup.headers)
+    async def _once(
+        self, provider: Provider, setup: _Setup, body: bytes, stream: bool
+    ) -> ParsedResponse:
+        url = setup.target(body, stream=stream)
+        _log.debug("%s: POST %s (%d bytes)", provider.name, url, len(body))
+        headers = setup.request_headers(url, body)
+        request = self._client.build_request("POST", url, content=body, headers=headers)
         try:
             response = await self._client.send(request, stream=True)
         except httpx.HTTPError as exc:
-            raise _transport_error(provider, exc, setup.url) from exc
+            raise _transport_error(provider, exc, url) from exc
         try:
             return await self._read(provider, response)
         finally:
@@ -444,7 +494,7 @@ class AsyncHTTPTransport:
             except httpx.HTTPError as exc:
                 raise _cut_error(provider, exc, 0) from exc
             return _plain(provider, response, data)
-        state = _StreamState(provider)
+        state = _StreamState(provider, response.headers.get("content-type", ""))
         chunks: AsyncIterator[bytes] = response.aiter_bytes()
         try:
             async for chunk in chunks:

@@ -47,6 +47,7 @@ __all__ = [
     "Provider",
     "ResponseMethods",
     "ResponseSide",
+    "RoutedBody",
     "StopReason",
     "SUPPORTED_IMAGE_TYPES",
     "StreamParser",
@@ -74,6 +75,28 @@ Maps a message index to raw JSON texts, exactly as the provider sent them: Anthr
 their ids), sent in place of that message's own items. Never stored in the history; dropped
 when the turn ends.
 """
+
+
+class RoutedBody(bytes):
+    """Body bytes that also name the model, for a wire that puts the model in the URL (P8).
+
+    Bedrock's ``/model/{modelId}/converse`` carries the model id in the path, not in the body;
+    a provider whose :attr:`Endpoint.path` holds ``{model}`` returns its body as this, so the
+    transport fills the path from :attr:`model` while the bytes stay exactly the body (it
+    compares, hashes and slices as the plain ``bytes``; wrappers pass it on unchanged).
+
+    Args:
+        data: The body bytes.
+        model: The model the URL names.
+    """
+
+    model: str
+
+    def __new__(cls, data: bytes, model: str) -> RoutedBody:
+        """Return ``data`` as a body routed to ``model``."""
+        body = super().__new__(cls, data)
+        body.model = model
+        return body
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -4,7 +4,6 @@ The package holds one concern per module:
 
 * :mod:`.encode` — the request body encoder and its key-order table;
 * :mod:`.parse` — the response parser (JSON bodies and the event stream);
-* :mod:`.eventstream` — the ``application/vnd.amazon.eventstream`` frames read as events;
 * :mod:`.importer` — the import of recorded request bodies.
 
 The model id goes in the URL (``/model/{modelId}/converse``, ``/converse-stream`` when

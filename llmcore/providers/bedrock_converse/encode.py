@@ -64,6 +64,7 @@ from llmcore.providers import _import_common as imp
 from llmcore.providers.base import (
     Carry,
     EncodeCache,
+    RoutedBody,
     arguments_json,
     base64_text,
     breakpoint_messages,
@@ -258,6 +259,9 @@ def build_body(
 ) -> bytes:
     """Return the body bytes for ``request`` (the provider class documents it).
 
+    The bytes are routed to ``request.model`` (:class:`~llmcore.providers.base.RoutedBody`:
+    the URL names the model).
+
     ``carry`` is accepted for the Protocol; Converse responses carry nothing the next request
     needs (reasoning content is dropped, M4), so it is ignored.
     """
@@ -277,4 +281,4 @@ def build_body(
     if tool_config is not None:
         body["toolConfig"] = tool_config
     imp.put_extra(body, request.params)
-    return jsonbytes.dumps(body)
+    return RoutedBody(jsonbytes.dumps(body), request.model)

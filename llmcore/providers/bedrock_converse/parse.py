@@ -9,8 +9,9 @@ https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ConverseStre
   ``contentBlockDelta.delta.toolUse.input`` strings (M2). ``reasoningContent`` (thinking and its
   signature), ``citationsContent`` and other provider-only blocks never enter the history
   (M4); each is named in ``ParsedResponse.notes``.
-* The stream (``application/vnd.amazon.eventstream``, read by :mod:`.eventstream`) is one
-  :class:`~llmcore.providers._sse.SSEEvent` per frame, ``event`` = the ``:event-type`` header
+* The stream (``application/vnd.amazon.eventstream``, read by
+  :mod:`llmcore.providers._eventstream`) is one :class:`~llmcore.providers._sse.SSEEvent`
+  per frame, ``event`` = the ``:event-type`` header
   (``messageStart``, ``contentBlockStart``, ``contentBlockDelta``, ``contentBlockStop``,
   ``messageStop``, ``metadata``) or, for an exception frame (``id`` ``exception`` or ``error``),
   its type (``throttlingException``, …); members other than the documented ones (the ``p`` padding)
@@ -49,10 +50,10 @@ __all__ = [
 ]
 
 ENDPOINT: Final = Endpoint(
-    base_url="https://bedrock-runtime.us-east-1.amazonaws.com",
+    base_url="https://bedrock-runtime.{region}.amazonaws.com",
     path="/model/{model}/converse",
     stream_path="/model/{model}/converse-stream",
-    api_key_env="AWS_BEDROCK_API_KEY",
+    api_key_env="AWS_BEARER_TOKEN_BEDROCK",
     auth="sigv4",
     headers=(("accept", "application/json"),),
     sigv4_service="bedrock",

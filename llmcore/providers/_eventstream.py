@@ -1,4 +1,4 @@
-"""The AWS event stream (``application/vnd.amazon.eventstream``) read as events (P1).
+"""The shared AWS event-stream reader (``application/vnd.amazon.eventstream``), as events (P1).
 
 Bedrock's ``converse-stream`` answers in binary frames: a prelude (total length, headers
 length, CRC32 of both), headers (``:message-type``, ``:event-type`` or ``:exception-type``,
@@ -17,12 +17,11 @@ It needs botocore (the ``aws`` extra, which Bedrock's SigV4 signing needs anyway
 
 from __future__ import annotations
 
-import importlib
-from types import ModuleType
 from typing import Any
 
 from llmcore import jsonbytes
-from llmcore.errors import MissingDependencyError, ResponseParseError, missing_extra_message
+from llmcore.cloud import require
+from llmcore.errors import ResponseParseError
 from llmcore.providers._sse import SSEEvent
 
 __all__ = ["CONTENT_TYPE", "EventStreamReader"]
@@ -31,15 +30,6 @@ CONTENT_TYPE = "application/vnd.amazon.eventstream"
 """The content type of an AWS event stream response."""
 
 _NAME = "bedrock-converse"
-
-
-def _botocore_eventstream() -> ModuleType:
-    try:
-        return importlib.import_module("botocore.eventstream")
-    except ImportError as exc:
-        raise MissingDependencyError(
-            "reading a Bedrock event stream " + missing_extra_message("aws", "botocore")
-        ) from exc
 
 
 class EventStreamReader:
@@ -53,7 +43,7 @@ class EventStreamReader:
     """
 
     def __init__(self, provider: str = _NAME) -> None:
-        self._module = _botocore_eventstream()
+        self._module = require("botocore.eventstream", extra="aws", what="reading an event stream")
         self._buffer: Any = self._module.EventStreamBuffer()
         self._provider = provider
         self._pending = 0

@@ -234,10 +234,20 @@ class _Setup:
 
 
 def _signer(endpoint: Endpoint, environ: Mapping[str, str]) -> Any:
-    """Return the SigV4 signer of an endpoint (region and credentials from the AWS chain)."""
+    """Return the SigV4 signer of an endpoint (region and credentials from the AWS chain).
+
+    Keys in ``environ`` (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``)
+    are used as given, so a transport's own ``environ`` decides like the process environment.
+    """
     from llmcore.cloud.aws import SigV4Signer  # the ``aws`` extra, loaded only when used
 
-    return SigV4Signer(service=endpoint.sigv4_service or "bedrock", environ=environ)
+    return SigV4Signer(
+        service=endpoint.sigv4_service or "bedrock",
+        environ=environ,
+        access_key=environ.get("AWS_ACCESS_KEY_ID"),
+        secret_key=environ.get("AWS_SECRET_ACCESS_KEY"),
+        session_token=environ.get("AWS_SESSION_TOKEN"),
+    )
 
 
 def _transport_error(provider: Provider, exc: httpx.HTTPError, url: str) -> TransportError:

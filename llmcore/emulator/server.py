@@ -33,6 +33,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from llmcore.emulator.clock import Clock
+from llmcore.emulator.converse_routes import converse_routes
 from llmcore.emulator.engine import Engine, Prepared
 from llmcore.emulator.errors import EmulatorError, Rejection, Shape
 from llmcore.emulator.limits import (
@@ -226,6 +227,7 @@ def build_app(
         for path, shape, handle in endpoints
     ]
     routes += extra_routes(engine, limits, in_flight)  # count_tokens, models, batches, …
+    routes += converse_routes(engine, limits, in_flight)  # Bedrock Converse, ConverseStream
     missing = not_found_handler(engine)  # JSON 404 / 405 in the provider's shape
     app = Starlette(routes=routes, exception_handlers={404: missing, 405: missing})
     return AccessLog(app) if access_log else app

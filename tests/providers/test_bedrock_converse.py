@@ -5,10 +5,24 @@ from pathlib import Path
 
 import pytest
 
-from llmcore import Image, Message, Params, Request, Text, Tool, ToolCall, ToolChoiceName
-from llmcore import ToolResult
-from llmcore.errors import APIStatusError, InvalidRequestError, ResponseParseError
-from llmcore.errors import RequestFileError, UnsupportedContentError
+from llmcore import (
+    Image,
+    Message,
+    Params,
+    Request,
+    Text,
+    Tool,
+    ToolCall,
+    ToolChoiceName,
+    ToolResult,
+)
+from llmcore.errors import (
+    APIStatusError,
+    InvalidRequestError,
+    RequestFileError,
+    ResponseParseError,
+    UnsupportedContentError,
+)
 from llmcore.providers import get_provider
 from llmcore.providers._sse import SSEEvent
 from llmcore.providers.base import EncodeCache, RoutedBody

@@ -73,7 +73,13 @@ from llmcore.request import Params, Request, Tool
 TURNS = (10, 50, 200, 1000)
 SDK_MAX_TURNS = 200
 PAIRS = 5
-MODELS = {"anthropic": "claude-sonnet-4-5", "openai-chat": "gpt-4o"}
+MODELS = {
+    "anthropic": "claude-sonnet-4-5",
+    "openai-chat": "gpt-4o",
+    "bedrock-converse": "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+}
+SDK_PROVIDERS = ("anthropic", "openai-chat")
+"""Providers with an SDK column (boto3 has no mock-transport hook to time it the same way)."""
 RESULTS = Path(__file__).resolve().parent.parent / "results" / "bench_bodies.json"
 
 ANTHROPIC_RESPONSE = {
@@ -291,7 +297,7 @@ def measure(
     result["cold_over_orjson"] = statistics.median(
         c / o for c, o in zip(columns["llmcore_cold_ms"], columns["orjson_ms"], strict=True)
     )
-    if sdk and turns <= SDK_MAX_TURNS:
+    if sdk and turns <= SDK_MAX_TURNS and provider in SDK_PROVIDERS:
         send = sdk_sender(provider)
         send(shaped)  # warm up the client
         result["sdk_ms"] = median_ms(lambda: send(shaped), reps)

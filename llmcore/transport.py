@@ -18,14 +18,22 @@ application/json``.
   https://api.openai.com/v1``, ``https://openrouter.ai/api/v1``), so one trailing ``/v1`` is
   dropped before the path is appended, never giving ``/v1/v1/…``. Anthropic's SDK convention
   has no ``/v1`` (``ANTHROPIC_BASE_URL=https://api.anthropic.com``); that value is used as given.
-* **Model in the URL, SigV4** (Bedrock): an endpoint path holding ``{model}`` is filled from the
-  body's :attr:`~llmcore.providers.base.RoutedBody.model`, and a streamed request goes to
+* **Cloud endpoints** (SPEC P8): ``endpoints`` maps a provider name to a
+  :class:`~llmcore.cloud.base.CloudEndpoint` (:class:`~llmcore.cloud.anthropic.AnthropicVertex`,
+  :class:`~llmcore.cloud.anthropic.AnthropicBedrock`, :class:`~llmcore.cloud.azure.AzureOpenAI`),
+  or lists endpoints, each taking the providers it serves. That provider's bodies then go where
+  the endpoint says, with its headers (a SigV4 signature, a fresh Google token, an Azure key)
+  made again for every attempt; base URLs and API keys do not apply to it. An
+  ``application/vnd.amazon.eventstream`` answer is decoded by
+  :mod:`llmcore.providers._eventstream` and turned into the provider's events by the endpoint.
+* **Model in the URL, SigV4** (Bedrock Converse): an endpoint path holding ``{model}`` is filled
+  from ``send(..., model=...)`` (:func:`model_argument`), and a streamed request goes to
   :attr:`~llmcore.providers.base.Endpoint.stream_path`. An endpoint with ``sigv4`` auth is
-  signed per request by :class:`llmcore.cloud.aws.SigV4Signer` (the ``aws`` extra; region and
-  credentials from the AWS chain, never logged) unless an API key (bearer) is set; the
-  default base URL's ``{region}`` is the signer's region. An
-  ``application/vnd.amazon.eventstream`` answer is read frame by frame
-  (:mod:`llmcore.providers._eventstream`).
+  signed for every attempt by :class:`llmcore.cloud.aws.SigV4Signer` (the ``aws`` extra; region
+  and credentials from the AWS chain or the transport's ``environ``, never logged) unless an API
+  key (a Bedrock bearer key) is set; the default base URL's ``{region}`` is the signer's. Its
+  ``application/vnd.amazon.eventstream`` answer is read message by message
+  (:func:`aws_events`).
 * **Timeouts**: connect 10 s, read 600 s, write 60 s by default (:data:`DEFAULT_TIMEOUT`; the
   long read is for long generations — ``llmcore bench --live`` passes 120 s).
 * **Retries** (:class:`RetryPolicy`): statuses 408, 409, 429, 5xx (Anthropic 529
@@ -49,13 +57,14 @@ import os
 import random
 import time
 import urllib.parse
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import anyio
 import httpx
 
+from llmcore import jsonbytes
 from llmcore.errors import (
     APIStatusError,
     ProviderError,
@@ -63,9 +72,13 @@ from llmcore.errors import (
     TransportError,
     UserError,
 )
-from llmcore.providers._eventstream import EventStreamReader
-from llmcore.providers._sse import SSEReader
+from llmcore.providers._eventstream import CONTENT_TYPE as EVENTSTREAM
+from llmcore.providers._eventstream import EventMessage, EventStreamDecoder, event_kind
+from llmcore.providers._sse import SSEEvent, SSEReader
 from llmcore.providers.base import Endpoint, ParsedResponse, Provider, StreamParser
+
+if TYPE_CHECKING:
+    from llmcore.cloud.base import CloudEndpoint, WireRequest
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -76,6 +89,8 @@ __all__ = [
     "RetryPolicy",
     "StreamBrokenError",
     "Transport",
+    "aws_events",
+    "model_argument",
 ]
 
 _log = logging.getLogger("llmcore.transport")
@@ -118,7 +133,9 @@ class StreamBrokenError(TransportError):
 class Transport(Protocol):
     """Sends body bytes to a provider and returns the parsed response."""
 
-    def send(self, provider: Provider, body: bytes, *, stream: bool = False) -> ParsedResponse:
+    def send(
+        self, provider: Provider, body: bytes, *, stream: bool = False, model: str | None = None
+    ) -> ParsedResponse:
         """Send ``body`` exactly as given and return the parsed response.
 
         Args:
@@ -126,7 +143,11 @@ class Transport(Protocol):
             body: The exact body bytes (SPEC P2).
             stream: Whether the body asked for a server-sent-event stream. The response's
                 content type (``text/event-stream``) or an event-stream body decides how it
-                is read, so a recorded JSON answer to a streamed request still parses.
+                is read, so a recorded JSON answer to a streamed request still parses. Where
+                the API streams on a path of its own (:attr:`Endpoint.stream_path`) it picks
+                that path.
+            model: The model, for an API whose URL holds it (Bedrock Converse); callers pass
+                it only there (:func:`model_argument`).
 
         Raises:
             TransportError: No response (after retries).
@@ -140,7 +161,7 @@ class AsyncTransport(Protocol):
     """The asyncio form of :class:`Transport`."""
 
     async def send(
-        self, provider: Provider, body: bytes, *, stream: bool = False
+        self, provider: Provider, body: bytes, *, stream: bool = False, model: str | None = None
     ) -> ParsedResponse:
         """As :meth:`Transport.send`."""
         ...
@@ -183,6 +204,81 @@ class RetryPolicy:
         return base * (1.0 - self.jitter * rand)
 
 
+def _endpoint_map(
+    endpoints: Mapping[str, CloudEndpoint] | Iterable[CloudEndpoint] | None,
+) -> dict[str, CloudEndpoint]:
+    """Return provider name → endpoint; a list gives each endpoint its ``providers``.
+
+    Raises:
+        UserError: Two listed endpoints serve the same provider.
+    """
+    if endpoints is None:
+        return {}
+    if isinstance(endpoints, Mapping):
+        return dict(endpoints)
+    out: dict[str, CloudEndpoint] = {}
+    for endpoint in endpoints:
+        for name in sorted(endpoint.providers):
+            if name in out:
+                raise UserError(f"two endpoints serve {name}: pass a mapping to choose one")
+            out[name] = endpoint
+    return out
+
+
+def _planner(
+    provider: Provider,
+    body: bytes,
+    stream: bool,
+    endpoint: CloudEndpoint | None,
+    setup: Callable[[], _Setup],
+) -> Callable[[], WireRequest]:
+    """Return what gives each attempt's request: the endpoint's, or the base URL and key's."""
+    if endpoint is not None:
+        return lambda: endpoint.prepare(provider.name, body, stream=stream)
+    from llmcore.cloud.base import WireRequest
+
+    fixed = setup()
+    url = fixed.stream_url if stream else fixed.url
+    signer = fixed.signer
+    events = aws_events(provider.name) if provider.endpoint.auth == "sigv4" else None
+    if signer is not None:  # SigV4: a fresh signature (and x-amz-date) for every attempt
+        return lambda: WireRequest(
+            url=url,
+            headers={**fixed.headers, **signer.sign("POST", url, fixed.headers, body)},
+            body=body,
+            event_stream=events,
+        )
+    wire = WireRequest(url=url, headers=fixed.headers, body=body, event_stream=events)
+    return lambda: wire
+
+
+def aws_events(provider: str) -> Callable[[EventMessage], list[SSEEvent]]:
+    """Return the reader of a provider's AWS event-stream messages as stream-parser events.
+
+    Each message becomes one event: ``event`` is the ``:event-type`` (or, for an exception,
+    the ``:exception-type``; for an error, the ``:error-code``), ``data`` the payload text (an
+    error's ``{"message": …}``) and ``id`` the ``:message-type`` (``event``, ``exception``,
+    ``error``), so a parser tells an exception from an event (Bedrock Converse's,
+    :mod:`llmcore.providers.bedrock_converse.parse`). A payload that is not UTF-8 raises
+    :class:`~llmcore.errors.ResponseParseError`.
+    """
+
+    def convert(message: EventMessage) -> list[SSEEvent]:
+        kind, name = event_kind(message)
+        if kind == "error":
+            text = str(message.headers.get(":error-message", ""))
+            return [SSEEvent(event=name, data=jsonbytes.dumps_text({"message": text}), id=kind)]
+        try:
+            data = message.payload.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ResponseParseError(
+                f"event {name!r}: payload is not UTF-8 ({exc})", provider=provider
+            ) from exc
+        return [SSEEvent(event=name, data=data, id=kind)]
+
+    return convert
+
+
 class _Setup:
     """The URL and headers of one provider's requests (never logged: they hold the key)."""
 
@@ -192,45 +288,55 @@ class _Setup:
         base_urls: Mapping[str, str],
         api_keys: Mapping[str, str],
         environ: Mapping[str, str],
+        model: str | None = None,
     ) -> None:
         endpoint = provider.endpoint
         prefix = endpoint.api_key_env.removesuffix("_API_KEY")
         base = base_urls.get(provider.name) or environ.get(f"{prefix}_BASE_URL")
-        self.base = base or endpoint.base_url
-        self.prefix = prefix
-        self.endpoint = endpoint
         key = api_keys.get(provider.name) or environ.get(endpoint.api_key_env)
         headers = {"content-type": "application/json", "user-agent": _USER_AGENT}
         headers.update(dict(endpoint.headers))
+        chosen = base or endpoint.base_url
         self.signer: Any = None
-        if key and endpoint.auth == "x-api-key":
-            headers["x-api-key"] = key
-        elif key:
-            headers["authorization"] = f"Bearer {key}"
+        if key:
+            if endpoint.auth == "x-api-key":
+                headers["x-api-key"] = key
+            else:
+                headers["authorization"] = f"Bearer {key}"
         elif endpoint.auth == "sigv4":
             self.signer = _signer(endpoint, environ)
-            self.base = self.base.replace("{region}", self.signer.region)
+            chosen = chosen.replace("{region}", self.signer.region)
         elif not base:
             raise MissingAPIKeyError(
                 f"no API key for {provider.name}: set {endpoint.api_key_env}",
                 location=endpoint.api_key_env,
             )
+        self.url = _url(chosen, _path(provider, model, False), prefix)
+        self.stream_url = _url(chosen, _path(provider, model, True), prefix)
         self.headers = headers
-        self.url = self.target(b"", stream=False)
 
-    def target(self, body: bytes, *, stream: bool) -> str:
-        """Return the URL for ``body``: the stream path when asked, ``{model}`` filled."""
-        path = (self.endpoint.stream_path if stream else None) or self.endpoint.path
-        if "{model}" in path:
-            model = getattr(body, "model", None) or ""
-            path = path.replace("{model}", urllib.parse.quote(model, safe=""))
-        return _url(self.base, path, self.prefix)
 
-    def request_headers(self, url: str, body: bytes) -> dict[str, str]:
-        """Return the headers of one request: the fixed ones, plus its SigV4 signature."""
-        if self.signer is None:
-            return self.headers
-        return {**self.headers, **self.signer.sign("POST", url, self.headers, bytes(body))}
+def _path(provider: Provider, model: str | None, stream: bool) -> str:
+    """Return the endpoint path: the stream path when asked and there is one, ``{model}`` set."""
+    endpoint = provider.endpoint
+    path = endpoint.stream_path if stream and endpoint.stream_path else endpoint.path
+    if "{model}" not in path:
+        return path
+    if not model:
+        raise UserError(
+            f"{provider.name}: the model goes in the URL; send(..., model=...) names it",
+            location="model",
+        )
+    return path.replace("{model}", urllib.parse.quote(model, safe="-._~"))
+
+
+def model_argument(provider: Provider, model: str) -> dict[str, str]:
+    """Return ``{"model": model}`` for a provider whose URL holds the model, else ``{}``.
+
+    The keyword arguments a caller adds to :meth:`Transport.send`, so a transport of a provider
+    with a fixed path is called as before.
+    """
+    return {"model": model} if "{model}" in provider.endpoint.path else {}
 
 
 def _signer(endpoint: Endpoint, environ: Mapping[str, str]) -> Any:
@@ -268,12 +374,12 @@ def _cut_error(provider: Provider, exc: httpx.HTTPError, received: int) -> Strea
     )
 
 
-_AWS_EVENT_STREAM: Final = "application/vnd.amazon.eventstream"
-
-
-def _is_event_stream(response: httpx.Response) -> bool:
+def _stream_kind(response: httpx.Response) -> str | None:
+    """``"sse"``, ``"aws"`` (an AWS event stream) or ``None`` (a whole body)."""
     content_type: str = response.headers.get("content-type", "")
-    return content_type.startswith(("text/event-stream", _AWS_EVENT_STREAM))
+    if content_type.startswith("text/event-stream"):
+        return "sse"
+    return "aws" if content_type.startswith(EVENTSTREAM) else None
 
 
 def _wait(policy: RetryPolicy, attempt: int, error: ProviderError, rand: float) -> float | None:
@@ -285,12 +391,8 @@ def _wait(policy: RetryPolicy, attempt: int, error: ProviderError, rand: float) 
 class _StreamState:
     """Feeds body chunks to the SSE reader and the provider's stream parser."""
 
-    def __init__(self, provider: Provider, content_type: str = "") -> None:
-        self.reader: SSEReader | EventStreamReader
-        if content_type.startswith(_AWS_EVENT_STREAM):
-            self.reader = EventStreamReader(provider.name)
-        else:
-            self.reader = SSEReader(provider.name)
+    def __init__(self, provider: Provider) -> None:
+        self.reader = SSEReader(provider.name)
         self.parser: StreamParser = provider.stream_parser()
         self.received = 0
 
@@ -303,6 +405,43 @@ class _StreamState:
         for event in self.reader.close():
             self.parser.feed(event)
         return self.parser.finish()
+
+
+class _AWSStreamState:
+    """Feeds an AWS event stream's messages, as events, to the provider's stream parser."""
+
+    def __init__(
+        self, provider: Provider, convert: Callable[[EventMessage], Iterable[SSEEvent]] | None
+    ) -> None:
+        if convert is None:
+            raise ResponseParseError(
+                f"{provider.name}: an AWS event stream answered a request that expects none",
+                provider=provider.name,
+            )
+        self.decoder = EventStreamDecoder(provider.name)
+        self.convert = convert
+        self.parser: StreamParser = provider.stream_parser()
+        self.received = 0
+
+    def feed(self, chunk: bytes) -> None:
+        self.received += len(chunk)
+        for message in self.decoder.feed(chunk):
+            for event in self.convert(message):
+                self.parser.feed(event)
+
+    def finish(self) -> ParsedResponse:
+        self.decoder.close()
+        return self.parser.finish()
+
+
+def _stream_state(
+    provider: Provider, response: httpx.Response, wire: WireRequest
+) -> _StreamState | _AWSStreamState | None:
+    """The reader of a streamed answer, or ``None`` when the answer is read whole."""
+    kind = _stream_kind(response)
+    if response.status_code >= 400 or kind is None:
+        return None
+    return _StreamState(provider) if kind == "sse" else _AWSStreamState(provider, wire.event_stream)
 
 
 class HTTPTransport:
@@ -318,6 +457,7 @@ class HTTPTransport:
         sleep: Waits between retries (tests pass a recorder).
         rand: Returns the jitter fraction in [0, 1).
         environ: Where keys and base URLs are read (``os.environ`` by default).
+        endpoints: Cloud endpoints by provider name, or a list of them (see the module doc).
     """
 
     def __init__(
@@ -331,7 +471,9 @@ class HTTPTransport:
         sleep: Callable[[float], None] = time.sleep,
         rand: Callable[[], float] = random.random,
         environ: Mapping[str, str] | None = None,
+        endpoints: Mapping[str, CloudEndpoint] | Iterable[CloudEndpoint] | None = None,
     ) -> None:
+        self._endpoints = _endpoint_map(endpoints)
         self._base_urls = dict(base_urls or {})
         self._api_keys = dict(api_keys or {})
         self._owns = client is None
@@ -352,7 +494,9 @@ class HTTPTransport:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def send(self, provider: Provider, body: bytes, *, stream: bool = False) -> ParsedResponse:
+    def send(
+        self, provider: Provider, body: bytes, *, stream: bool = False, model: str | None = None
+    ) -> ParsedResponse:
         """Send ``body`` unchanged and return the parsed response (see :meth:`Transport.send`).
 
         Raises:
@@ -361,11 +505,13 @@ class HTTPTransport:
             APIStatusError: An error status (after the retries for retryable ones).
             ResponseParseError: A body or stream that cannot be parsed.
         """
-        setup = _Setup(provider, self._base_urls, self._api_keys, self._environ)
+        plan = _planner(
+            provider, body, stream, self._endpoints.get(provider.name), self._setup(provider, model)
+        )
         attempt = 0
         while True:
             try:
-                return self._once(provider, setup, body, stream)
+                return self._once(provider, plan())
             except (TransportError, APIStatusError) as error:
                 wait = _wait(self._retry, attempt, error, self._rand())
                 if wait is None:
@@ -376,28 +522,34 @@ class HTTPTransport:
                 self._sleep(wait)
                 attempt += 1
 
-    def _once(self, provider: Provider, setup: _Setup, body: bytes, stream: bool) -> ParsedResponse:
-        url = setup.target(body, stream=stream)
-        _log.debug("%s: POST %s (%d bytes)", provider.name, url, len(body))
-        headers = setup.request_headers(url, body)
-        request = self._client.build_request("POST", url, content=body, headers=headers)
+    def _setup(self, provider: Provider, model: str | None) -> Callable[[], _Setup]:
+        environ = self._environ
+        return lambda: _Setup(provider, self._base_urls, self._api_keys, environ, model)
+
+    def _once(self, provider: Provider, wire: WireRequest) -> ParsedResponse:
+        _log.debug("%s: POST %s (%d bytes)", provider.name, wire.url, len(wire.body))
+        request = self._client.build_request(
+            "POST", wire.url, content=wire.body, headers=dict(wire.headers)
+        )
         try:
             response = self._client.send(request, stream=True)
         except httpx.HTTPError as exc:
-            raise _transport_error(provider, exc, url) from exc
+            raise _transport_error(provider, exc, wire.url) from exc
         try:
-            return self._read(provider, response)
+            return self._read(provider, response, wire)
         finally:
             response.close()
 
-    def _read(self, provider: Provider, response: httpx.Response) -> ParsedResponse:
-        if response.status_code >= 400 or not _is_event_stream(response):
+    def _read(
+        self, provider: Provider, response: httpx.Response, wire: WireRequest
+    ) -> ParsedResponse:
+        state = _stream_state(provider, response, wire)
+        if state is None:
             try:
                 data = response.read()
             except httpx.HTTPError as exc:
                 raise _cut_error(provider, exc, 0) from exc
-            return _plain(provider, response, data)
-        state = _StreamState(provider, response.headers.get("content-type", ""))
+            return _plain(provider, response, data, wire)
         chunks: Iterator[bytes] = response.iter_bytes()
         try:
             for chunk in chunks:
@@ -407,12 +559,14 @@ class HTTPTransport:
         return state.finish()
 
 
-def _plain(provider: Provider, response: httpx.Response, data: bytes) -> ParsedResponse:
+def _plain(
+    provider: Provider, response: httpx.Response, data: bytes, wire: WireRequest
+) -> ParsedResponse:
     """Turn a whole (non-stream) response into a parsed response or a typed error."""
     status = response.status_code
     headers = dict(response.headers)
     if status >= 400 or status < 200:
-        raise provider.parse_error(status, data, headers)
+        raise (wire.error or provider.parse_error)(status, data, headers)
     try:
         if data.lstrip().startswith((b"event:", b"data:")):
             state = _StreamState(provider)
@@ -441,7 +595,9 @@ class AsyncHTTPTransport:
         sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
         rand: Callable[[], float] = random.random,
         environ: Mapping[str, str] | None = None,
+        endpoints: Mapping[str, CloudEndpoint] | Iterable[CloudEndpoint] | None = None,
     ) -> None:
+        self._endpoints = _endpoint_map(endpoints)
         self._base_urls = dict(base_urls or {})
         self._api_keys = dict(api_keys or {})
         self._owns = client is None
@@ -463,14 +619,16 @@ class AsyncHTTPTransport:
         await self.aclose()
 
     async def send(
-        self, provider: Provider, body: bytes, *, stream: bool = False
+        self, provider: Provider, body: bytes, *, stream: bool = False, model: str | None = None
     ) -> ParsedResponse:
         """As :meth:`HTTPTransport.send`."""
-        setup = _Setup(provider, self._base_urls, self._api_keys, self._environ)
+        endpoint = self._endpoints.get(provider.name)
+        plan = _planner(provider, body, stream, endpoint, self._setup(provider, model))
         attempt = 0
         while True:
             try:
-                return await self._once(provider, setup, body, stream)
+                wire = await anyio.to_thread.run_sync(plan) if endpoint else plan()
+                return await self._once(provider, wire)
             except (TransportError, APIStatusError) as error:
                 wait = _wait(self._retry, attempt, error, self._rand())
                 if wait is None:
@@ -481,30 +639,34 @@ class AsyncHTTPTransport:
                 await self._sleep(wait)
                 attempt += 1
 
-    async def _once(
-        self, provider: Provider, setup: _Setup, body: bytes, stream: bool
-    ) -> ParsedResponse:
-        url = setup.target(body, stream=stream)
-        _log.debug("%s: POST %s (%d bytes)", provider.name, url, len(body))
-        headers = setup.request_headers(url, body)
-        request = self._client.build_request("POST", url, content=body, headers=headers)
+    def _setup(self, provider: Provider, model: str | None) -> Callable[[], _Setup]:
+        environ = self._environ
+        return lambda: _Setup(provider, self._base_urls, self._api_keys, environ, model)
+
+    async def _once(self, provider: Provider, wire: WireRequest) -> ParsedResponse:
+        _log.debug("%s: POST %s (%d bytes)", provider.name, wire.url, len(wire.body))
+        request = self._client.build_request(
+            "POST", wire.url, content=wire.body, headers=dict(wire.headers)
+        )
         try:
             response = await self._client.send(request, stream=True)
         except httpx.HTTPError as exc:
-            raise _transport_error(provider, exc, url) from exc
+            raise _transport_error(provider, exc, wire.url) from exc
         try:
-            return await self._read(provider, response)
+            return await self._read(provider, response, wire)
         finally:
             await response.aclose()
 
-    async def _read(self, provider: Provider, response: httpx.Response) -> ParsedResponse:
-        if response.status_code >= 400 or not _is_event_stream(response):
+    async def _read(
+        self, provider: Provider, response: httpx.Response, wire: WireRequest
+    ) -> ParsedResponse:
+        state = _stream_state(provider, response, wire)
+        if state is None:
             try:
                 data = await response.aread()
             except httpx.HTTPError as exc:
                 raise _cut_error(provider, exc, 0) from exc
-            return _plain(provider, response, data)
-        state = _StreamState(provider, response.headers.get("content-type", ""))
+            return _plain(provider, response, data, wire)
         chunks: AsyncIterator[bytes] = response.aiter_bytes()
         try:
             async for chunk in chunks:

@@ -67,6 +67,9 @@ NOT_ON_IMPORT = (
     "pydantic",
     "httpx",
     "yaml",
+    "botocore",
+    "boto3",
+    "google",
 )
 NOT_ON_VERSION = ("typer", "click", "rich", "pydantic", "llmcore.cli._app")
 """``--version`` alone is answered before the application is built."""

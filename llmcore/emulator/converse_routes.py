@@ -1,20 +1,14 @@
-"""The emulator's Bedrock Runtime endpoints: Converse and ConverseStream (SPEC V2, P8).
+"""The emulator's Bedrock Runtime Converse endpoints (SPEC V2, P8).
 
-``POST /model/{modelId}/converse`` and ``/model/{modelId}/converse-stream``, as the real
-``bedrock-runtime`` service serves them (the model id percent-encoded in the path):
-
-* **Authentication**: the real API refuses unsigned requests, so a request needs an
-  ``Authorization`` header shaped like SigV4 (``AWS4-HMAC-SHA256 Credential=<key id>/<date>/
-  <region>/bedrock/aws4_request, SignedHeaders=…, Signature=…``) and an ``x-amz-date``, or a
-  Bedrock API key (``Bearer …``); the signature itself is not checked. Caches are per access
-  key id. Otherwise 403 ``UnrecognizedClientException``.
-* **Errors** in Bedrock's shape: ``{"message": …}`` with the type in ``x-amzn-ErrorType``
-  (``ValidationException:http://internal.amazon.com/coral/com.amazon.bedrock/``) and the id in
-  ``x-amzn-RequestId``; 400 ``ValidationException``, 403 ``UnrecognizedClientException``, 408
-  ``ModelTimeoutException``, 413/400 body limits as ``ValidationException``, 429
-  ``ThrottlingException``, 503 ``ServiceUnavailableException``.
-* **Streams** are ``application/vnd.amazon.eventstream`` frames
-  (:mod:`llmcore.emulator.converse_wire`).
+``POST /model/{modelId}/converse`` and ``/model/{modelId}/converse-stream``, served the way
+:mod:`llmcore.emulator.cloud` serves Bedrock InvokeModel (the same SigV4-shaped
+``Authorization`` check — the real API refuses unsigned requests; the signature itself is not
+checked — and the same ``{"message": …}`` errors with ``x-amzn-ErrorType`` and
+``x-amzn-RequestId``). The body is the Converse API's own
+(:mod:`llmcore.emulator.converse_validate`), the model id comes from the path, caches are per
+access key id (the ``Credential=`` of the signature, which stays the same across requests
+while the signature changes), and a stream is ``application/vnd.amazon.eventstream`` frames
+(:mod:`llmcore.emulator.converse_wire`).
 """
 
 from __future__ import annotations
@@ -27,60 +21,27 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from llmcore import jsonbytes
+from llmcore.emulator.cloud import Answer, _aws_auth, _bedrock_render, _endpoint, _Site
 from llmcore.emulator.converse_wire import CONTENT_TYPE
 from llmcore.emulator.engine import Engine, Prepared
-from llmcore.emulator.errors import Rejection
-from llmcore.emulator.limits import BodiesInFlight, ClientGone, Limits, read_body
+from llmcore.emulator.limits import BodiesInFlight, Limits
 
-__all__ = ["bedrock_error", "converse_routes"]
+__all__ = ["converse_routes"]
 
-_SIGV4: Final = re.compile(
-    r"AWS4-HMAC-SHA256 Credential=([^/,\s]+)/\d{8}/[^/]+/[^/]+/aws4_request,\s*"
-    r"SignedHeaders=[^,\s]+,\s*Signature=[0-9a-f]{64}"
-)
-_NAMESPACE: Final = ":http://internal.amazon.com/coral/com.amazon.bedrock/"
-_BY_STATUS: Final = {
-    400: "ValidationException",
-    403: "AccessDeniedException",
-    408: "ModelTimeoutException",
-    413: "ValidationException",
-    429: "ThrottlingException",
-    503: "ServiceUnavailableException",
-}
-
-
-def bedrock_error(rejection: Rejection, request_id: str) -> Response:
-    """Return ``rejection`` as Bedrock's error response (see the module doc)."""
-    kind = rejection.error_type
-    if not kind.endswith("Exception"):
-        kind = _BY_STATUS.get(rejection.status, "InternalServerException")
-    headers = {"x-amzn-ErrorType": kind + _NAMESPACE, "x-amzn-RequestId": request_id}
-    if rejection.status in (408, 413, 503):
-        headers["connection"] = "close"
-    return Response(
-        jsonbytes.dumps({"message": rejection.message}),
-        status_code=rejection.status,
-        media_type="application/json",
-        headers=headers,
-    )
+_CREDENTIAL: Final = re.compile(r"AWS4-HMAC-SHA256 Credential=([^/,\s]+)/")
 
 
 def _account(request: Request) -> str:
-    """Return the caller's access key id (or API key), refusing an unsigned request."""
+    """The access key id of a signed request (a bearer API key as it is)."""
     value = request.headers.get("authorization", "")
-    if value.startswith("Bearer ") and len(value) > 7:
-        return value
-    match = _SIGV4.match(value)
-    if match is None or "x-amz-date" not in request.headers:
-        raise Rejection(
-            "The security token included in the request is invalid."
-            if value
-            else "Missing Authentication Token",
-            status=403,
-            error_type="UnrecognizedClientException",
-        )
-    return match.group(1)
+    match = _CREDENTIAL.match(value)
+    return match.group(1) if match else value
+
+
+def _converse(engine: Engine, request: Request, raw: bytes) -> Prepared:
+    stream = request.url.path.endswith("/converse-stream")
+    model = request.path_params["model_id"]
+    return engine.bedrock_converse(raw, _account(request), model, stream)
 
 
 def _answer(prepared: Prepared, headers: dict[str, str]) -> Response:
@@ -90,41 +51,24 @@ def _answer(prepared: Prepared, headers: dict[str, str]) -> Response:
     return Response(prepared.body, media_type="application/json", headers=headers)
 
 
-def _endpoint(
-    engine: Engine, limits: Limits, in_flight: BodiesInFlight, stream: bool
-) -> Callable[[Request], Any]:
-    async def endpoint(request: Request) -> Response:
-        request_id = engine.request_id()
-        headers = {"x-amzn-RequestId": request_id}
-        held = 0
-        try:
-            org = _account(request)
-            raw, held = await read_body(request, "openai", limits, in_flight)
-            model = request.path_params["model_id"]
-            prepared = engine.bedrock_converse(raw, org, model, stream)
-        except ClientGone:
-            return Response(status_code=499)
-        except Rejection as rejection:
-            engine.rejected()
-            return bedrock_error(rejection, request_id)
-        finally:
-            in_flight.give(held)
-        return _answer(prepared, headers)
-
-    return endpoint
+_CONVERSE: Final = _Site(
+    "openai", "x-amzn-requestid", "", _bedrock_render, _aws_auth, _converse, _answer
+)
 
 
-def converse_routes(engine: Engine, limits: Limits, in_flight: BodiesInFlight) -> list[Route]:
-    """Return the Converse and ConverseStream routes."""
+def converse_routes(
+    engine: Engine,
+    wait: Callable[[], Any],
+    limits: Limits,
+    in_flight: BodiesInFlight,
+    answer: Answer,
+) -> list[Route]:
+    """Return the Converse and ConverseStream routes (arguments as :func:`cloud_routes`)."""
     return [
         Route(
-            "/model/{model_id:path}/converse",
-            _endpoint(engine, limits, in_flight, stream=False),
+            path,
+            _endpoint(_CONVERSE, engine, wait, limits, in_flight, answer),
             methods=["POST"],
-        ),
-        Route(
-            "/model/{model_id:path}/converse-stream",
-            _endpoint(engine, limits, in_flight, stream=True),
-            methods=["POST"],
-        ),
+        )
+        for path in ("/model/{model_id:path}/converse", "/model/{model_id:path}/converse-stream")
     ]

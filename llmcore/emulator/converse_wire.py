@@ -8,18 +8,14 @@
   ``contentBlockDelta`` (``text`` or ``toolUse.input`` pieces) / ``contentBlockStop`` →
   ``messageStop`` → ``metadata`` (usage, metrics).
 
-The frame encoder is this module's own (read back by botocore's parser in the tests): each
-frame is a prelude (total length, headers length: big-endian uint32; CRC32 of those 8 bytes),
-the headers (name length byte, name, type 7 = string, uint16 length, value) ``:event-type``,
-``:content-type`` ``application/json`` and ``:message-type`` ``event``, the JSON payload, and the
-CRC32 of everything before it
-(https://docs.aws.amazon.com/transcribe/latest/dg/streaming-setting-up.html#streaming-event-stream).
+Frames are written by :func:`llmcore.providers._eventstream.encode_message` (the framing
+only; read back by botocore's own parser in the tests) with the headers ``:event-type``,
+``:content-type`` ``application/json`` and ``:message-type`` ``event`` (``exception`` and
+``:exception-type`` for an exception).
 """
 
 from __future__ import annotations
 
-import struct
-import zlib
 from typing import Any, Final
 
 from llmcore import jsonbytes
@@ -27,11 +23,17 @@ from llmcore.emulator.anthropic_cache import AnthropicUsage
 from llmcore.emulator.common import Turn, make_id, pieces
 from llmcore.emulator.prefix import item_bytes
 from llmcore.emulator.script import Reply
+from llmcore.providers._eventstream import CONTENT_TYPE, encode_message
 
-__all__ = ["CONTENT_TYPE", "converse_body", "converse_frames", "converse_turn", "frame"]
+__all__ = [
+    "CONTENT_TYPE",
+    "converse_body",
+    "converse_frames",
+    "converse_turn",
+    "event_frame",
+    "exception_frame",
+]
 
-CONTENT_TYPE: Final = "application/vnd.amazon.eventstream"
-_STRING: Final = 7
 _LATENCY_MS: Final = 120
 
 
@@ -90,26 +92,6 @@ def converse_body(reply: Reply, turn: Turn, usage: AnthropicUsage) -> bytes:
     )
 
 
-def _header(name: str, value: str) -> bytes:
-    raw_name, raw_value = name.encode("utf-8"), value.encode("utf-8")
-    return (
-        struct.pack("!B", len(raw_name))
-        + raw_name
-        + struct.pack("!BH", _STRING, len(raw_value))
-        + raw_value
-    )
-
-
-def frame(headers: list[tuple[str, str]], payload: bytes) -> bytes:
-    """Return one event-stream frame (prelude, headers, payload, CRCs; see the module doc)."""
-    head = b"".join(_header(name, value) for name, value in headers)
-    total = 12 + len(head) + len(payload) + 4
-    prelude = struct.pack("!II", total, len(head))
-    prelude += struct.pack("!I", zlib.crc32(prelude))
-    message = prelude + head + payload
-    return message + struct.pack("!I", zlib.crc32(message))
-
-
 def event_frame(event_type: str, payload: dict[str, Any]) -> bytes:
     """Return an ``event`` frame of ``event_type`` carrying ``payload`` as JSON."""
     headers = [
@@ -117,7 +99,7 @@ def event_frame(event_type: str, payload: dict[str, Any]) -> bytes:
         (":content-type", "application/json"),
         (":message-type", "event"),
     ]
-    return frame(headers, jsonbytes.dumps(payload))
+    return encode_message(headers, jsonbytes.dumps(payload))
 
 
 def exception_frame(exception_type: str, message: str) -> bytes:
@@ -127,7 +109,7 @@ def exception_frame(exception_type: str, message: str) -> bytes:
         (":content-type", "application/json"),
         (":message-type", "exception"),
     ]
-    return frame(headers, jsonbytes.dumps({"message": message}))
+    return encode_message(headers, jsonbytes.dumps({"message": message}))
 
 
 def _block_frames(index: int, block: dict[str, Any]) -> list[bytes]:

@@ -3,6 +3,9 @@
 Routes: ``POST /v1/messages`` (Anthropic Messages), ``POST /v1/chat/completions`` (OpenAI Chat
 Completions), ``POST /v1/responses`` (OpenAI Responses). Anthropic clients use
 :attr:`Emulator.base_url`; OpenAI clients use :attr:`Emulator.openai_base_url` (``…/v1``).
+The same wire APIs' cloud endpoints (Vertex AI, Bedrock InvokeModel, Azure OpenAI) are served
+by :mod:`llmcore.emulator.cloud`: :attr:`Emulator.vertex_base_url`, :attr:`Emulator.base_url`
+as Bedrock's ``endpoint_url`` and Azure's ``azure_endpoint``.
 API keys are not checked; the key a client sends (``x-api-key`` or ``Authorization``) names its
 organization, and caches are per organization (PROVIDER-RULES §1.2). Anthropic requests need
 the ``anthropic-version`` header, as the real API does.
@@ -33,6 +36,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from llmcore.emulator.clock import Clock
+from llmcore.emulator.cloud import cloud_routes
 from llmcore.emulator.converse_routes import converse_routes
 from llmcore.emulator.engine import Engine, Prepared
 from llmcore.emulator.errors import EmulatorError, Rejection, Shape
@@ -227,7 +231,8 @@ def build_app(
         for path, shape, handle in endpoints
     ]
     routes += extra_routes(engine, limits, in_flight)  # count_tokens, models, batches, …
-    routes += converse_routes(engine, limits, in_flight)  # Bedrock Converse, ConverseStream
+    routes += cloud_routes(engine, gate.wait, limits, in_flight, _answer)  # Vertex, Bedrock, Azure
+    routes += converse_routes(engine, gate.wait, limits, in_flight, _answer)  # Bedrock Converse
     missing = not_found_handler(engine)  # JSON 404 / 405 in the provider's shape
     app = Starlette(routes=routes, exception_handlers={404: missing, 405: missing})
     return AccessLog(app) if access_log else app
@@ -302,6 +307,11 @@ class Emulator:
     @property
     def openai_base_url(self) -> str:
         """``http://127.0.0.1:PORT/v1`` — the OpenAI base URL (``/chat/completions``, …)."""
+        return self.base_url + "/v1"
+
+    @property
+    def vertex_base_url(self) -> str:
+        """``http://127.0.0.1:PORT/v1`` — the Vertex AI base URL (``/projects/…:rawPredict``)."""
         return self.base_url + "/v1"
 
     def _bind(self) -> uvicorn.Server:

@@ -47,7 +47,6 @@ __all__ = [
     "Provider",
     "ResponseMethods",
     "ResponseSide",
-    "RoutedBody",
     "StopReason",
     "SUPPORTED_IMAGE_TYPES",
     "StreamParser",
@@ -75,28 +74,6 @@ Maps a message index to raw JSON texts, exactly as the provider sent them: Anthr
 their ids), sent in place of that message's own items. Never stored in the history; dropped
 when the turn ends.
 """
-
-
-class RoutedBody(bytes):
-    """Body bytes that also name the model, for a wire that puts the model in the URL (P8).
-
-    Bedrock's ``/model/{modelId}/converse`` carries the model id in the path, not in the body;
-    a provider whose :attr:`Endpoint.path` holds ``{model}`` returns its body as this, so the
-    transport fills the path from :attr:`model` while the bytes stay exactly the body (it
-    compares, hashes and slices as the plain ``bytes``; wrappers pass it on unchanged).
-
-    Args:
-        data: The body bytes.
-        model: The model the URL names.
-    """
-
-    model: str
-
-    def __new__(cls, data: bytes, model: str) -> RoutedBody:
-        """Return ``data`` as a body routed to ``model``."""
-        body = super().__new__(cls, data)
-        body.model = model
-        return body
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -179,8 +156,8 @@ class Endpoint:
     base_url: str
     """The default base URL, without a trailing slash (e.g. ``https://api.anthropic.com``)."""
     path: str
-    """The path appended to the base URL (e.g. ``/v1/messages``); ``{model}`` stands for the
-    request's model, percent-encoded, where the wire puts it in the URL (Bedrock)."""
+    """The path appended to the base URL (e.g. ``/v1/messages``). ``{model}`` in it stands for
+    the request's model (Bedrock's ``/model/{model}/converse``)."""
     api_key_env: str
     """The environment variable holding the API key."""
     auth: Literal["x-api-key", "bearer", "sigv4"]
@@ -189,8 +166,8 @@ class Endpoint:
     headers: tuple[tuple[str, str], ...] = ()
     """Other fixed headers (e.g. ``anthropic-version``)."""
     stream_path: str | None = None
-    """The path of a streamed request, where streaming is chosen by the URL rather than by a
-    body field (Bedrock ``/converse-stream``); ``None`` uses :attr:`path`."""
+    """The path of a streamed request where the API has its own (Bedrock's
+    ``/converse-stream``); ``None``: :attr:`path`, the body asks for a stream."""
     sigv4_service: str | None = None
     """The SigV4 signing name (``bedrock``) when :attr:`auth` is ``sigv4``."""
 

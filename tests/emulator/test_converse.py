@@ -22,8 +22,9 @@ from llmcore.emulator.converse_wire import event_frame, exception_frame
 from llmcore.errors import APIStatusError
 from llmcore.messages import Message, Text
 from llmcore.providers import get_provider
+from llmcore.providers._eventstream import EventStreamDecoder
 from llmcore.request import Params, Request
-from llmcore.transport import HTTPTransport, RetryPolicy
+from llmcore.transport import HTTPTransport, RetryPolicy, aws_events, model_argument
 
 MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 LONG = "The tide tables for the harbour. " * 400  # ~2,800 tokens: above the 1,024 minimum
@@ -128,7 +129,7 @@ def test_an_unsigned_request_is_refused(emu: tuple[Emulator, ManualClock]) -> No
     with httpx.Client() as http:
         answer = http.post(url, content=b'{"messages":[]}')
     assert answer.status_code == 403
-    assert answer.headers["x-amzn-ErrorType"].startswith("UnrecognizedClientException:")
+    assert answer.headers["x-amzn-ErrorType"].startswith("MissingAuthenticationTokenException:")
     assert answer.json() == {"message": "Missing Authentication Token"}
 
 
@@ -148,8 +149,9 @@ def test_llmcore_transport_talks_to_the_emulator(
     provider = get_provider("bedrock-converse")
     base = {"bedrock-converse": emu[0].base_url}
     with HTTPTransport(base_urls=base, environ=ENV, retry=RetryPolicy(max_retries=0)) as http:
-        first = http.send(provider, provider.build_body(_request(stream)), stream=stream)
-        second = http.send(provider, provider.build_body(_request(stream)), stream=stream)
+        body = provider.build_body(_request(stream))
+        first = http.send(provider, body, stream=stream, **model_argument(provider, MODEL))
+        second = http.send(provider, body, stream=stream, model=MODEL)
     assert first.usage.cache_write > 1024 and first.usage.cache_read == 0
     assert second.usage.cache_read == first.usage.cache_write
     assert second.content and all(
@@ -167,7 +169,7 @@ def test_llmcore_reads_a_validation_error(emu: tuple[Emulator, ManualClock]) -> 
     base = {"bedrock-converse": emu[0].base_url}
     with HTTPTransport(base_urls=base, environ=ENV, retry=RetryPolicy(max_retries=0)) as http:
         with pytest.raises(APIStatusError) as caught:
-            http.send(provider, provider.build_body(request))
+            http.send(provider, provider.build_body(request), model=MODEL)
     assert caught.value.status == 400
     assert caught.value.error_type == "ValidationException"
     assert "extraneous key [bogus]" in caught.value.message
@@ -182,13 +184,13 @@ def test_frames_decode_with_botocore_and_exceptions_are_typed() -> None:
     assert first.payload == b'{"role":"assistant"}'
     assert second.headers[":message-type"] == "exception"
     parser = get_provider("bedrock-converse").stream_parser()
-    from llmcore.providers._eventstream import EventStreamReader
-
-    reader = EventStreamReader()
+    decoder = EventStreamDecoder("bedrock-converse")
     whole = event_frame("messageStart", {"role": "assistant"}) + exception_frame(
         "throttlingException", "slow down"
     )
-    events = [e for i in range(len(whole)) for e in reader.feed(whole[i : i + 1])]
+    convert = aws_events("bedrock-converse")
+    messages = [m for i in range(len(whole)) for m in decoder.feed(whole[i : i + 1])]
+    events = [e for m in messages for e in convert(m)]
     parser.feed(events[0])
     with pytest.raises(APIStatusError) as caught:
         parser.feed(events[1])

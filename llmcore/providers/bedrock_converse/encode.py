@@ -64,7 +64,6 @@ from llmcore.providers import _import_common as imp
 from llmcore.providers.base import (
     Carry,
     EncodeCache,
-    RoutedBody,
     arguments_json,
     base64_text,
     breakpoint_messages,
@@ -259,8 +258,7 @@ def build_body(
 ) -> bytes:
     """Return the body bytes for ``request`` (the provider class documents it).
 
-    The bytes are routed to ``request.model`` (:class:`~llmcore.providers.base.RoutedBody`:
-    the URL names the model).
+    The model is not in them: the transport puts it in the URL (``send(..., model=...)``).
 
     ``carry`` is accepted for the Protocol; Converse responses carry nothing the next request
     needs (reasoning content is dropped, M4), so it is ignored.
@@ -281,4 +279,4 @@ def build_body(
     if tool_config is not None:
         body["toolConfig"] = tool_config
     imp.put_extra(body, request.params)
-    return RoutedBody(jsonbytes.dumps(body), request.model)
+    return jsonbytes.dumps(body)

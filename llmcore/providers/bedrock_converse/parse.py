@@ -9,9 +9,9 @@ https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ConverseStre
   ``contentBlockDelta.delta.toolUse.input`` strings (M2). ``reasoningContent`` (thinking and its
   signature), ``citationsContent`` and other provider-only blocks never enter the history
   (M4); each is named in ``ParsedResponse.notes``.
-* The stream (``application/vnd.amazon.eventstream``, read by
+* The stream (``application/vnd.amazon.eventstream``, decoded by
   :mod:`llmcore.providers._eventstream`) is one :class:`~llmcore.providers._sse.SSEEvent`
-  per frame, ``event`` = the ``:event-type`` header
+  per message (:func:`llmcore.transport.aws_events`), ``event`` = the ``:event-type`` header
   (``messageStart``, ``contentBlockStart``, ``contentBlockDelta``, ``contentBlockStop``,
   ``messageStop``, ``metadata``) or, for an exception frame (``id`` ``exception`` or ``error``),
   its type (``throttlingException``, …); members other than the documented ones (the ``p`` padding)

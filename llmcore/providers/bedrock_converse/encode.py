@@ -53,6 +53,7 @@ Encoding rules (https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runt
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Hashable
 from typing import Any, Final, assert_never
@@ -64,6 +65,7 @@ from llmcore.providers import _import_common as imp
 from llmcore.providers.base import (
     Carry,
     EncodeCache,
+    NativePieces,
     arguments_json,
     base64_text,
     breakpoint_messages,
@@ -166,26 +168,40 @@ def _message_values(index: int, message: Message, option: Hashable) -> list[dict
     return [{"role": _wire_role(message), "content": blocks}]
 
 
+_NATIVE: Final = NativePieces(
+    "converse_pieces",
+    (Text, Image, ToolCall, ToolResult, wire_id, arguments_json, _ID_MAX, True, None),
+)
+""":func:`_message_values` written in C (:class:`~llmcore.providers.history.NativePieces`); ids
+outside ``[a-zA-Z0-9_-]+`` (a ``.`` or ``:`` included) go through :func:`wire_id`."""
+
+
+_ROLE_LETTER: Final = {"user": "u", "tool": "u", "assistant": "a"}
+_ROLE: Final = operator.attrgetter("role")
+_RUN: Final = re.compile(r"u{2,}|a{2,}")
+"""Two or more consecutive messages of one wire role, in the roles' letters."""
+
+
 def _message_options(request: Request) -> dict[int, Hashable]:
-    """Return each message's option: the run it heads and its cache point, or absorbed."""
+    """Return each message's option: the run it heads and its cache point, or absorbed.
+
+    The runs are found on a string of one letter per message by a regular expression (one
+    pass in C), so a long history costs no per-message Python work beyond one lookup.
+    """
     messages = request.messages
     mode = request.params.cache_mode
-    marked: set[int] = set()
+    marked: list[int] = []
     if mode != "off" and caching_family(request.model) is not None:
         newest, previous = breakpoint_messages(messages)
-        marked = {i for i in (newest, previous if mode == "breakpoints" else None) if i is not None}
-    options: dict[int, Hashable] = {}
-    head = 0
-    for index in range(1, len(messages) + 1):
-        if index < len(messages) and _wire_role(messages[index]) == _wire_role(messages[head]):
-            options[index] = _ABSORBED
-            continue
-        ttl = request.params.cache_ttl if marked.intersection(range(head, index)) else None
-        if index - head > 1:
-            options[head] = (messages[head + 1 : index], ttl)
-        elif ttl is not None:
-            options[head] = ttl
-        head = index
+        marked = [i for i in (newest, previous if mode == "breakpoints" else None) if i is not None]
+    ttl: Hashable = request.params.cache_ttl
+    options: dict[int, Hashable] = dict.fromkeys(marked, ttl)
+    letters = "".join(map(_ROLE_LETTER.__getitem__, map(_ROLE, messages)))
+    for run in _RUN.finditer(letters):
+        head, end = run.span()
+        options.update(dict.fromkeys(range(head + 1, end), _ABSORBED))
+        point = ttl if any(head <= i < end for i in marked) else None
+        options[head] = (messages[head + 1 : end], point)
     return options
 
 
@@ -267,7 +283,7 @@ def build_body(
     system_mark, tools_mark = _marks(request)
     options = _message_options(request)
     body: dict[str, Any] = {
-        "messages": history_array(request.messages, options, _message_values, cache)
+        "messages": history_array(request.messages, options, _message_values, cache, native=_NATIVE)
     }
     system = _system(request, system_mark)
     if system:

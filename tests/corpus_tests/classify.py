@@ -254,7 +254,8 @@ def classify(api: str, case: dict[str, Any]) -> Outcome:
         return Outcome("d")
     provider = get_provider(api)
     try:
-        result = provider.import_body(*_import_arguments(api, body, case))
+        imported, raw_bytes = _import_arguments(api, body, case)
+        result = provider.import_body(imported, raw=raw_bytes)
     except UnsupportedContentError as exc:
         return Outcome("c", (exc.feature,))
     except RequestFileError as exc:
@@ -283,14 +284,14 @@ def classify(api: str, case: dict[str, Any]) -> Outcome:
 
 def _import_arguments(
     api: str, body: dict[str, Any], case: dict[str, Any]
-) -> tuple[dict[str, Any], str, bytes | None]:
+) -> tuple[dict[str, Any], bytes | None]:
     """Return ``import_body``'s arguments: a Converse body gets its URL's model as ``modelId``
     and its recorded bytes (for the exact spans of ``toolUse.input``)."""
     if api != "bedrock-converse":
-        return body, "$", None
+        return body, None
     raw = case.get("request_raw")
     body = {**body, "modelId": case["meta"]["model_id"]}
-    return body, "$", raw.encode("utf-8") if raw is not None else None
+    return body, raw.encode("utf-8") if raw is not None else None
 
 
 def _key_order_differs(a: Any, b: Any) -> bool:

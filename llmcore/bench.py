@@ -76,8 +76,13 @@ LIVE_MODELS: Final[dict[str, str]] = {
     "openai-chat": "gpt-5.4-mini",
     "openai-responses": "gpt-5.4-mini",
     "openrouter": "anthropic/claude-sonnet-4.6",
+    "bedrock-converse": "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
 }
 """The model ``bench --live --provider P`` uses when ``--model`` is not given.
+
+``bedrock-converse`` names a Bedrock cross-region inference profile; a live run signs with the
+AWS credential chain (``AWS_ACCESS_KEY_ID`` …, ``AWS_PROFILE``) and ``AWS_REGION``, or sends a
+Bedrock API key from ``AWS_BEARER_TOKEN_BEDROCK``; neither is ever logged.
 
 Each is a model the pinned ``anthropic`` and ``openai`` SDKs do not mark deprecated
 (``anthropic._data.DEPRECATED_MODELS``; the "Deprecated values" list of

@@ -196,11 +196,7 @@ def import_(
     provider: ImportProviderOption,
     model: ModelOption = None,
 ) -> None:
-    """Turn a recorded PROVIDER body (or corpus case) into a request file on stdout.
-
-    A Converse body has no model (it is in the URL): --model, a corpus case's URL, or a
-    modelId member of the body names it.
-    """
+    """Turn a recorded PROVIDER body (or corpus case) into a request file on stdout."""
     if provider not in _IMPORTABLE:
         raise fail(f"import supports {', '.join(_IMPORTABLE)}, not {provider!r}")
     name = _STDIN if _is_stdin(recorded) else str(recorded)

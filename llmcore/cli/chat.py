@@ -8,7 +8,9 @@ The terminal agent of SPEC S1–S6 (R2): a session per workspace (``llmcore.sess
   in-process on loopback: no key, nothing leaves the machine;
 * ``--live --provider P [--model M]`` — the real API (key from ``ANTHROPIC_API_KEY``,
   ``OPENAI_API_KEY`` or ``OPENROUTER_API_KEY``; a missing key is one line, exit 2);
-* ``--base-url URL`` — any compatible endpoint (the key from the same variable, or ``none``).
+* ``--base-url URL`` — any compatible endpoint (the key from the same variable, or ``none``);
+* ``--endpoint vertex|bedrock|azure`` — the provider's API on a cloud (:mod:`llmcore.cloud`;
+  settings and credentials from the environment, ``--base-url`` for its host).
 
 With a terminal, lines are read with prompt_toolkit (line editing; history in the project's
 folder, ``<project>/history``: each line scrubbed of secrets, the file 0600, removed by
@@ -36,8 +38,10 @@ import typer
 
 from llmcore.cli._common import (
     BaseUrlOption,
+    EndpointOption,
     ModelOption,
     base_url_transport,
+    cloud_transport,
     fail,
     require_extra,
 )
@@ -59,10 +63,16 @@ HOLD_ENV: Final = "LLMCORE_CHAT_TEST_HOLD"
 
 
 @contextmanager
-def _endpoint(name: str, live: bool, base_url: str | None) -> Iterator[tuple[HTTPTransport, str]]:
+def _endpoint(
+    name: str, live: bool, base_url: str | None, cloud: str | None = None
+) -> Iterator[tuple[HTTPTransport, str]]:
     """Yield the transport and a description of where it sends."""
     from llmcore.transport import HTTPTransport
 
+    if cloud:
+        with cloud_transport(name, cloud, base_url) as transport:
+            yield transport, f"{cloud} endpoint"
+        return
     if base_url:
         with base_url_transport(name, base_url) as transport:
             yield transport, base_url
@@ -168,6 +178,7 @@ def chat_command(
     base_url: str | None,
     resume: bool | None,
     history: bool = True,
+    endpoint: str | None = None,
 ) -> int:
     """Run ``llmcore chat``; return the exit code (0, or 130 after Ctrl+C).
 
@@ -192,7 +203,7 @@ def chat_command(
         resume=resume, forget_history=forget,
     )  # fmt: skip
     try:
-        with _endpoint(provider, live, base_url) as (transport, where):
+        with _endpoint(provider, live, base_url, endpoint) as (transport, where):
             return run_chat(setup, transport, where)
     except KeyboardInterrupt:  # while the endpoint starts or stops
         console.print("\nInterrupted.", highlight=False)
@@ -282,6 +293,7 @@ def chat(
     ] = "anthropic",
     model: ModelOption = None,
     base_url: BaseUrlOption = None,
+    endpoint: EndpointOption = None,
     resume: Annotated[
         bool | None,
         typer.Option(
@@ -302,7 +314,7 @@ def chat(
     try:
         code = chat_command(
             workspace=workspace, config_dir=config_dir, live=live, provider=provider,
-            model=model, base_url=base_url, resume=resume, history=history,
+            model=model, base_url=base_url, resume=resume, history=history, endpoint=endpoint,
         )  # fmt: skip
     except LLMCoreError as exc:
         raise fail(str(exc)) from None

@@ -1,4 +1,12 @@
-"""Credentials and request signing for the cloud endpoints (Vertex AI, Bedrock, Azure OpenAI).
+"""The cloud endpoints of the existing wire APIs, and their credentials (SPEC P8).
+
+Endpoints, passed to :class:`llmcore.HTTPTransport` as ``endpoints=[…]``:
+
+* :class:`AnthropicVertex` — Anthropic Messages on Vertex AI (:mod:`llmcore.cloud.anthropic`);
+* :class:`AnthropicBedrock` — Anthropic Messages on Bedrock InvokeModel (same module);
+* :class:`AzureOpenAI` — OpenAI Chat and Responses on Azure (:mod:`llmcore.cloud.azure`).
+
+Credentials:
 
 * :mod:`llmcore.cloud.aws` — SigV4 signing with botocore's signer and the AWS credential chain
   (the ``aws`` extra);
@@ -15,10 +23,38 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
+from typing import TYPE_CHECKING
 
+from llmcore._lazy import lazy_names as _lazy_names
 from llmcore.errors import MissingDependencyError, missing_extra_message
 
-__all__ = ["require"]
+if TYPE_CHECKING:
+    from llmcore.cloud.anthropic import AnthropicBedrock, AnthropicVertex
+    from llmcore.cloud.aws import SigV4Signer
+    from llmcore.cloud.azure import AzureOpenAI
+    from llmcore.cloud.base import CloudEndpoint, WireRequest
+    from llmcore.cloud.google import GoogleAuth
+
+__all__ = [
+    "AnthropicBedrock",
+    "AnthropicVertex",
+    "AzureOpenAI",
+    "CloudEndpoint",
+    "GoogleAuth",
+    "SigV4Signer",
+    "WireRequest",
+    "require",
+]
+
+_HOMES = {
+    "AnthropicBedrock": "llmcore.cloud.anthropic",
+    "AnthropicVertex": "llmcore.cloud.anthropic",
+    "AzureOpenAI": "llmcore.cloud.azure",
+    "CloudEndpoint": "llmcore.cloud.base",
+    "GoogleAuth": "llmcore.cloud.google",
+    "SigV4Signer": "llmcore.cloud.aws",
+    "WireRequest": "llmcore.cloud.base",
+}
 
 
 def require(module: str, *, extra: str, what: str, package: str | None = None) -> ModuleType:
@@ -38,3 +74,6 @@ def require(module: str, *, extra: str, what: str, package: str | None = None) -
     except ModuleNotFoundError as exc:
         missing = package or (exc.name or module).partition(".")[0]
         raise MissingDependencyError(f"{what} {missing_extra_message(extra, missing)}") from exc
+
+
+__getattr__, __dir__ = _lazy_names(__name__, _HOMES, globals())

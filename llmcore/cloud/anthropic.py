@@ -101,6 +101,8 @@ class AnthropicVertex:
         credentials: google-auth credentials to use instead of the default ones.
         base_url: The URL before ``/projects/…`` (e.g. an emulator's ``…/v1``).
         environ: Where settings are read (``os.environ`` by default).
+        anthropic_version: The body's ``anthropic_version`` (:data:`VERTEX_VERSION`, as
+            documented; the anthropic SDK 2.14 sends its dated API version instead).
     """
 
     providers: Final = _PROVIDERS
@@ -114,9 +116,11 @@ class AnthropicVertex:
         credentials: Any = None,
         base_url: str | None = None,
         environ: Mapping[str, str] | None = None,
+        anthropic_version: str = VERTEX_VERSION,
     ) -> None:
         from llmcore.cloud.google import GoogleAuth
 
+        self.anthropic_version = anthropic_version
         env = os.environ if environ is None else environ
         self.auth = GoogleAuth(
             access_token=access_token,
@@ -154,7 +158,7 @@ class AnthropicVertex:
             body,
             drop=frozenset({"model"}),
             read=frozenset({"stream"}),
-            append=(("anthropic_version", VERTEX_VERSION),),
+            append=(("anthropic_version", self.anthropic_version),),
         )
         streams = stream or done.values.get("stream") is True
         url = self.url(done.values.get("model"), stream=streams)  # type: ignore[arg-type]
@@ -174,6 +178,8 @@ class AnthropicBedrock:
         secret_key: The explicit secret access key.
         session_token: The explicit session token.
         environ: Where settings are read (``os.environ`` by default).
+        anthropic_version: The body's ``anthropic_version`` (:data:`BEDROCK_VERSION`, as
+            documented).
 
     Raises:
         CloudSetupError: No region.
@@ -192,9 +198,11 @@ class AnthropicBedrock:
         secret_key: str | None = None,
         session_token: str | None = None,
         environ: Mapping[str, str] | None = None,
+        anthropic_version: str = BEDROCK_VERSION,
     ) -> None:
         from llmcore.cloud.aws import SigV4Signer
 
+        self.anthropic_version = anthropic_version
         env = os.environ if environ is None else environ
         self._api_key = api_key or env.get("AWS_BEARER_TOKEN_BEDROCK") or None
         self.signer = SigV4Signer(
@@ -223,7 +231,7 @@ class AnthropicBedrock:
             _NAME,
             body,
             drop=frozenset({"model", "stream"}),
-            append=(("anthropic_version", BEDROCK_VERSION),),
+            append=(("anthropic_version", self.anthropic_version),),
         )
         streams = stream or done.values.get("stream") is True
         url = self.url(done.values.get("model"), stream=streams)  # type: ignore[arg-type]

@@ -18,7 +18,9 @@ bytes llmcore built are the bytes that are signed and sent (SPEC P2).
 * **Region**: the ``region`` argument, else ``AWS_REGION``, else ``AWS_DEFAULT_REGION``, else
   the profile's configured region.
 
-Credentials are never logged, never in an error message and never in the signer's ``repr``.
+Credentials are never logged, never in an error message and never in the signer's ``repr``:
+botocore's own signer logs the canonical request at DEBUG level, which holds the session token,
+so its ``botocore.auth`` logger is switched off while llmcore signs.
 Without the ``aws`` extra the first signature raises
 :class:`~llmcore.errors.MissingDependencyError`; without credentials
 :class:`~llmcore.errors.MissingCredentialsError` naming the chain that was tried.
@@ -26,7 +28,9 @@ Without the ``aws`` extra the first signature raises
 
 from __future__ import annotations
 
+import logging
 import os
+import threading
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -48,6 +52,8 @@ CREDENTIAL_CHAIN: Final = (
 
 _REGION_ENV: Final = ("AWS_REGION", "AWS_DEFAULT_REGION")
 _SIGNED_OUT: Final = frozenset({"authorization", "x-amz-date", "x-amz-security-token"})
+_SIGNER_LOG: Final = logging.getLogger("botocore.auth")
+_QUIET: Final = threading.Lock()
 
 
 def resolve_region(
@@ -138,7 +144,12 @@ class SigV4Signer:
         request = awsrequest.AWSRequest(
             method=method.upper(), url=url, headers=dict(headers), data=body
         )
-        auth.SigV4Auth(frozen, self.service, self.region).add_auth(request)
+        with _QUIET:  # its DEBUG lines hold the canonical request, session token included
+            was, _SIGNER_LOG.disabled = _SIGNER_LOG.disabled, True
+            try:
+                auth.SigV4Auth(frozen, self.service, self.region).add_auth(request)
+            finally:
+                _SIGNER_LOG.disabled = was
         return {
             name.lower(): value
             for name, value in request.headers.items()

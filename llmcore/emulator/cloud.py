@@ -47,19 +47,22 @@ from starlette.routing import Route
 
 from llmcore import jsonbytes
 from llmcore.cloud._members import BodyShapeError, Rewritten, rewrite
-from llmcore.cloud.anthropic import BEDROCK_VERSION, VERTEX_VERSION
 from llmcore.emulator.engine import Engine, Prepared
 from llmcore.emulator.errors import Rejection, Shape, error_body
+from llmcore.emulator.eventstream import CONTENT_TYPE as EVENTSTREAM
+from llmcore.emulator.eventstream import encode_message
 from llmcore.emulator.limits import BodiesInFlight, ClientGone, Limits, read_body
 from llmcore.emulator.routes import gone
-from llmcore.providers._eventstream import CONTENT_TYPE as EVENTSTREAM
-from llmcore.providers._eventstream import encode_message
 
-__all__ = ["Answer", "cloud_routes"]
+__all__ = ["BEDROCK_VERSION", "VERTEX_VERSION", "Answer", "cloud_routes"]
 
 Answer = Callable[[Prepared, dict[str, str]], Response]
 """The server's answer to an accepted request (JSON, or server-sent events)."""
 
+VERTEX_VERSION: Final = "vertex-2023-10-16"
+"""The documented ``anthropic_version`` of Vertex AI."""
+BEDROCK_VERSION: Final = "bedrock-2023-05-31"
+"""The documented ``anthropic_version`` of Bedrock."""
 _DATED: Final = re.compile(r"\d{4}-\d{2}-\d{2}")
 """A dated Anthropic API version, which the anthropic SDK (2.14) sends as ``anthropic_version``
 on Vertex and Bedrock (its ``lib/vertex`` and ``lib/bedrock`` ``setdefault`` its API version)."""

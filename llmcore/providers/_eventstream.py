@@ -19,8 +19,8 @@ for every AWS event stream) and botocore's ``botocore/eventstream.py``.
 message once its last byte arrived; both CRCs are checked. A bad CRC, a length out of bounds
 (headers over 128 KiB, a payload over 24 MiB, as botocore limits them), an unknown header
 type, or bytes left over at the end raise :class:`~llmcore.errors.ResponseParseError` saying
-which message (0-based) and what; memory stays bounded by one message. :func:`encode_message`
-writes a message (string headers, as Bedrock sends them), for the emulator and tests.
+which message (0-based) and what; memory stays bounded by one message. Writing messages is the
+emulator's (:mod:`llmcore.emulator.eventstream`), which imports no provider module (SPEC V4).
 
 Messages are framing only: what ``:message-type``, ``:event-type`` and ``:exception-type`` mean
 is the provider module's business (:func:`event_kind` reads them).
@@ -31,7 +31,7 @@ from __future__ import annotations
 import struct
 import uuid
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -44,7 +44,6 @@ __all__ = [
     "EventMessage",
     "EventStreamDecoder",
     "HeaderValue",
-    "encode_message",
     "event_kind",
 ]
 
@@ -188,26 +187,3 @@ class EventStreamDecoder:
             f"{self._provider}: event stream message {self._count}: {what}",
             provider=self._provider,
         )
-
-
-def encode_message(headers: Sequence[tuple[str, str]], payload: bytes) -> bytes:
-    """Return one event-stream message with string headers (type 7), in the given order.
-
-    Args:
-        headers: ``(name, value)`` pairs, e.g. ``(":event-type", "chunk")``.
-        payload: The payload bytes.
-
-    Raises:
-        ValueError: A name over 255 bytes or a value over 65,535 bytes.
-    """
-    parts = bytearray()
-    for name, value in headers:
-        raw_name, raw_value = name.encode(), value.encode()
-        if len(raw_name) > 0xFF or len(raw_value) > 0xFFFF:
-            raise ValueError(f"event-stream header {name!r} is too long")
-        parts += bytes([len(raw_name)]) + raw_name + b"\x07" + struct.pack(">H", len(raw_value))
-        parts += raw_value
-    total = _MIN_TOTAL + len(parts) + len(payload)
-    prelude = struct.pack(">II", total, len(parts))
-    head = prelude + struct.pack(">I", zlib.crc32(prelude)) + bytes(parts) + payload
-    return head + struct.pack(">I", zlib.crc32(head))

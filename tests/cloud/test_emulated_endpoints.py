@@ -60,6 +60,18 @@ def _text(message) -> str:
 # -- the official SDKs ----------------------------------------------------------------------
 
 
+def _create_and_stream(client, model: str) -> None:
+    """Create a message, then stream the same one: the same text, model and usage."""
+    ask = {"model": model, "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
+    made = client.messages.create(**ask)
+    assert made.model == model and made.stop_reason == "end_turn" and _text(made)
+    with client.messages.stream(**ask) as stream:
+        streamed = stream.get_final_message()
+    assert _text(streamed) == _text(made)
+    assert streamed.usage.input_tokens == made.usage.input_tokens > 0
+    assert streamed.usage.output_tokens == made.usage.output_tokens > 0
+
+
 def test_anthropic_vertex_sdk_creates_and_streams(emu):
     with anthropic.AnthropicVertex(
         region="us-east5",
@@ -68,16 +80,7 @@ def test_anthropic_vertex_sdk_creates_and_streams(emu):
         base_url=emu.vertex_base_url,
         max_retries=0,
     ) as client:
-        made = client.messages.create(
-            model=VERTEX_MODEL, max_tokens=64, messages=[{"role": "user", "content": "hi"}]
-        )
-        assert made.model == VERTEX_MODEL and made.stop_reason == "end_turn" and _text(made)
-        with client.messages.stream(
-            model=VERTEX_MODEL, max_tokens=64, messages=[{"role": "user", "content": "hi"}]
-        ) as stream:
-            streamed = stream.get_final_message()
-        assert _text(streamed) == _text(made)
-        assert streamed.usage.input_tokens == made.usage.input_tokens > 0
+        _create_and_stream(client, VERTEX_MODEL)
 
 
 def test_anthropic_bedrock_sdk_creates_and_streams(emu, aws):
@@ -88,16 +91,7 @@ def test_anthropic_bedrock_sdk_creates_and_streams(emu, aws):
         base_url=emu.base_url,
         max_retries=0,
     ) as client:
-        made = client.messages.create(
-            model=BEDROCK_MODEL, max_tokens=64, messages=[{"role": "user", "content": "hi"}]
-        )
-        assert made.model == BEDROCK_MODEL and _text(made)
-        with client.messages.stream(
-            model=BEDROCK_MODEL, max_tokens=64, messages=[{"role": "user", "content": "hi"}]
-        ) as stream:
-            streamed = stream.get_final_message()
-        assert _text(streamed) == _text(made)
-        assert streamed.usage.output_tokens == made.usage.output_tokens > 0
+        _create_and_stream(client, BEDROCK_MODEL)
 
 
 @pytest.mark.parametrize("api_version", ["2024-10-21", None])
@@ -209,3 +203,89 @@ def test_the_async_transport_on_the_endpoints(emu, aws, where, name, model):
             )
 
     assert anyio.run(main).content
+
+
+# -- the clouds' own checks -------------------------------------------------------------------
+
+VERTEX_PATH = "/v1/projects/p/locations/us-east5/publishers/anthropic/models/claude-sonnet-4@20250514:rawPredict"
+BODY = b'{"max_tokens":8,"messages":[{"role":"user","content":"hi"}]'
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "message"),
+    [
+        (BODY + b"}", 400, "anthropic_version: Field required"),
+        (
+            BODY + b',"anthropic_version":"vertex-2023-10-16","model":"m"}',
+            400,
+            "model: Extra inputs are not permitted",
+        ),
+        (
+            BODY + b',"anthropic_version":"bedrock-2023-05-31"}',
+            404,
+            "anthropic_version: 'bedrock-2023-05-31' is not served here",
+        ),
+        (b"{", 400, "There was an error parsing the body"),
+    ],
+)
+def test_vertex_refuses_what_vertex_refuses(emu, body, status, message):
+    import httpx
+
+    with httpx.Client(base_url=emu.base_url, headers={"authorization": "Bearer t"}) as client:
+        answer = client.post(VERTEX_PATH, content=body)
+    assert answer.status_code == status
+    assert answer.json()["error"]["message"] == message
+    assert answer.headers["request-id"].startswith("req_vrtx_")
+
+
+def test_vertex_without_a_token_and_an_unknown_action_answer_in_googles_shape(emu):
+    import httpx
+
+    with httpx.Client(base_url=emu.base_url) as client:
+        bare = client.post(VERTEX_PATH, content=BODY + b"}")
+        odd = client.post(
+            VERTEX_PATH.replace(":rawPredict", ":predict"),
+            content=b"{}",
+            headers={"authorization": "Bearer t"},
+        )
+    assert (bare.status_code, bare.json()["error"]["status"]) == (401, "UNAUTHENTICATED")
+    assert odd.status_code == 404 and odd.json()["error"]["code"] == 404
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            b'{"model":"m","max_tokens":8,"messages":[],"stream":true,"anthropic_version":"bedrock-2023-05-31"}',
+            "Malformed input request: #: extraneous key [stream] is not permitted#: extraneous key [model] is not permitted, please reformat your input and try again.",
+        ),
+        (
+            BODY + b"}",
+            "Malformed input request: #: required key [anthropic_version] not found, please reformat your input and try again.",
+        ),
+        (BODY + b',"anthropic_version":"claude-3"}', "Invalid API version: claude-3"),
+    ],
+)
+def test_bedrock_refuses_what_bedrock_refuses(emu, body, message):
+    import httpx
+
+    headers = {
+        "authorization": "AWS4-HMAC-SHA256 Credential=AKID/20260101/us-east-1/bedrock/aws4_request, SignedHeaders=host, Signature=0",
+        "x-amz-date": "20260101T000000Z",
+    }
+    with httpx.Client(base_url=emu.base_url, headers=headers) as client:
+        answer = client.post("/model/anthropic.claude-3-haiku-20240307-v1:0/invoke", content=body)
+    assert (answer.status_code, answer.json()) == (400, {"message": message})
+    assert (
+        answer.headers["x-amzn-errortype"]
+        == "ValidationException:http://internal.amazon.com/coral/com.amazon.bedrock/"
+    )
+
+
+def test_bedrock_without_a_signature_is_403(emu):
+    import httpx
+
+    with httpx.Client(base_url=emu.base_url) as client:
+        answer = client.post("/model/m/invoke", content=BODY + b"}")
+    assert (answer.status_code, answer.json()) == (403, {"message": "Missing Authentication Token"})
+    assert answer.headers["x-amzn-errortype"].startswith("MissingAuthenticationTokenException:")

@@ -20,6 +20,7 @@ from llmcore.cloud.anthropic import (
     vertex_base_url,
 )
 from llmcore.cloud.azure import AzureOpenAI
+from llmcore.emulator.eventstream import encode_message
 from llmcore.errors import (
     APIStatusError,
     CloudSetupError,
@@ -30,7 +31,7 @@ from llmcore.errors import (
 )
 from llmcore.messages import Message, Text
 from llmcore.providers import get_provider
-from llmcore.providers._eventstream import EventMessage, encode_message
+from llmcore.providers._eventstream import EventMessage
 from llmcore.providers._jsonspan import find_span
 from llmcore.request import Params, Request
 from llmcore.transport import HTTPTransport, RetryPolicy

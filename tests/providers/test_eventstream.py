@@ -1,4 +1,4 @@
-"""The AWS event-stream framing (llmcore.providers._eventstream), checked against botocore."""
+"""The AWS event-stream framing: llmcore's decoder and the emulator's encoder, each against botocore."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from botocore.eventstream import EventStreamBuffer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from llmcore.emulator.eventstream import encode_message
 from llmcore.errors import ResponseParseError
 from llmcore.providers._eventstream import (
     MAX_PAYLOAD,
     EventMessage,
     EventStreamDecoder,
-    encode_message,
     event_kind,
 )
 

@@ -8,7 +8,7 @@
   ``contentBlockDelta`` (``text`` or ``toolUse.input`` pieces) / ``contentBlockStop`` →
   ``messageStop`` → ``metadata`` (usage, metrics).
 
-Frames are written by :func:`llmcore.providers._eventstream.encode_message` (the framing
+Frames are written by :func:`llmcore.emulator.eventstream.encode_message` (the framing
 only; read back by botocore's own parser in the tests) with the headers ``:event-type``,
 ``:content-type`` ``application/json`` and ``:message-type`` ``event`` (``exception`` and
 ``:exception-type`` for an exception).
@@ -21,9 +21,9 @@ from typing import Any, Final
 from llmcore import jsonbytes
 from llmcore.emulator.anthropic_cache import AnthropicUsage
 from llmcore.emulator.common import Turn, make_id, pieces
+from llmcore.emulator.eventstream import CONTENT_TYPE, encode_message
 from llmcore.emulator.prefix import item_bytes
 from llmcore.emulator.script import Reply
-from llmcore.providers._eventstream import CONTENT_TYPE, encode_message
 
 __all__ = [
     "CONTENT_TYPE",

@@ -812,6 +812,33 @@ w_tool_call(Writer *w, PyObject *part, const Hooks *h, int *first, const CallSha
     return result;
 }
 
+/* A tool result block: its fields read, then written by the provider's `write`. */
+typedef int (*ResultWriter)(Writer *, const ResultFields *, const Hooks *, int *);
+
+static int
+w_result_part(Writer *w, PyObject *part, const Hooks *h, int *first, ResultWriter write)
+{
+    ResultFields r;
+    CHECK(read_result(part, &r));
+    int result = write(w, &r, h, first);
+    clear_result(&r);
+    return result;
+}
+
+/* `,{"role":<role>,"content":[` with a tool message's role written as user. */
+static int
+w_message_head(Writer *w, PyObject *role)
+{
+    CHECK(W_LIT(w, ",{\"role\":"));
+    if (PyUnicode_Compare(role, s_tool) == 0) {
+        CHECK(W_LIT(w, "\"user\""));
+    }
+    else {
+        CHECK(w_str(w, role));
+    }
+    return W_LIT(w, ",\"content\":[");
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* Anthropic Messages: {"role", "content": [blocks]} (anthropic/encode.py, _message_values). */
 
@@ -870,11 +897,7 @@ anthropic_block(Writer *w, PyObject *part, const Hooks *h, int *first)
         return w_tool_call(w, part, h, first, &ANTHROPIC_CALL);
     }
     if (type == h->tool_result) {
-        ResultFields r;
-        CHECK(read_result(part, &r));
-        int result = anthropic_tool_result(w, &r, h, first);
-        clear_result(&r);
-        return result;
+        return w_result_part(w, part, h, first, anthropic_tool_result);
     }
     return FALLBACK;
 }
@@ -891,14 +914,7 @@ anthropic_message(Writer *w, PyObject *role, PyObject *content, PyObject *option
         }
         hour = PyUnicode_CompareWithASCIIString(option, "1h") == 0;
     }
-    CHECK(W_LIT(w, ",{\"role\":"));
-    if (PyUnicode_Compare(role, s_tool) == 0) {
-        CHECK(W_LIT(w, "\"user\""));
-    }
-    else {
-        CHECK(w_str(w, role));
-    }
-    CHECK(W_LIT(w, ",\"content\":["));
+    CHECK(w_message_head(w, role));
     int first = 1;
     for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(content); k++) {
         CHECK(anthropic_block(w, PyTuple_GET_ITEM(content, k), h, &first));
@@ -1001,11 +1017,7 @@ converse_block(Writer *w, PyObject *part, const Hooks *h, int *first)
         return w_tool_call(w, part, h, first, &CONVERSE_CALL);
     }
     if (type == h->tool_result) {
-        ResultFields r;
-        CHECK(read_result(part, &r));
-        int result = converse_tool_result(w, &r, h, first);
-        clear_result(&r);
-        return result;
+        return w_result_part(w, part, h, first, converse_tool_result);
     }
     return FALLBACK;
 }
@@ -1026,14 +1038,7 @@ converse_message(Writer *w, PyObject *role, PyObject *content, PyObject *option,
         }
         hour = PyUnicode_CompareWithASCIIString(option, "1h") == 0;
     }
-    CHECK(W_LIT(w, ",{\"role\":"));
-    if (PyUnicode_Compare(role, s_tool) == 0) {
-        CHECK(W_LIT(w, "\"user\""));
-    }
-    else {
-        CHECK(w_str(w, role));
-    }
-    CHECK(W_LIT(w, ",\"content\":["));
+    CHECK(w_message_head(w, role));
     int first = 1;
     for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(content); k++) {
         CHECK(converse_block(w, PyTuple_GET_ITEM(content, k), h, &first));

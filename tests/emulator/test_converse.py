@@ -35,11 +35,10 @@ ENV = {
 }
 
 
-@pytest.fixture(scope="module")
-def emu() -> Iterator[tuple[Emulator, ManualClock]]:
-    clock = ManualClock()
-    with Emulator(clock=clock) as server:
-        yield server, clock
+@pytest.fixture
+def emu(_server: tuple[Emulator, ManualClock]) -> tuple[Emulator, ManualClock]:
+    """The module's emulator (``tests/emulator/conftest.py``) on its manual clock."""
+    return _server
 
 
 @pytest.fixture

@@ -194,3 +194,69 @@ def test_frames_decode_with_botocore_and_exceptions_are_typed() -> None:
     with pytest.raises(APIStatusError) as caught:
         parser.feed(events[1])
     assert caught.value.status == 429 and caught.value.retryable
+
+
+@pytest.mark.parametrize(
+    ("body", "model", "message"),
+    [
+        (
+            {"messages": [{"role": "assistant", "content": [{"text": "hi"}]}]},
+            MODEL,
+            "must start with a user message",
+        ),
+        (
+            {"messages": [{"role": "user", "content": [{"text": "  "}]}]},
+            MODEL,
+            "is blank",
+        ),
+        (
+            {
+                "messages": [
+                    {"role": "user", "content": [{"text": "q"}]},
+                    {
+                        "role": "assistant",
+                        "content": [{"toolUse": {"toolUseId": "t1", "name": "f", "input": {}}}],
+                    },
+                ]
+            },
+            MODEL,
+            "The toolConfig field must be defined",
+        ),
+        (
+            {
+                "messages": _messages(),
+                "toolConfig": {
+                    "tools": [
+                        {"toolSpec": {"name": "f", "inputSchema": {"json": {}}}},
+                        {"cachePoint": {"type": "default"}},
+                    ]
+                },
+            },
+            "amazon.nova-pro-v1:0",
+            "does not support cachePoint",
+        ),
+        (
+            {
+                "messages": [
+                    {"role": "user", "content": [{"text": "q"}]},
+                    {"role": "assistant", "content": [{"text": "a"}]},
+                    {
+                        "role": "user",
+                        "content": [{"toolResult": {"toolUseId": "t9", "content": []}}],
+                    },
+                ],
+                "toolConfig": {"tools": [{"toolSpec": {"name": "f", "inputSchema": {"json": {}}}}]},
+            },
+            MODEL,
+            "answer toolUse ids not in the previous turn: t9",
+        ),
+    ],
+)
+def test_the_validator_refuses_what_converse_refuses(body, model, message) -> None:
+    from llmcore.emulator.converse_validate import validate_converse
+    from llmcore.emulator.errors import Rejection
+
+    with pytest.raises(Rejection) as caught:
+        validate_converse(body, model)
+    assert message in str(caught.value)
+    assert caught.value.error_type == "ValidationException" and caught.value.status == 400

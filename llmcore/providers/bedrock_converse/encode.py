@@ -176,17 +176,33 @@ _NATIVE: Final = NativePieces(
 outside ``[a-zA-Z0-9_-]+`` (a ``.`` or ``:`` included) go through :func:`wire_id`."""
 
 
-_ROLE_LETTER: Final = {"user": "u", "tool": "u", "assistant": "a"}
 _ROLE: Final = operator.attrgetter("role")
-_RUN: Final = re.compile(r"u{2,}|a{2,}")
-"""Two or more consecutive messages of one wire role, in the roles' letters."""
+_SEP: Final = "\x00"
+_PAIRS: Final = (f"user{_SEP}user", f"assistant{_SEP}assistant")
+"""Two neighbouring messages of one wire role, in the roles joined by NUL (tool read as user)."""
+
+
+def _followers(messages: tuple[Message, ...]) -> list[int]:
+    """Return, in order, the indexes of messages whose wire role is the one before them.
+
+    The roles are joined into one string and the pairs found by ``str.find`` (C loops), so a
+    history costs one attribute read per message and no Python work per message otherwise.
+    """
+    text = _SEP.join(map(_ROLE, messages)).replace("tool", "user")
+    found: list[int] = []
+    for pair in _PAIRS:
+        start, index, pos = 0, 0, text.find(pair)
+        while pos != -1:
+            index += text.count(_SEP, start, pos)
+            found.append(index + 1)
+            start, pos = pos, text.find(pair, pos + 1)
+    return sorted(found)
 
 
 def _message_options(request: Request) -> dict[int, Hashable]:
     """Return each message's option: the run it heads and its cache point, or absorbed.
 
-    The runs are found on a string of one letter per message by a regular expression (one
-    pass in C), so a long history costs no per-message Python work beyond one lookup.
+    The runs come from :func:`_followers` (no Python work per message beyond reading roles).
     """
     messages = request.messages
     mode = request.params.cache_mode
@@ -196,12 +212,15 @@ def _message_options(request: Request) -> dict[int, Hashable]:
         marked = [i for i in (newest, previous if mode == "breakpoints" else None) if i is not None]
     ttl: Hashable = request.params.cache_ttl
     options: dict[int, Hashable] = dict.fromkeys(marked, ttl)
-    letters = "".join(map(_ROLE_LETTER.__getitem__, map(_ROLE, messages)))
-    for run in _RUN.finditer(letters):
-        head, end = run.span()
-        options.update(dict.fromkeys(range(head + 1, end), _ABSORBED))
-        point = ttl if any(head <= i < end for i in marked) else None
-        options[head] = (messages[head + 1 : end], point)
+    followers = _followers(messages)
+    index = 0
+    while index < len(followers):
+        head = end = followers[index] - 1
+        while index < len(followers) and followers[index] == end + 1:
+            end, index = end + 1, index + 1
+        options.update(dict.fromkeys(range(head + 1, end + 1), _ABSORBED))
+        point = ttl if any(head <= i <= end for i in marked) else None
+        options[head] = (messages[head + 1 : end + 1], point)
     return options
 
 

@@ -76,10 +76,12 @@ PAIRS = 5
 MODELS = {
     "anthropic": "claude-sonnet-4-5",
     "openai-chat": "gpt-4o",
+    "openai-responses": "gpt-4o",
     "bedrock-converse": "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
 }
 SDK_PROVIDERS = ("anthropic", "openai-chat")
-"""Providers with an SDK column (boto3 has no mock-transport hook to time it the same way)."""
+"""The providers with an SDK column (Responses has no SDK row: its peers are in bench_peers;
+boto3 has no mock-transport hook to time it the same way)."""
 RESULTS = Path(__file__).resolve().parent.parent / "results" / "bench_bodies.json"
 
 ANTHROPIC_RESPONSE = {
@@ -345,6 +347,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=int(os.environ.get("BENCH_REPS", "15")))
     parser.add_argument("--turns", default=",".join(str(n) for n in TURNS))
     parser.add_argument("--no-sdk", action="store_true", help="leave the SDK column out")
+    parser.add_argument("--providers", default=",".join(MODELS), help="comma-separated")
     parser.add_argument(
         "--cold-caches",
         action="store_true",
@@ -354,7 +357,8 @@ def main() -> None:
     warnings.simplefilter("ignore", DeprecationWarning)  # the SDK warns about model names
     turns_list = [int(n) for n in args.turns.split(",")]
     rows = []
-    for provider in MODELS:
+    load = os.getloadavg()
+    for provider in args.providers.split(","):
         for turns in turns_list:
             result = measure(provider, turns, args.reps, not args.no_sdk, args.cold_caches)
             rows.append({"provider": provider, "turns": turns, **result})
@@ -373,6 +377,7 @@ def main() -> None:
     for row in rows:
         table.add_row(*table_row(row))
     Console(width=200).print(table)
+    print("load average (1, 5, 15 min) at start: {:.2f} {:.2f} {:.2f}".format(*load))
     for row in rows:
         if "incremental_over_turn_200" in row:
             print(
@@ -389,7 +394,7 @@ def main() -> None:
         "openai": openai.__version__,
         "orjson": orjson.__version__,
         "cpus": os.cpu_count(),
-        "load_average": os.getloadavg(),
+        "load_average": load,
     }
     results.write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n", encoding="utf-8")
 

@@ -23,6 +23,7 @@ streams)::
     │       └── ArchiveBusyError   another process held the folder's lock too long
     ├── SessionError               a terminal-agent session (SPEC S1–S6) cannot be used
     │   ├── SessionIdError         a session id does not match ``^[a-f0-9]{12}$`` (no path built)
+    │   ├── SessionNotFoundError   no saved session has the id asked for (names the known ones)
     │   ├── SessionReadError       a session file is corrupt or of a newer schema (kept as it is)
     │   └── SessionWriteError      a session save failed; the file on disk is unchanged
     │       └── SessionConflictError  another process saved the same session since it was read
@@ -68,6 +69,7 @@ __all__ = [
     "SessionConflictError",
     "SessionError",
     "SessionIdError",
+    "SessionNotFoundError",
     "SessionReadError",
     "SessionWriteError",
     "TransportError",
@@ -231,6 +233,13 @@ class SessionIdError(SessionError):
     """A session id (from a pointer file or a caller) is not 12 lowercase hex digits (S6).
 
     Raised before any path is built from it; ``location`` is where the id came from.
+    """
+
+
+class SessionNotFoundError(SessionError):
+    """No saved session of the project has the id asked for (``llmcore chat --session ID``).
+
+    The message names the known ids, newest first; ``location`` is the sessions folder.
     """
 
 

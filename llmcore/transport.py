@@ -52,6 +52,7 @@ Tests feed handler functions through ``httpx.MockTransport`` by passing ``client
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import random
@@ -231,14 +232,18 @@ def _planner(
     stream: bool,
     endpoint: CloudEndpoint | None,
     setup: Callable[[], _Setup],
+    model: str | None = None,
 ) -> Callable[[], WireRequest]:
-    """Return what gives each attempt's request: the endpoint's, or the base URL and key's."""
+    """Return what gives each attempt's request: the endpoint's, or the base URL and key's.
+
+    ``model`` fills a ``{model}`` path; a SigV4 setup signs each attempt afresh.
+    """
     if endpoint is not None:
         return lambda: endpoint.prepare(provider.name, body, stream=stream)
     from llmcore.cloud.base import WireRequest
 
     fixed = setup()
-    url = fixed.stream_url if stream else fixed.url
+    url = fixed.url if fixed.url and not stream else fixed.url_for(model, stream=stream)
     signer = fixed.signer
     events = aws_events(provider.name) if provider.endpoint.auth == "sigv4" else None
     if signer is not None:  # SigV4: a fresh signature (and x-amz-date) for every attempt
@@ -280,20 +285,23 @@ def aws_events(provider: str) -> Callable[[EventMessage], list[SSEEvent]]:
 
 
 class _Setup:
-    """The URL and headers of one provider's requests (never logged: they hold the key)."""
+    """The URL and headers of one provider's requests (never logged: they hold the key).
+
+    Made once per provider, base URL and key (:class:`_Setups`), the headers normalized by
+    httpx once, so a request costs httpx no parsing of them. A SigV4 endpoint (Bedrock
+    Converse) without a key gets a signer (region and credentials from the AWS chain or
+    ``environ``); its requests are signed per attempt by :func:`_planner`.
+    """
 
     def __init__(
         self,
         provider: Provider,
-        base_urls: Mapping[str, str],
-        api_keys: Mapping[str, str],
-        environ: Mapping[str, str],
-        model: str | None = None,
+        base: str | None,
+        key: str | None,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
         endpoint = provider.endpoint
         prefix = endpoint.api_key_env.removesuffix("_API_KEY")
-        base = base_urls.get(provider.name) or environ.get(f"{prefix}_BASE_URL")
-        key = api_keys.get(provider.name) or environ.get(endpoint.api_key_env)
         headers = {"content-type": "application/json", "user-agent": _USER_AGENT}
         headers.update(dict(endpoint.headers))
         chosen = base or endpoint.base_url
@@ -311,9 +319,56 @@ class _Setup:
                 f"no API key for {provider.name}: set {endpoint.api_key_env}",
                 location=endpoint.api_key_env,
             )
-        self.url = _url(chosen, _path(provider, model, False), prefix)
-        self.stream_url = _url(chosen, _path(provider, model, True), prefix)
-        self.headers = headers
+        self.headers = httpx.Headers(headers)
+        self._base, self._prefix, self._provider = chosen, prefix, provider
+        self.url = self.url_for(None, stream=False) if "{model}" not in endpoint.path else ""
+
+    def url_for(self, model: str | None, *, stream: bool) -> str:
+        """Return the URL of a request: the stream path when asked, ``{model}`` filled."""
+        return _url(self._base, _path(self._provider, model, stream), self._prefix)
+
+
+class _Setups:
+    """Each provider's :class:`_Setup`, made again only when its base URL or key changes.
+
+    The base URL and key are read at every request (``base_urls``/``api_keys``, else the
+    environment), so a changed environment variable takes effect at the next request.
+    """
+
+    def __init__(
+        self, base_urls: Mapping[str, str], api_keys: Mapping[str, str], environ: Mapping[str, str]
+    ) -> None:
+        self._base_urls, self._api_keys, self._environ = base_urls, api_keys, environ
+        self._made: dict[str, tuple[Provider, str | None, str | None, _Setup]] = {}
+
+    def __call__(self, provider: Provider) -> _Setup:
+        """The setup of ``provider``'s requests now.
+
+        Raises:
+            MissingAPIKeyError: No key and no base URL override.
+        """
+        endpoint = provider.endpoint
+        name = provider.name
+        base_env = endpoint.api_key_env.removesuffix("_API_KEY") + "_BASE_URL"
+        base = self._base_urls.get(name) or self._environ.get(base_env)
+        key = self._api_keys.get(name) or self._environ.get(endpoint.api_key_env)
+        made = self._made.get(name)
+        if made is not None and made[0] is provider and made[1] == base and made[2] == key:
+            return made[3]
+        setup = _Setup(provider, base, key, self._environ)
+        self._made[name] = (provider, base, key, setup)
+        return setup
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed_url(url: str) -> httpx.URL:
+    """``url`` parsed by httpx, once per URL (a request's URL is one of a few)."""
+    return httpx.URL(url)
+
+
+def _wire_headers(headers: Mapping[str, str]) -> httpx.Headers | dict[str, str]:
+    """The headers as httpx takes them: normalized ones as they are, others copied."""
+    return headers if isinstance(headers, httpx.Headers) else dict(headers)
 
 
 def _path(provider: Provider, model: str | None, stream: bool) -> str:
@@ -339,7 +394,7 @@ def model_argument(provider: Provider, model: str) -> dict[str, str]:
     return {"model": model} if "{model}" in provider.endpoint.path else {}
 
 
-def _signer(endpoint: Endpoint, environ: Mapping[str, str]) -> Any:
+def _signer(endpoint: Endpoint, environ: Mapping[str, str] | None) -> Any:
     """Return the SigV4 signer of an endpoint (region and credentials from the AWS chain).
 
     Keys in ``environ`` (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``)
@@ -347,6 +402,7 @@ def _signer(endpoint: Endpoint, environ: Mapping[str, str]) -> Any:
     """
     from llmcore.cloud.aws import SigV4Signer  # the ``aws`` extra, loaded only when used
 
+    environ = os.environ if environ is None else environ
     return SigV4Signer(
         service=endpoint.sigv4_service or "bedrock",
         environ=environ,
@@ -474,14 +530,14 @@ class HTTPTransport:
         endpoints: Mapping[str, CloudEndpoint] | Iterable[CloudEndpoint] | None = None,
     ) -> None:
         self._endpoints = _endpoint_map(endpoints)
-        self._base_urls = dict(base_urls or {})
-        self._api_keys = dict(api_keys or {})
+        self._setups = _Setups(
+            dict(base_urls or {}), dict(api_keys or {}), os.environ if environ is None else environ
+        )
         self._owns = client is None
         self._client = client if client is not None else httpx.Client(timeout=timeout)
         self._retry = retry or RetryPolicy()
         self._sleep = sleep
         self._rand = rand
-        self._environ = os.environ if environ is None else environ
 
     def close(self) -> None:
         """Close the httpx client if this transport made it."""
@@ -506,7 +562,12 @@ class HTTPTransport:
             ResponseParseError: A body or stream that cannot be parsed.
         """
         plan = _planner(
-            provider, body, stream, self._endpoints.get(provider.name), self._setup(provider, model)
+            provider,
+            body,
+            stream,
+            self._endpoints.get(provider.name),
+            self._setup(provider),
+            model,
         )
         attempt = 0
         while True:
@@ -522,14 +583,13 @@ class HTTPTransport:
                 self._sleep(wait)
                 attempt += 1
 
-    def _setup(self, provider: Provider, model: str | None) -> Callable[[], _Setup]:
-        environ = self._environ
-        return lambda: _Setup(provider, self._base_urls, self._api_keys, environ, model)
+    def _setup(self, provider: Provider) -> Callable[[], _Setup]:
+        return lambda: self._setups(provider)
 
     def _once(self, provider: Provider, wire: WireRequest) -> ParsedResponse:
         _log.debug("%s: POST %s (%d bytes)", provider.name, wire.url, len(wire.body))
         request = self._client.build_request(
-            "POST", wire.url, content=wire.body, headers=dict(wire.headers)
+            "POST", _parsed_url(wire.url), content=wire.body, headers=_wire_headers(wire.headers)
         )
         try:
             response = self._client.send(request, stream=True)
@@ -564,9 +624,8 @@ def _plain(
 ) -> ParsedResponse:
     """Turn a whole (non-stream) response into a parsed response or a typed error."""
     status = response.status_code
-    headers = dict(response.headers)
     if status >= 400 or status < 200:
-        raise (wire.error or provider.parse_error)(status, data, headers)
+        raise (wire.error or provider.parse_error)(status, data, dict(response.headers))
     try:
         if data.lstrip().startswith((b"event:", b"data:")):
             state = _StreamState(provider)
@@ -598,14 +657,14 @@ class AsyncHTTPTransport:
         endpoints: Mapping[str, CloudEndpoint] | Iterable[CloudEndpoint] | None = None,
     ) -> None:
         self._endpoints = _endpoint_map(endpoints)
-        self._base_urls = dict(base_urls or {})
-        self._api_keys = dict(api_keys or {})
+        self._setups = _Setups(
+            dict(base_urls or {}), dict(api_keys or {}), os.environ if environ is None else environ
+        )
         self._owns = client is None
         self._client = client if client is not None else httpx.AsyncClient(timeout=timeout)
         self._retry = retry or RetryPolicy()
         self._sleep = sleep
         self._rand = rand
-        self._environ = os.environ if environ is None else environ
 
     async def aclose(self) -> None:
         """Close the httpx client if this transport made it."""
@@ -623,7 +682,7 @@ class AsyncHTTPTransport:
     ) -> ParsedResponse:
         """As :meth:`HTTPTransport.send`."""
         endpoint = self._endpoints.get(provider.name)
-        plan = _planner(provider, body, stream, endpoint, self._setup(provider, model))
+        plan = _planner(provider, body, stream, endpoint, self._setup(provider), model)
         attempt = 0
         while True:
             try:
@@ -639,14 +698,13 @@ class AsyncHTTPTransport:
                 await self._sleep(wait)
                 attempt += 1
 
-    def _setup(self, provider: Provider, model: str | None) -> Callable[[], _Setup]:
-        environ = self._environ
-        return lambda: _Setup(provider, self._base_urls, self._api_keys, environ, model)
+    def _setup(self, provider: Provider) -> Callable[[], _Setup]:
+        return lambda: self._setups(provider)
 
     async def _once(self, provider: Provider, wire: WireRequest) -> ParsedResponse:
         _log.debug("%s: POST %s (%d bytes)", provider.name, wire.url, len(wire.body))
         request = self._client.build_request(
-            "POST", wire.url, content=wire.body, headers=dict(wire.headers)
+            "POST", _parsed_url(wire.url), content=wire.body, headers=_wire_headers(wire.headers)
         )
         try:
             response = await self._client.send(request, stream=True)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Final, NoReturn, ParamSpec, Ty
 import typer
 from typer.core import TyperArgument, TyperGroup
 
+from llmcore.cli._body_run import CommandError
 from llmcore.cli._extras import missing_extra
 from llmcore.errors import LLMCoreError
 
@@ -80,13 +81,13 @@ def require_extra(command: str, *extras: str) -> None:
 
 
 def one_line_errors(command: Callable[P, R]) -> Callable[P, R]:
-    """Turn any :class:`~llmcore.errors.LLMCoreError` the command raises into one line, exit 2."""
+    """Turn an ``LLMCoreError`` or ``CommandError`` the command raises into one line, exit 2."""
 
     @wraps(command)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return command(*args, **kwargs)
-        except LLMCoreError as exc:
+        except (LLMCoreError, CommandError) as exc:
             raise fail(str(exc)) from None
 
     return wrapper

@@ -245,14 +245,17 @@ def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
-def _width(report: AuditReport, out: TextIO) -> int | None:
-    """Terminal width on a terminal; else wide enough that no row wraps (files, pipes)."""
-    if out.isatty():
-        return None
-    source = max((len(r.source) for r in report.requests), default=10)
-    where = max((len(_where(r)) for r in report.requests), default=10)
-    verdict = max((len(r.verdict) + 12 for r in report.requests), default=10)
-    return max(120, source + where + verdict + 120)
+def _layout(report: AuditReport, out: TextIO) -> None:
+    """The table on a terminal (its width), else the plain layout of :mod:`llmcore.audit.plain`."""
+    if not out.isatty():
+        from llmcore.audit.plain import plain_lines
+
+        out.write("".join(f"{line}\n" for line in plain_lines(report, _summary(report), _where)))
+        return
+    console = _console(out, None)
+    console.print(_table(report, console.width))
+    for line in _summary(report):
+        console.print(line, markup=False, soft_wrap=True)
 
 
 def audit_command(
@@ -394,10 +397,7 @@ def _print(report: AuditReport, as_json: bool, out: TextIO) -> None:
         if as_json:
             out.write(report.to_json().decode("utf-8") + "\n")
         else:
-            console = _console(out, _width(report, out))
-            console.print(_table(report, console.width))
-            for line in _summary(report):
-                console.print(line, markup=False, soft_wrap=True)
+            _layout(report, out)
         out.flush()
     except OSError as exc:
         _detach(out)

@@ -114,6 +114,8 @@ def test_the_chat_page_shows_the_defaults_and_the_negative_flag() -> None:
             "--no-history",
             "Keep the prompt history (scrubbed, 0600) in the project folder.",
         ),
+        ("--session", "ID", "Resume this saved session (ids: --list)."),
+        ("--list", "List the saved sessions of the workspace and exit."),
         ("--help", "Show this message and exit."),
     ]
 

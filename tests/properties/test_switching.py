@@ -4,7 +4,7 @@ Every ordered pair of registered providers (``PROVIDER_NAMES``: a provider added
 registry joins by itself), each over generated conversations with a save and reopen through the archive between the
 providers; the checks are in :mod:`tests.properties.switching`. Examples per pair are fixed
 (:data:`EXAMPLES`, whatever the profile's ``max_examples``; its other settings, e.g. the ``ci``
-profile's ``derandomize``, apply), so the 12 pairs stay near 20 s on two workers.
+profile's ``derandomize``, apply), so the pairs stay near 10 s on two workers.
 ``benchmarks/bench_switching.py`` runs the same check and prints the pair matrix.
 """
 
@@ -20,10 +20,11 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from llmcore.providers import PROVIDER_NAMES
+from tests.examples import examples
 from tests.properties.switching import PAIRS, check_switch
 
-EXAMPLES = 40
-"""Examples per ordered pair."""
+EXAMPLES = examples(full=40, sample=12)
+"""Examples per ordered pair: a sample here, the full count in ``bench_properties.py``."""
 
 _FOLDERS: dict[tuple[str, str], Path] = {}
 
@@ -43,6 +44,7 @@ def test_every_ordered_pair_is_covered():
     assert {a for a, _ in PAIRS} == {b for _, b in PAIRS} == set(PROVIDER_NAMES)
 
 
+@pytest.mark.full_count
 @pytest.mark.parametrize(("source", "target"), PAIRS, ids=[f"{a}->{b}" for a, b in PAIRS])
 @settings(max_examples=EXAMPLES)
 @given(data=st.data())

@@ -73,9 +73,15 @@ from llmcore.request import Params, Request, Tool
 TURNS = (10, 50, 200, 1000)
 SDK_MAX_TURNS = 200
 PAIRS = 5
-MODELS = {"anthropic": "claude-sonnet-4-5", "openai-chat": "gpt-4o", "openai-responses": "gpt-4o"}
+MODELS = {
+    "anthropic": "claude-sonnet-4-5",
+    "openai-chat": "gpt-4o",
+    "openai-responses": "gpt-4o",
+    "bedrock-converse": "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+}
 SDK_PROVIDERS = ("anthropic", "openai-chat")
-"""The providers with an SDK column (Responses has no SDK row: its peers are in bench_peers)."""
+"""The providers with an SDK column (Responses has no SDK row: its peers are in bench_peers;
+boto3 has no mock-transport hook to time it the same way)."""
 RESULTS = Path(__file__).resolve().parent.parent / "results" / "bench_bodies.json"
 
 ANTHROPIC_RESPONSE = {

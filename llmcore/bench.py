@@ -76,8 +76,13 @@ LIVE_MODELS: Final[dict[str, str]] = {
     "openai-chat": "gpt-5.4-mini",
     "openai-responses": "gpt-5.4-mini",
     "openrouter": "anthropic/claude-sonnet-4.6",
+    "bedrock-converse": "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
 }
 """The model ``bench --live --provider P`` uses when ``--model`` is not given.
+
+``bedrock-converse`` names a Bedrock cross-region inference profile; a live run signs with the
+AWS credential chain (``AWS_ACCESS_KEY_ID`` …, ``AWS_PROFILE``) and ``AWS_REGION``, or sends a
+Bedrock API key from ``AWS_BEARER_TOKEN_BEDROCK``; neither is ever logged.
 
 Each is a model the pinned ``anthropic`` and ``openai`` SDKs do not mark deprecated
 (``anthropic._data.DEPRECATED_MODELS``; the "Deprecated values" list of
@@ -208,11 +213,13 @@ class _Announcing:
         self._on_send = on_send
         self.sent = 0
 
-    def send(self, provider: Provider, body: bytes, *, stream: bool = False) -> ParsedResponse:
+    def send(
+        self, provider: Provider, body: bytes, *, stream: bool = False, model: str | None = None
+    ) -> ParsedResponse:
         """Call ``on_send(request number, provider name)``, then send through the inner one."""
         self.sent += 1
         self._on_send(self.sent, provider.name)
-        return self._inner.send(provider, body, stream=stream)
+        return self._inner.send(provider, body, stream=stream, **_model(model))
 
 
 @dataclass(slots=True)
@@ -397,3 +404,8 @@ def with_provider(plan: Sequence[BenchLeg], provider: str, model: str | None) ->
     first = plan[0]
     chosen = model or LIVE_MODELS.get(provider, first.model)
     return [replace(first, provider=provider, model=chosen, turns=turns)]
+
+
+def _model(model: str | None) -> dict[str, str]:
+    """The ``model=`` argument to pass on, only when there is one (inner fakes may lack it)."""
+    return {} if model is None else {"model": model}

@@ -26,6 +26,14 @@ application/json``.
   made again for every attempt; base URLs and API keys do not apply to it. An
   ``application/vnd.amazon.eventstream`` answer is decoded by
   :mod:`llmcore.providers._eventstream` and turned into the provider's events by the endpoint.
+* **Model in the URL, SigV4** (Bedrock Converse): an endpoint path holding ``{model}`` is filled
+  from ``send(..., model=...)`` (:func:`model_argument`), and a streamed request goes to
+  :attr:`~llmcore.providers.base.Endpoint.stream_path`. An endpoint with ``sigv4`` auth is
+  signed for every attempt by :class:`llmcore.cloud.aws.SigV4Signer` (the ``aws`` extra; region
+  and credentials from the AWS chain or the transport's ``environ``, never logged) unless an API
+  key (a Bedrock bearer key) is set; the default base URL's ``{region}`` is the signer's. Its
+  ``application/vnd.amazon.eventstream`` answer is read message by message
+  (:func:`aws_events`).
 * **Timeouts**: connect 10 s, read 600 s, write 60 s by default (:data:`DEFAULT_TIMEOUT`; the
   long read is for long generations — ``llmcore bench --live`` passes 120 s).
 * **Retries** (:class:`RetryPolicy`): statuses 408, 409, 429, 5xx (Anthropic 529
@@ -49,13 +57,15 @@ import logging
 import os
 import random
 import time
+import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import anyio
 import httpx
 
+from llmcore import jsonbytes
 from llmcore.errors import (
     APIStatusError,
     ProviderError,
@@ -64,9 +74,9 @@ from llmcore.errors import (
     UserError,
 )
 from llmcore.providers._eventstream import CONTENT_TYPE as EVENTSTREAM
-from llmcore.providers._eventstream import EventMessage, EventStreamDecoder
+from llmcore.providers._eventstream import EventMessage, EventStreamDecoder, event_kind
 from llmcore.providers._sse import SSEEvent, SSEReader
-from llmcore.providers.base import ParsedResponse, Provider, StreamParser
+from llmcore.providers.base import Endpoint, ParsedResponse, Provider, StreamParser
 
 if TYPE_CHECKING:
     from llmcore.cloud.base import CloudEndpoint, WireRequest
@@ -80,6 +90,8 @@ __all__ = [
     "RetryPolicy",
     "StreamBrokenError",
     "Transport",
+    "aws_events",
+    "model_argument",
 ]
 
 _log = logging.getLogger("llmcore.transport")
@@ -122,7 +134,9 @@ class StreamBrokenError(TransportError):
 class Transport(Protocol):
     """Sends body bytes to a provider and returns the parsed response."""
 
-    def send(self, provider: Provider, body: bytes, *, stream: bool = False) -> ParsedResponse:
+    def send(
+        self, provider: Provider, body: bytes, *, stream: bool = False, model: str | None = None
+    ) -> ParsedResponse:
         """Send ``body`` exactly as given and return the parsed response.
 
         Args:
@@ -130,7 +144,11 @@ class Transport(Protocol):
             body: The exact body bytes (SPEC P2).
             stream: Whether the body asked for a server-sent-event stream. The response's
                 content type (``text/event-stream``) or an event-stream body decides how it
-                is read, so a recorded JSON answer to a streamed request still parses.
+                is read, so a recorded JSON answer to a streamed request still parses. Where
+                the API streams on a path of its own (:attr:`Endpoint.stream_path`) it picks
+                that path.
+            model: The model, for an API whose URL holds it (Bedrock Converse); callers pass
+                it only there (:func:`model_argument`).
 
         Raises:
             TransportError: No response (after retries).
@@ -144,7 +162,7 @@ class AsyncTransport(Protocol):
     """The asyncio form of :class:`Transport`."""
 
     async def send(
-        self, provider: Provider, body: bytes, *, stream: bool = False
+        self, provider: Provider, body: bytes, *, stream: bool = False, model: str | None = None
     ) -> ParsedResponse:
         """As :meth:`Transport.send`."""
         ...
@@ -214,41 +232,100 @@ def _planner(
     stream: bool,
     endpoint: CloudEndpoint | None,
     setup: Callable[[], _Setup],
+    model: str | None = None,
 ) -> Callable[[], WireRequest]:
-    """Return what gives each attempt's request: the endpoint's, or the base URL and key's."""
+    """Return what gives each attempt's request: the endpoint's, or the base URL and key's.
+
+    ``model`` fills a ``{model}`` path; a SigV4 setup signs each attempt afresh.
+    """
     if endpoint is not None:
         return lambda: endpoint.prepare(provider.name, body, stream=stream)
     from llmcore.cloud.base import WireRequest
 
     fixed = setup()
-    wire = WireRequest(url=fixed.url, headers=fixed.headers, body=body)
+    url = fixed.url if fixed.url and not stream else fixed.url_for(model, stream=stream)
+    signer = fixed.signer
+    events = aws_events(provider.name) if provider.endpoint.auth == "sigv4" else None
+    if signer is not None:  # SigV4: a fresh signature (and x-amz-date) for every attempt
+        return lambda: WireRequest(
+            url=url,
+            headers={**fixed.headers, **signer.sign("POST", url, fixed.headers, body)},
+            body=body,
+            event_stream=events,
+        )
+    wire = WireRequest(url=url, headers=fixed.headers, body=body, event_stream=events)
     return lambda: wire
+
+
+def aws_events(provider: str) -> Callable[[EventMessage], list[SSEEvent]]:
+    """Return the reader of a provider's AWS event-stream messages as stream-parser events.
+
+    Each message becomes one event: ``event`` is the ``:event-type`` (or, for an exception,
+    the ``:exception-type``; for an error, the ``:error-code``), ``data`` the payload text (an
+    error's ``{"message": …}``) and ``id`` the ``:message-type`` (``event``, ``exception``,
+    ``error``), so a parser tells an exception from an event (Bedrock Converse's,
+    :mod:`llmcore.providers.bedrock_converse.parse`). A payload that is not UTF-8 raises
+    :class:`~llmcore.errors.ResponseParseError`.
+    """
+
+    def convert(message: EventMessage) -> list[SSEEvent]:
+        kind, name = event_kind(message)
+        if kind == "error":
+            text = str(message.headers.get(":error-message", ""))
+            return [SSEEvent(event=name, data=jsonbytes.dumps_text({"message": text}), id=kind)]
+        try:
+            data = message.payload.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ResponseParseError(
+                f"event {name!r}: payload is not UTF-8 ({exc})", provider=provider
+            ) from exc
+        return [SSEEvent(event=name, data=data, id=kind)]
+
+    return convert
 
 
 class _Setup:
     """The URL and headers of one provider's requests (never logged: they hold the key).
 
     Made once per provider, base URL and key (:class:`_Setups`), the headers normalized by
-    httpx once, so a request costs httpx no parsing of them.
+    httpx once, so a request costs httpx no parsing of them. A SigV4 endpoint (Bedrock
+    Converse) without a key gets a signer (region and credentials from the AWS chain or
+    ``environ``); its requests are signed per attempt by :func:`_planner`.
     """
 
-    def __init__(self, provider: Provider, base: str | None, key: str | None) -> None:
+    def __init__(
+        self,
+        provider: Provider,
+        base: str | None,
+        key: str | None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
         endpoint = provider.endpoint
         prefix = endpoint.api_key_env.removesuffix("_API_KEY")
-        self.url = _url(base or endpoint.base_url, endpoint.path, prefix)
         headers = {"content-type": "application/json", "user-agent": _USER_AGENT}
         headers.update(dict(endpoint.headers))
+        chosen = base or endpoint.base_url
+        self.signer: Any = None
         if key:
             if endpoint.auth == "x-api-key":
                 headers["x-api-key"] = key
             else:
                 headers["authorization"] = f"Bearer {key}"
+        elif endpoint.auth == "sigv4":
+            self.signer = _signer(endpoint, environ)
+            chosen = chosen.replace("{region}", self.signer.region)
         elif not base:
             raise MissingAPIKeyError(
                 f"no API key for {provider.name}: set {endpoint.api_key_env}",
                 location=endpoint.api_key_env,
             )
         self.headers = httpx.Headers(headers)
+        self._base, self._prefix, self._provider = chosen, prefix, provider
+        self.url = self.url_for(None, stream=False) if "{model}" not in endpoint.path else ""
+
+    def url_for(self, model: str | None, *, stream: bool) -> str:
+        """Return the URL of a request: the stream path when asked, ``{model}`` filled."""
+        return _url(self._base, _path(self._provider, model, stream), self._prefix)
 
 
 class _Setups:
@@ -278,7 +355,7 @@ class _Setups:
         made = self._made.get(name)
         if made is not None and made[0] is provider and made[1] == base and made[2] == key:
             return made[3]
-        setup = _Setup(provider, base, key)
+        setup = _Setup(provider, base, key, self._environ)
         self._made[name] = (provider, base, key, setup)
         return setup
 
@@ -292,6 +369,47 @@ def _parsed_url(url: str) -> httpx.URL:
 def _wire_headers(headers: Mapping[str, str]) -> httpx.Headers | dict[str, str]:
     """The headers as httpx takes them: normalized ones as they are, others copied."""
     return headers if isinstance(headers, httpx.Headers) else dict(headers)
+
+
+def _path(provider: Provider, model: str | None, stream: bool) -> str:
+    """Return the endpoint path: the stream path when asked and there is one, ``{model}`` set."""
+    endpoint = provider.endpoint
+    path = endpoint.stream_path if stream and endpoint.stream_path else endpoint.path
+    if "{model}" not in path:
+        return path
+    if not model:
+        raise UserError(
+            f"{provider.name}: the model goes in the URL; send(..., model=...) names it",
+            location="model",
+        )
+    return path.replace("{model}", urllib.parse.quote(model, safe="-._~"))
+
+
+def model_argument(provider: Provider, model: str) -> dict[str, str]:
+    """Return ``{"model": model}`` for a provider whose URL holds the model, else ``{}``.
+
+    The keyword arguments a caller adds to :meth:`Transport.send`, so a transport of a provider
+    with a fixed path is called as before.
+    """
+    return {"model": model} if "{model}" in provider.endpoint.path else {}
+
+
+def _signer(endpoint: Endpoint, environ: Mapping[str, str] | None) -> Any:
+    """Return the SigV4 signer of an endpoint (region and credentials from the AWS chain).
+
+    Keys in ``environ`` (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``)
+    are used as given, so a transport's own ``environ`` decides like the process environment.
+    """
+    from llmcore.cloud.aws import SigV4Signer  # the ``aws`` extra, loaded only when used
+
+    environ = os.environ if environ is None else environ
+    return SigV4Signer(
+        service=endpoint.sigv4_service or "bedrock",
+        environ=environ,
+        access_key=environ.get("AWS_ACCESS_KEY_ID"),
+        secret_key=environ.get("AWS_SECRET_ACCESS_KEY"),
+        session_token=environ.get("AWS_SESSION_TOKEN"),
+    )
 
 
 def _transport_error(provider: Provider, exc: httpx.HTTPError, url: str) -> TransportError:
@@ -432,7 +550,9 @@ class HTTPTransport:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def send(self, provider: Provider, body: bytes, *, stream: bool = False) -> ParsedResponse:
+    def send(
+        self, provider: Provider, body: bytes, *, stream: bool = False, model: str | None = None
+    ) -> ParsedResponse:
         """Send ``body`` unchanged and return the parsed response (see :meth:`Transport.send`).
 
         Raises:
@@ -442,7 +562,12 @@ class HTTPTransport:
             ResponseParseError: A body or stream that cannot be parsed.
         """
         plan = _planner(
-            provider, body, stream, self._endpoints.get(provider.name), self._setup(provider)
+            provider,
+            body,
+            stream,
+            self._endpoints.get(provider.name),
+            self._setup(provider),
+            model,
         )
         attempt = 0
         while True:
@@ -553,11 +678,11 @@ class AsyncHTTPTransport:
         await self.aclose()
 
     async def send(
-        self, provider: Provider, body: bytes, *, stream: bool = False
+        self, provider: Provider, body: bytes, *, stream: bool = False, model: str | None = None
     ) -> ParsedResponse:
         """As :meth:`HTTPTransport.send`."""
         endpoint = self._endpoints.get(provider.name)
-        plan = _planner(provider, body, stream, endpoint, self._setup(provider))
+        plan = _planner(provider, body, stream, endpoint, self._setup(provider), model)
         attempt = 0
         while True:
             try:

@@ -56,6 +56,11 @@ PROVIDER_MODELS: dict[str, tuple[str, ...]] = {
     "openai-chat": ("gpt-4o", "gpt-5-mini"),
     "openai-responses": ("gpt-5", "o3"),
     "openrouter": ("anthropic/claude-sonnet-4.5", "google/gemini-2.5-pro", "openai/gpt-4o"),
+    "bedrock-converse": (
+        "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+        "amazon.nova-pro-v1:0",
+        "meta.llama3-70b-instruct-v1:0",
+    ),
 }
 """Model names drawn per provider (OpenRouter: explicit-breakpoint and automatic upstreams)."""
 
@@ -362,6 +367,8 @@ class Conversation:
 def _params(draw: st.DrawFn, provider: str, tools: tuple[Tool, ...]) -> Params:
     stops = None if provider == "openai-responses" else draw(_STOPS)
     choice = draw(_CHOICES)
+    if choice == "none" and provider == "bedrock-converse":  # Converse has no "none" form
+        choice = None
     if choice == "name":
         choice = ToolChoiceName(name=tools[draw(_INDEXES) % len(tools)].name) if tools else None
     return Params(

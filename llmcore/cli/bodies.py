@@ -13,7 +13,9 @@ stderr naming the file and both shapes; the command still does what was asked
 
 from __future__ import annotations
 
+import re
 import sys
+import urllib.parse
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -32,7 +34,9 @@ from llmcore.providers import PROVIDER_NAMES, get_provider
 
 __all__ = ["register"]
 
-_IMPORTABLE = ("anthropic", "openai-chat", "openai-responses")
+_IMPORTABLE = ("anthropic", "openai-chat", "openai-responses", "bedrock-converse")
+_CONVERSE_URI = re.compile(r"/model/([^/?]+)/converse(?:-stream)?(?:\?|$)")
+"""A Converse URL's model id (percent-encoded), as a corpus case's ``meta.uri`` holds it."""
 
 ProviderOption = Annotated[
     str,
@@ -46,7 +50,15 @@ ImportProviderOption = Annotated[
         "--provider",
         "-p",
         metavar="PROVIDER",
-        help="One of: anthropic, openai-chat, openai-responses.",
+        help="One of: anthropic, openai-chat, openai-responses, bedrock-converse.",
+    ),
+]
+ModelOption = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        metavar="MODEL",
+        help="bedrock-converse: the model id (its body has none; a corpus case's URL names it).",
     ),
 ]
 
@@ -62,12 +74,14 @@ def body(
     run_body(str(request), provider)
 
 
-def _recorded_body(path: Path, name: str) -> tuple[Any, bytes | None]:
-    """Return the recorded body and the bytes it was parsed from (``None`` when unknown).
+def _recorded_body(path: Path, name: str) -> tuple[Any, bytes | None, str | None]:
+    """Return the recorded body, the bytes it was parsed from, and a case's Converse model.
 
-    The bytes let import keep each Anthropic ``tool_use`` ``input`` exactly (SPEC M2): a
-    plain body's are the file's, a corpus case's ``request_raw`` its text's, and a case's
-    ``request`` object the span of that object in the file.
+    The model id is the one a corpus case's Converse URL (``meta.uri``) names, else ``None``;
+    the bytes are ``None`` when unknown. They let import keep each Anthropic ``tool_use`` and
+    Converse ``toolUse`` ``input`` exactly (SPEC M2): a plain body's are the file's, a corpus
+    case's ``request_raw`` its text's, and a case's ``request`` object the span of that object
+    in the file.
     """
     from llmcore.providers._jsonspan import find_span
     from llmcore.requestfile import parse_json_bytes, read_regular_bytes
@@ -75,12 +89,17 @@ def _recorded_body(path: Path, name: str) -> tuple[Any, bytes | None]:
     data = _read_stdin() if _is_stdin(path) else read_regular_bytes(path)
     value = parse_json_bytes(data, name)
     if isinstance(value, dict) and "request" in value and "model" not in value:
+        meta = value.get("meta")
+        uri = meta.get("uri") if isinstance(meta, dict) else None
+        found = _CONVERSE_URI.search(uri) if isinstance(uri, str) else None
+        model = urllib.parse.unquote(found.group(1)) if found else None
         raw = value.get("request_raw")
         if isinstance(raw, str):
-            return _request_raw(raw, f"{name}: $.request_raw"), raw.encode("utf-8", "replace")
+            parsed = _request_raw(raw, f"{name}: $.request_raw")
+            return parsed, raw.encode("utf-8", "replace"), model
         begin, end = find_span(data, ("request",))
-        return value["request"], data[begin:end]
-    return value, data
+        return value["request"], data[begin:end], model
+    return value, data, None
 
 
 def _request_raw(raw: str, at: str) -> Any:
@@ -106,12 +125,19 @@ def import_(
         Path, typer.Argument(metavar="BODY", help="A body or corpus case file; - for stdin.")
     ],
     provider: ImportProviderOption,
+    model: ModelOption = None,
 ) -> None:
     """Turn a recorded PROVIDER body (or corpus case) into a request file on stdout."""
     if provider not in _IMPORTABLE:
         raise fail(f"import supports {', '.join(_IMPORTABLE)}, not {provider!r}")
     name = _STDIN if _is_stdin(recorded) else str(recorded)
-    value, raw = _recorded_body(recorded, name)
+    value, raw, url_model = _recorded_body(recorded, name)
+    if provider == "bedrock-converse" and isinstance(value, dict):
+        chosen = model or url_model
+        if chosen:
+            value = {**value, "modelId": chosen}
+    elif model is not None:
+        raise fail("--model goes with --provider bedrock-converse (other bodies name theirs)")
     if isinstance(value, dict):
         try:
             _warn_shape(jsonbytes.dumps(value), provider, name, "imported")

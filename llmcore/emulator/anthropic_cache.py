@@ -314,7 +314,7 @@ class AnthropicCache:
             totals.append(running)
         minimum = anthropic_min_tokens(model)
         hit = self._lookup(points, keys, totals, minimum, now)
-        return _bill(points, keys, totals, minimum, hit, running)
+        return bill_plan(points, keys, totals, minimum, hit, running)
 
     def _lookup(
         self,
@@ -341,7 +341,7 @@ class AnthropicCache:
             self.store.put(key, now, ttl)
 
 
-def _bill(
+def bill_plan(
     points: list[tuple[int, str]],
     keys: list[bytes],
     totals: list[int],

@@ -25,6 +25,9 @@ from llmcore.emulator.batches import BatchStore
 from llmcore.emulator.chat_wire import chat_body, chat_events, chat_turn
 from llmcore.emulator.clock import Clock, SystemClock
 from llmcore.emulator.common import make_id
+from llmcore.emulator.converse_cache import ConverseCache
+from llmcore.emulator.converse_validate import tool_fields, validate_converse
+from llmcore.emulator.converse_wire import converse_body, converse_frames, converse_turn
 from llmcore.emulator.errors import Rejection, Shape
 from llmcore.emulator.limits import ANTHROPIC_MAX_BODY
 from llmcore.emulator.objects_api import ConversationStore
@@ -183,6 +186,8 @@ class Engine:
         self.budget = MemoryBudget(cache_bytes)
         self.anthropic = AnthropicCache(self.budget)
         self.openai = OpenAICache(self.budget)
+        self.converse = ConverseCache(self.budget)
+        """The Bedrock Converse cache (``cachePoint`` checkpoints)."""
         self.stored_responses = ResponseStore(self.budget)
         """Responses by id (``previous_response_id``, ``GET /v1/responses/{id}``)."""
         self.conversations = ConversationStore(self.budget)
@@ -209,6 +214,7 @@ class Engine:
         """Forget every cache entry, stored response, conversation and batch."""
         self.anthropic.store.clear()
         self.openai.store.clear()
+        self.converse.store.clear()
         self.stored_responses.clear()
         self.conversations.clear()
         self.batches.clear()
@@ -255,6 +261,42 @@ class Engine:
             return Prepared(stream=True, body=b"", events=events, commit=commit)
         data = message_body(reply, turn, plan.usage, model, ident)
         return Prepared(stream=False, body=data, commit=commit)
+
+    def bedrock_converse(self, raw: bytes, org: str, model: str, stream: bool) -> Prepared:
+        """Answer ``POST /model/{modelId}/converse`` (``/converse-stream`` with ``stream``).
+
+        Args:
+            raw: The request body bytes.
+            org: The account (the SigV4 access key id); caches are per account.
+            model: The model id from the URL.
+            stream: Whether the request came to ``converse-stream``.
+
+        Raises:
+            Rejection: ``ValidationException`` for a body the Converse API refuses.
+        """
+
+        def handle(raw: bytes, org: str) -> Prepared:
+            parsed, _ = parse_body(raw, "openai")
+            body = validate_converse(parsed, model)
+            plan = self.converse.plan_converse(body, model, org, self.clock.now())
+            turn = converse_turn(body)
+            config = body.get("toolConfig") or {}
+            reply = self.script.reply_for(
+                turn.first_user_text, turn.index, tools_offered=bool(config.get("tools"))
+            )
+            reply = obey("anthropic", tool_fields(config), reply)
+
+            def commit() -> None:
+                self.converse.commit(plan, self.clock.now())
+
+            if stream:
+                frames = converse_frames(reply, turn, plan.usage)
+                return Prepared(stream=True, body=b"", events=frames, commit=commit)
+            return Prepared(
+                stream=False, body=converse_body(reply, turn, plan.usage), commit=commit
+            )
+
+        return _guarded("openai", handle, raw, org)
 
     def chat_completions(self, raw: bytes, org: str) -> Prepared:
         """Answer ``POST /v1/chat/completions``.

@@ -37,6 +37,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from llmcore.emulator.clock import Clock
 from llmcore.emulator.cloud import cloud_routes
+from llmcore.emulator.converse_routes import converse_routes
 from llmcore.emulator.engine import Engine, Prepared
 from llmcore.emulator.errors import EmulatorError, Rejection, Shape
 from llmcore.emulator.limits import (
@@ -231,6 +232,7 @@ def build_app(
     ]
     routes += extra_routes(engine, limits, in_flight)  # count_tokens, models, batches, …
     routes += cloud_routes(engine, gate.wait, limits, in_flight, _answer)  # Vertex, Bedrock, Azure
+    routes += converse_routes(engine, gate.wait, limits, in_flight, _answer)  # Bedrock Converse
     missing = not_found_handler(engine)  # JSON 404 / 405 in the provider's shape
     app = Starlette(routes=routes, exception_handlers={404: missing, 405: missing})
     return AccessLog(app) if access_log else app

@@ -23,6 +23,7 @@ from llmcore.errors import (
     UnsupportedContentError,
 )
 from llmcore.messages import Image, Message, MessageContent, ToolResult, clean_text
+from llmcore.providers._jsonspan import find_span
 from llmcore.providers.base import ImportResult, validate_pairing
 from llmcore.request import CacheMode, CacheTtl, Params, Request, Tool, ToolChoice
 
@@ -153,6 +154,32 @@ def json_text(value: Any, at: str) -> str:
         return clean_text(jsonbytes.dumps_text(value))
     except EncodingError as exc:
         raise bad(exc.message, at) from None
+
+
+def value_span(
+    raw: bytes | None, path: tuple[str | int, ...], value: Any, present: bool, at: str
+) -> bytes:
+    """Return the bytes of the JSON value at ``path`` in ``raw``: its exact span (M2, P2).
+
+    The span is taken where the body's bytes are known and hold this value there (they parse to
+    ``value``); otherwise, and for a missing value, compact JSON of ``value``.
+    """
+    if raw is not None and present:
+        try:
+            begin, end = find_span(raw, path)
+        except (KeyError, ValueError, IndexError):
+            begin = end = 0
+        span = raw[begin:end]
+        if span and _parses_to(span, value):
+            return span
+    return json_text(value, at).encode("utf-8")
+
+
+def _parses_to(span: bytes, value: Any) -> bool:
+    try:
+        return bool(jsonbytes.loads(span) == value)
+    except (ValueError, RecursionError):
+        return False
 
 
 def b64decode(text: str, at: str) -> bytes:

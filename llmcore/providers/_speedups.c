@@ -1,12 +1,12 @@
 /*
  * llmcore.providers._speedups: the history's wire pieces for Anthropic Messages, OpenAI Chat
- * Completions and OpenAI Responses, written in C.
+ * Completions, OpenAI Responses and Bedrock Converse, written in C.
  *
  * Each function writes the pieces of a run of history messages (each message's JSON values,
  * each after a comma: SPEC P2, llmcore/providers/history.py) into one bytes object. The key
  * order and every rule are those of the Python encoders (llmcore/providers/anthropic/encode.py,
- * llmcore/providers/openai_chat/encode.py, llmcore/providers/openai_responses/encode.py); strings
- * are escaped as json.encoder's
+ * llmcore/providers/openai_chat/encode.py, llmcore/providers/openai_responses/encode.py,
+ * llmcore/providers/bedrock_converse/encode.py); strings are escaped as json.encoder's
  * encode_basestring does (ensure_ascii=False: quote, backslash and C0 controls, the controls
  * that have one as \b \f \n \r \t, the others as \u00xx). A message this module does not write
  * itself (one with an encoding option, a type or value the Python encoder handles otherwise) is
@@ -814,6 +814,33 @@ w_tool_call(Writer *w, PyObject *part, const Hooks *h, int *first, const CallSha
     return result;
 }
 
+/* A tool result block: its fields read, then written by the provider's `write`. */
+typedef int (*ResultWriter)(Writer *, const ResultFields *, const Hooks *, int *);
+
+static int
+w_result_part(Writer *w, PyObject *part, const Hooks *h, int *first, ResultWriter write)
+{
+    ResultFields r;
+    CHECK(read_result(part, &r));
+    int result = write(w, &r, h, first);
+    clear_result(&r);
+    return result;
+}
+
+/* `,{"role":<role>,"content":[` with a tool message's role written as user. */
+static int
+w_message_head(Writer *w, PyObject *role)
+{
+    CHECK(W_LIT(w, ",{\"role\":"));
+    if (PyUnicode_Compare(role, s_tool) == 0) {
+        CHECK(W_LIT(w, "\"user\""));
+    }
+    else {
+        CHECK(w_str(w, role));
+    }
+    return W_LIT(w, ",\"content\":[");
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* Anthropic Messages: {"role", "content": [blocks]} (anthropic/encode.py, _message_values). */
 
@@ -872,11 +899,7 @@ anthropic_block(Writer *w, PyObject *part, const Hooks *h, int *first)
         return w_tool_call(w, part, h, first, &ANTHROPIC_CALL);
     }
     if (type == h->tool_result) {
-        ResultFields r;
-        CHECK(read_result(part, &r));
-        int result = anthropic_tool_result(w, &r, h, first);
-        clear_result(&r);
-        return result;
+        return w_result_part(w, part, h, first, anthropic_tool_result);
     }
     return FALLBACK;
 }
@@ -893,14 +916,7 @@ anthropic_message(Writer *w, PyObject *role, PyObject *content, PyObject *option
         }
         hour = PyUnicode_CompareWithASCIIString(option, "1h") == 0;
     }
-    CHECK(W_LIT(w, ",{\"role\":"));
-    if (PyUnicode_Compare(role, s_tool) == 0) {
-        CHECK(W_LIT(w, "\"user\""));
-    }
-    else {
-        CHECK(w_str(w, role));
-    }
-    CHECK(W_LIT(w, ",\"content\":["));
+    CHECK(w_message_head(w, role));
     int first = 1;
     for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(content); k++) {
         CHECK(anthropic_block(w, PyTuple_GET_ITEM(content, k), h, &first));
@@ -912,6 +928,127 @@ anthropic_message(Writer *w, PyObject *role, PyObject *content, PyObject *option
         w->len--; /* reopen the last block: every block ends with its closing brace */
         CHECK(hour ? W_LIT(w, ",\"cache_control\":{\"type\":\"ephemeral\",\"ttl\":\"1h\"}}")
                    : W_LIT(w, ",\"cache_control\":{\"type\":\"ephemeral\"}}"));
+    }
+    return W_LIT(w, "]}");
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Bedrock Converse: {"role", "content": [blocks]} (bedrock_converse/encode.py,             */
+/* _message_values). Blocks are one-member objects: text, image, toolUse, toolResult.        */
+
+static const CallShape CONVERSE_CALL = {
+    "", "{\"toolUse\":{\"toolUseId\":", ",\"name\":", ",\"input\":", "}}", 0, 0,
+};
+
+/* The image format of the four mime types (encode.py IMAGE_FORMATS); NULL: left to Python. */
+static const char *
+converse_format(PyObject *part, int *result)
+{
+    PyObject *mime = typed_attr(part, s_mime_type, &PyUnicode_Type, result);
+    if (mime == NULL) {
+        return NULL;
+    }
+    static const char *const pairs[][2] = {
+        {"image/jpeg", "jpeg"}, {"image/png", "png"}, {"image/gif", "gif"}, {"image/webp", "webp"},
+    };
+    const char *found = NULL;
+    for (size_t k = 0; k < sizeof(pairs) / sizeof(pairs[0]) && found == NULL; k++) {
+        if (PyUnicode_CompareWithASCIIString(mime, pairs[k][0]) == 0) {
+            found = pairs[k][1];
+        }
+    }
+    Py_DECREF(mime);
+    if (found == NULL && *result == 0) {
+        *result = FALLBACK;
+    }
+    return found;
+}
+
+static int
+converse_tool_result(Writer *w, const ResultFields *r, const Hooks *h, int *first)
+{
+    CHECK(w_item(w, first, ""));
+    CHECK(W_LIT(w, "{\"toolResult\":{\"toolUseId\":"));
+    CHECK(w_id(w, r->call_id, h));
+    if (r->text != NULL) {
+        CHECK(W_LIT(w, ",\"content\":[{\"text\":"));
+        CHECK(w_result_text(w, r));
+        CHECK(W_LIT(w, "}]"));
+    }
+    else {
+        CHECK(W_LIT(w, ",\"content\":[]"));
+    }
+    if (r->is_error) {
+        CHECK(W_LIT(w, ",\"status\":\"error\""));
+    }
+    return W_LIT(w, "}}");
+}
+
+static int
+converse_block(Writer *w, PyObject *part, const Hooks *h, int *first)
+{
+    PyTypeObject *type = Py_TYPE(part);
+    if (type == h->text) {
+        int result = 0;
+        PyObject *text = sent_text(part, &result);
+        if (text == NULL) {
+            return result;
+        }
+        result = w_item(w, first, "");
+        if (result == 0) {
+            result = W_LIT(w, "{\"text\":");
+        }
+        if (result == 0) {
+            result = w_str(w, text);
+        }
+        Py_DECREF(text);
+        return result != 0 ? result : W_LIT(w, "}");
+    }
+    if (type == h->image) {
+        int result = 0;
+        const char *format = converse_format(part, &result);
+        CHECK(result);
+        CHECK(w_item(w, first, ""));
+        CHECK(W_LIT(w, "{\"image\":{\"format\":\""));
+        CHECK(w_cstr(w, format));
+        CHECK(W_LIT(w, "\",\"source\":{\"bytes\":\""));
+        CHECK(w_base64(w, part));
+        return W_LIT(w, "\"}}}");
+    }
+    if (type == h->tool_call) {
+        return w_tool_call(w, part, h, first, &CONVERSE_CALL);
+    }
+    if (type == h->tool_result) {
+        return w_result_part(w, part, h, first, converse_tool_result);
+    }
+    return FALLBACK;
+}
+
+/* A message whose option is a TTL (its cache point) gets {"cachePoint":...} after its blocks;
+   one whose option is "absorbed" is written by the first message of its run (nothing here);
+   a run's first message (a tuple option) is left to Python. */
+static int
+converse_message(Writer *w, PyObject *role, PyObject *content, PyObject *option, const Hooks *h)
+{
+    int marked = option != Py_None, hour = 0;
+    if (marked) {
+        if (!PyUnicode_CheckExact(option)) {
+            return FALLBACK;
+        }
+        if (PyUnicode_CompareWithASCIIString(option, "absorbed") == 0) {
+            return 0;
+        }
+        hour = PyUnicode_CompareWithASCIIString(option, "1h") == 0;
+    }
+    CHECK(w_message_head(w, role));
+    int first = 1;
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(content); k++) {
+        CHECK(converse_block(w, PyTuple_GET_ITEM(content, k), h, &first));
+    }
+    if (marked) {
+        CHECK(w_item(w, &first, ""));
+        CHECK(hour ? W_LIT(w, "{\"cachePoint\":{\"type\":\"default\",\"ttl\":\"1h\"}}")
+                   : W_LIT(w, "{\"cachePoint\":{\"type\":\"default\"}}"));
     }
     return W_LIT(w, "]}");
 }
@@ -1317,6 +1454,12 @@ anthropic_pieces(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 }
 
 static PyObject *
+converse_pieces(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    return encode_run(args, nargs, converse_message, "converse_pieces");
+}
+
+static PyObject *
 chat_pieces(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     return encode_run(args, nargs, chat_message, "chat_pieces");
@@ -1488,6 +1631,9 @@ static PyMethodDef methods[] = {
     {"anthropic_pieces", (PyCFunction)(void (*)(void))anthropic_pieces, METH_FASTCALL,
      "anthropic_pieces(messages, first, options, slow, hooks[, prefix, suffix]) -> bytes: "
      "Anthropic pieces (between prefix and suffix)."},
+    {"converse_pieces", (PyCFunction)(void (*)(void))converse_pieces, METH_FASTCALL,
+     "converse_pieces(messages, first, options, slow, hooks[, prefix, suffix]) -> bytes: "
+     "Bedrock Converse pieces (between prefix and suffix)."},
     {"chat_pieces", (PyCFunction)(void (*)(void))chat_pieces, METH_FASTCALL,
      "chat_pieces(messages, first, options, slow, hooks[, prefix, suffix]) -> bytes: "
      "Chat pieces (between prefix and suffix)."},

@@ -156,13 +156,20 @@ class Endpoint:
     base_url: str
     """The default base URL, without a trailing slash (e.g. ``https://api.anthropic.com``)."""
     path: str
-    """The path appended to the base URL (e.g. ``/v1/messages``)."""
+    """The path appended to the base URL (e.g. ``/v1/messages``). ``{model}`` in it stands for
+    the request's model (Bedrock's ``/model/{model}/converse``)."""
     api_key_env: str
     """The environment variable holding the API key."""
-    auth: Literal["x-api-key", "bearer"]
-    """``x-api-key`` sends the key in that header; ``bearer`` in ``Authorization``."""
+    auth: Literal["x-api-key", "bearer", "sigv4"]
+    """``x-api-key`` sends the key in that header; ``bearer`` in ``Authorization``; ``sigv4``
+    signs the request with AWS Signature Version 4 (credentials from the AWS chain)."""
     headers: tuple[tuple[str, str], ...] = ()
     """Other fixed headers (e.g. ``anthropic-version``)."""
+    stream_path: str | None = None
+    """The path of a streamed request where the API has its own (Bedrock's
+    ``/converse-stream``); ``None``: :attr:`path`, the body asks for a stream."""
+    sigv4_service: str | None = None
+    """The SigV4 signing name (``bedrock``) when :attr:`auth` is ``sigv4``."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -24,30 +24,32 @@ def test_whole_corpus_audits_without_error():
     corpus = _corpus()
     cases = sorted(p for p in corpus.rglob("*.json") if p.name != "manifest.json")
     report = audit_paths([corpus])
-    assert len(report.requests) == len(cases) == 376
+    assert len(report.requests) == len(cases) == 478
     assert [r.source for r in report.requests] == [str(p) for p in cases]
     counts = report.counts()
-    assert sum(counts.values()) == 376
+    assert sum(counts.values()) == 478
     # What the audit finds on the corpus (recorded here so a change in the auditor shows up).
+    # Bedrock Converse (102 cases, pydantic-ai's cassettes): 41 new, 30 stable, 28 breaks, 3
+    # shorter reruns.
     assert counts == {
-        "new": 193,
-        "stable": 90,
+        "new": 234,
+        "stable": 120,
         # 18 more since issue 19: model and response_format changes (parameter), and 5 requests
         # whose first message differs but whose later messages join an earlier case (grouping
         # by meaning), each then a break at that message
-        "break": 88,
+        "break": 116,
         "thinking_dropped": 1,
         "reasoning_dropped": 0,
         "compaction": 0,
         "deferred_tools": 0,
         "retry": 1,  # two cases hold byte-identical bodies
-        "shorter_rerun": 3,  # a shorter request after a longer one with the same start
+        "shorter_rerun": 6,  # a shorter request after a longer one with the same start
         "continuation": 0,
         "rejected": 0,
     }
-    assert report.conversations == 193
+    assert report.conversations == 234
     providers = {r.provider for r in report.requests}
-    assert providers == {"anthropic", "openai-chat", "openai-responses"}
+    assert providers == {"anthropic", "openai-chat", "openai-responses", "bedrock-converse"}
     by_dir = {p.parent.name for p in cases}
     for r in report.requests:
         assert Path(r.source).parent.name == r.provider  # shape detection agrees with the folders

@@ -1,6 +1,7 @@
 """The corpus classification (issue 2 item 5): every recorded case in exactly one class.
 
-Each case under ``tests/corpus/{anthropic,openai-chat,openai-responses}`` is its own test, so a
+Each case under ``tests/corpus/{anthropic,openai-chat,openai-responses,bedrock-converse}`` is
+its own test, so a
 failure names the case. The classes and normalizations are defined in
 :mod:`tests.corpus_tests.classify`. :func:`test_class_counts` pins the number of cases per
 class, per normalization, per refused feature and the byte-equal rebuilds, so a regression
@@ -17,16 +18,17 @@ import pytest
 from tests.corpus_tests.classify import Outcome, classify, load_case
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
-APIS = ("anthropic", "openai-chat", "openai-responses")
+APIS = ("anthropic", "openai-chat", "openai-responses", "bedrock-converse")
 CASES = [(api, path) for api in APIS for path in sorted((CORPUS / api).glob("*.json"))]
 
 
 def test_every_case_is_here():
-    assert len(CASES) == 376
+    assert len(CASES) == 478
     assert Counter(api for api, _ in CASES) == {
         "anthropic": 140,
         "openai-chat": 96,
         "openai-responses": 140,
+        "bedrock-converse": 102,
     }
 
 
@@ -55,6 +57,29 @@ def summarize(outcomes: dict[str, list[Outcome]]) -> dict[str, dict[str, int]]:
 
 
 EXPECTED: dict[str, dict[str, int]] = {
+    # No Converse rebuild is byte-equal to its request_raw: botocore writes json.dumps with its
+    # default ", " / ": " separators and ASCII escapes, llmcore compact UTF-8; the class (a)
+    # rebuilds re-dumped that way equal request_raw exactly (test_converse_class_a_is_botocore).
+    "bedrock-converse": {
+        "byte-equal rebuild": 0,
+        "class a": 5,
+        "class b": 67,
+        "class c": 30,
+        "normalization: cachePoint placed by P3": 7,
+        "normalization: empty system / inferenceConfig omitted": 64,
+        "normalization: key order": 16,
+        "normalization: reasoning dropped": 5,
+        "normalization: status success dropped": 18,
+        "normalization: tool result content as one text": 1,
+        "refused: document": 10,
+        "refused: image source ['s3Location']": 2,
+        "refused: tool ['systemTool']": 2,
+        "refused: tool result content ['document']": 4,
+        "refused: tool result content ['image']": 7,
+        "refused: tool result content ['video']": 2,
+        "refused: video": 3,
+        "with request_raw": 71,
+    },
     "anthropic": {
         "byte-equal rebuild": 0,
         "class b": 62,
@@ -148,3 +173,25 @@ def test_class_counts():
         for key, value in counts.items():
             print(f"  {value:4d}  {key}")
     assert summary == EXPECTED
+
+
+def test_converse_class_a_is_botocore_json_of_the_rebuilt_body():
+    """Where a Converse case rebuilds equal, botocore's own serialization of it is request_raw."""
+    import json
+
+    from llmcore.providers import get_provider
+
+    provider = get_provider("bedrock-converse")
+    checked = 0
+    for api, path in CASES:
+        case = load_case(path)
+        if api != "bedrock-converse" or "request_raw" not in case:
+            continue
+        if classify(api, case).klass != "a":
+            continue
+        body = {**case["request"], "modelId": case["meta"]["model_id"]}
+        raw = case["request_raw"].encode("utf-8")
+        built = provider.build_body(provider.import_body(body, raw=raw).request)
+        assert json.dumps(json.loads(built)) == case["request_raw"], path.name
+        checked += 1
+    assert checked == 4

@@ -46,6 +46,7 @@ from llmcore.archive import ArchiveStore, Conversation
 from llmcore.messages import Image, Message, MessageContent, Text, ToolCall, ToolResult
 from llmcore.providers import PROVIDER_NAMES, get_provider
 from llmcore.providers import anthropic as anthropic_module
+from llmcore.providers import bedrock_converse as converse_module
 from llmcore.providers import openai_chat as chat_module
 from llmcore.providers import openai_responses as responses_module
 from llmcore.providers.base import arguments_json
@@ -76,6 +77,7 @@ WIRE_IDS: Final[dict[str, Callable[[str], str]]] = {
     "openai-chat": chat_module.wire_id,
     "openai-responses": responses_module.wire_id,
     "openrouter": chat_module.wire_id,
+    "bedrock-converse": converse_module.wire_id,
 }
 """Each provider's tool-call id rewrite (OpenRouter uses the Chat encoder)."""
 
@@ -84,6 +86,7 @@ IMPORTERS: Final = {
     "openai-chat": "openai-chat",
     "openai-responses": "openai-responses",
     "openrouter": "openai-chat",
+    "bedrock-converse": "bedrock-converse",
 }
 """The importer that decodes each provider's body (``llmcore import --provider``)."""
 
@@ -116,15 +119,24 @@ def _part(part: MessageContent, target: str | None) -> PartView | None:
     raise AssertionError(f"unexpected part {part!r}")
 
 
-def wire_view(messages: Sequence[Message], target: str | None) -> WireView:
-    """Messages as (role, parts), consecutive same-role messages joined, empty ones left out."""
+ROLE_JOINED: Final = frozenset({"bedrock-converse"})
+"""Wires whose roles alternate: a ``tool`` message is a ``user`` one, joined with its neighbours."""
+
+
+def wire_view(messages: Sequence[Message], target: str | None, joined: bool = False) -> WireView:
+    """Messages as (role, parts), consecutive same-role messages joined, empty ones left out.
+
+    With ``joined`` (or a ``target`` in :data:`ROLE_JOINED`) ``tool`` counts as ``user``.
+    """
     out: WireView = []
+    joined = joined or target in ROLE_JOINED
     for message in messages:
         parts = [view for part in message.content if (view := _part(part, target)) is not None]
-        if out and out[-1][0] == message.role:
+        role = "user" if joined and message.role == "tool" else message.role
+        if out and out[-1][0] == role:
             out[-1][1].extend(parts)
         elif parts:
-            out.append((message.role, parts))
+            out.append((role, parts))
     return out
 
 
@@ -175,9 +187,12 @@ def check_switch(data: st.DataObject, source: str, target: str, folder: Path) ->
     stayed = provider_b.build_body(dataclasses.replace(request, messages=(*history, following)))
     assert body_b == stayed, "B's body after the reopen differs from B's body for the history"
     assert MARKER.encode() not in body_b, "provider-only data from A reached B (M4)"
-    imported = get_provider(IMPORTERS[target]).import_body(json.loads(body_b)).request
+    decoded = json.loads(body_b)
+    if target == "bedrock-converse":  # the model is in the URL; import takes it as modelId
+        decoded["modelId"] = request.model
+    imported = get_provider(IMPORTERS[target]).import_body(decoded).request
     expected = wire_view(request.messages, target)
-    got = wire_view(imported.messages, None)
+    got = wire_view(imported.messages, None, joined=target in ROLE_JOINED)
     assert got == expected, _first_message_difference(expected, got)
     rewritten = {i for i in _ids(history) if WIRE_IDS[target](i) != i}
     assert _ids(reopened.history) == _ids(history), "the history lost its original ids"

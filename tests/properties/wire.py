@@ -17,11 +17,14 @@ from typing import Any
 from llmcore import jsonbytes
 
 MARKERS = ("cache_control", "prompt_cache_breakpoint")
+MARKER_BLOCKS = ("cachePoint",)
+"""Array elements that are markers themselves (Bedrock Converse ``{"cachePoint": …}`` blocks)."""
 ITEM_KEYS = {
     "anthropic": "messages",
     "openai-chat": "messages",
     "openrouter": "messages",
     "openai-responses": "input",
+    "bedrock-converse": "messages",
 }
 """Which top-level array holds a provider's wire items."""
 
@@ -93,8 +96,12 @@ def _strip(value: Any) -> Any:
     if isinstance(value, _Pairs):
         return _Pairs((k, _strip(v)) for k, v in value if k not in MARKERS)
     if isinstance(value, list):
-        return [_strip(v) for v in value]
+        return [_strip(v) for v in value if not _is_marker_block(v)]
     return value
+
+
+def _is_marker_block(value: Any) -> bool:
+    return isinstance(value, _Pairs) and len(value) == 1 and value[0][0] in MARKER_BLOCKS
 
 
 def _write(value: Any) -> Any:
@@ -112,7 +119,7 @@ def _write(value: Any) -> Any:
 
 def unmarked(item_text: str) -> str:
     """Return ``item_text`` with every marker member deleted (the text itself if it has none)."""
-    if not any(f'"{m}"' in item_text for m in MARKERS):
+    if not any(f'"{m}"' in item_text for m in (*MARKERS, *MARKER_BLOCKS)):
         return item_text
     return jsonbytes.dumps_text(_write(_strip(_parse(item_text))))
 

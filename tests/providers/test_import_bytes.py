@@ -118,3 +118,23 @@ def test_llmcore_import_then_body_gives_the_recorded_body(tmp_path: Path) -> Non
         request.write_bytes(imported.stdout)
         rebuilt = _cli("body", str(request), "-p", "anthropic")
         assert rebuilt.stdout == body, source.name
+
+
+def test_llmcore_import_of_a_converse_case_and_body_round_trip(tmp_path: Path) -> None:
+    case = Path(__file__).parents[1] / "corpus" / "bedrock-converse" / "0003.json"
+    imported = _cli("import", str(case), "-p", "bedrock-converse")
+    assert imported.returncode == 0, imported.stderr
+    request = tmp_path / "request.json"
+    request.write_bytes(imported.stdout)
+    assert b'"model": "us.anthropic.claude-sonnet-4-5-20250929-v1:0"' in imported.stdout
+    body = _cli("body", str(request), "-p", "bedrock-converse")
+    assert body.returncode == 0, body.stderr
+    recorded = tmp_path / "body.json"
+    recorded.write_bytes(body.stdout)
+    again = _cli("import", str(recorded), "-p", "bedrock-converse", "--model", "m")
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.replace(b'"model": "m"', b"") == imported.stdout.replace(
+        b'"model": "us.anthropic.claude-sonnet-4-5-20250929-v1:0"', b""
+    )
+    missing = _cli("import", str(recorded), "-p", "bedrock-converse")
+    assert missing.returncode == 2 and b"modelId" in missing.stderr

@@ -25,6 +25,7 @@ from llmcore.messages import Image, Message, Text, ToolCall, ToolResult
 from llmcore.providers import get_provider
 from llmcore.providers import history as history_module
 from llmcore.providers.anthropic import encode as anthropic_encode
+from llmcore.providers.bedrock_converse import encode as converse_encode
 from llmcore.providers.history import EncodeCache
 from llmcore.providers.openai_chat import encode as chat_encode
 from llmcore.providers.openai_responses import encode as responses_encode
@@ -33,7 +34,9 @@ from tests.examples import examples
 from tests.strategies import conversations
 
 speedups = history_module._speedups
-PROVIDERS = ("anthropic", "openai-chat", "openai-responses", "openrouter")
+PROVIDERS = ("anthropic", "openai-chat", "openai-responses", "openrouter", "bedrock-converse")
+C_WRITERS = ["anthropic", "openai-chat", "openai-responses", "bedrock-converse"]
+"""The providers whose messages the C writer writes."""
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256))
 
 
@@ -43,6 +46,7 @@ def test_the_extension_is_built_in_this_checkout():
     assert speedups is not None
     assert anthropic_encode._NATIVE.function == "anthropic_pieces"
     assert chat_encode._NATIVE.function == "chat_pieces"
+    assert converse_encode._NATIVE.function == "converse_pieces"
     assert responses_encode._NATIVE.function == "responses_pieces"
 
 
@@ -128,7 +132,7 @@ def tool_history(call_id: str, result: bytes, *, is_error: bool = False) -> tupl
     )
 
 
-@pytest.mark.parametrize("provider", ["anthropic", "openai-chat", "openai-responses"])
+@pytest.mark.parametrize("provider", C_WRITERS)
 @pytest.mark.parametrize(
     ("call_id", "result", "is_error"),
     [
@@ -138,6 +142,8 @@ def tool_history(call_id: str, result: bytes, *, is_error: bool = False) -> tupl
         ("c" * 41, b"", False),  # over Chat's limit only; an empty result
         ("c" * 65, b"x", False),  # over Responses' limit too
         ("", b"\n" * 40, False),  # an empty id is rewritten by both
+        ("tooluse_a.b:c", b"r", False),  # valid for Converse, left to its wire_id hook by C
+        ("t" * 70, b"r", True),  # over Converse's 64
     ],
 )
 def test_ids_results_and_images_are_written_as_python_writes_them(
@@ -150,7 +156,7 @@ def test_ids_results_and_images_are_written_as_python_writes_them(
 
 
 @pytest.mark.parametrize("arguments", [b"", b"  \n", b"[1]", b'{"a": 1e999}', b"{\xff}", b"nul"])
-@pytest.mark.parametrize("provider", ["anthropic", "openai-chat", "openai-responses"])
+@pytest.mark.parametrize("provider", C_WRITERS)
 def test_arguments_that_are_no_json_object_are_wrapped_as_python_wraps_them(provider, arguments):
     request = Request(
         model="m",
@@ -169,7 +175,7 @@ class LoudText(Text):
     """A content class of the caller's own: the C writer leaves the message to Python."""
 
 
-@pytest.mark.parametrize("provider", ["anthropic", "openai-chat", "openai-responses"])
+@pytest.mark.parametrize("provider", C_WRITERS)
 def test_a_message_holding_a_subclass_is_written_by_python_after_c_wrote_part_of_it(provider):
     messages = (
         Message.user("first"),
@@ -1020,3 +1026,20 @@ def test_openrouter_messages_without_a_marker_are_written_in_c(monkeypatch, mode
     with pure_python():
         assert built == get_provider("openrouter").build_body(request)
     assert built.count(b"cache_control") == (2 if mode == "breakpoints" else 1)
+
+
+def test_converse_runs_and_cache_points_are_written_as_python_writes_them():
+    messages = (
+        Message.user("go"),
+        Message.assistant(ToolCall(id="c1", name="f", arguments=b"{}")),
+        Message.tool(ToolResult(call_id="c1", tool_name="f", content=b"r")),
+        Message.user(Image(data=PNG, mime_type="image/png"), "see"),
+        Message.assistant("ok"),
+        Message.user(Image(data=b"RIFF\x00\x00\x00\x00WEBP", mime_type="image/webp")),
+    )
+    for params in (Params(), Params(cache_ttl="1h"), Params(cache_mode="automatic")):
+        request = Request(model="us.anthropic.claude-sonnet-4-5", messages=messages, params=params)
+        built = get_provider("bedrock-converse").build_body(request)
+        with pure_python():
+            assert built == get_provider("bedrock-converse").build_body(request)
+        assert built.count(b'"role":"user"') == 3

@@ -35,6 +35,7 @@ ALLOWED: dict[str, dict[str, str]] = {
     },
     "openai-chat": {},
     "openai-responses": {},
+    "bedrock-converse": {},
     "openrouter": {
         "$.cache_control": _OPENROUTER + " (automatic mode, top level)",
         "$.messages[].content[].cache_control": _OPENROUTER + " (breakpoint on a content part)",
@@ -79,8 +80,72 @@ def body_type(provider: str, body: dict[str, Any]) -> Any:
 def check_body(provider: str, body: dict[str, Any]) -> list[str]:
     """Return every problem found (empty when the body fits the SDK type)."""
     errors: list[str] = []
+    if provider == "bedrock-converse":
+        _check_shape(body, _converse_request(), "$", errors)
+        return errors
     _check(body, body_type(provider, body), "$", ALLOWED[provider], errors)
     return errors
+
+
+@functools.cache
+def _converse_request() -> Any:
+    """botocore's ``ConverseRequest`` shape (the boto3 SDK's request type), less ``modelId``.
+
+    ``modelId`` is a URI member (``/model/{modelId}/converse``), never in the body.
+    """
+    import botocore.session
+
+    model = botocore.session.get_session().get_service_model("bedrock-runtime")
+    return model.operation_model("Converse").input_shape
+
+
+_SCALARS: dict[str, tuple[Any, str]] = {
+    "integer": (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),
+    "long": (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),
+    "float": (lambda v: isinstance(v, int | float) and not isinstance(v, bool), "a number"),
+    "double": (lambda v: isinstance(v, int | float) and not isinstance(v, bool), "a number"),
+    "boolean": (lambda v: isinstance(v, bool), "a boolean"),
+    "blob": (lambda v: isinstance(v, str), "a base64 string (a blob on the JSON wire)"),
+    "map": (lambda v: isinstance(v, dict), "an object"),
+}
+
+
+def _check_shape(value: Any, shape: Any, path: str, errors: list[str]) -> None:
+    kind = shape.type_name
+    if getattr(shape, "is_document_type", False):
+        return  # a document (toolUse.input, inputSchema.json) holds any JSON value
+    if kind == "structure":
+        _check_structure(value, shape, path, errors)
+    elif kind == "list":
+        if not isinstance(value, list):
+            errors.append(f"{path}: expected an array for {shape.name}")
+            return
+        for index, item in enumerate(value):
+            _check_shape(item, shape.member, f"{path}[{index}]", errors)
+    elif kind == "string":
+        if not isinstance(value, str) or (shape.enum and value not in shape.enum):
+            errors.append(f"{path}: {value!r} is not a {shape.name} string")
+    elif kind in _SCALARS:
+        fits, noun = _SCALARS[kind]
+        if not fits(value):
+            errors.append(f"{path}: {value!r} is not {noun}")
+
+
+def _check_structure(value: Any, shape: Any, path: str, errors: list[str]) -> None:
+    if not isinstance(value, dict):
+        errors.append(f"{path}: expected an object for {shape.name}")
+        return
+    members = shape.members
+    for key, item in value.items():
+        if key not in members or (path == "$" and key == "modelId"):
+            errors.append(f"{path}.{key}: not a member of {shape.name}")
+        else:
+            _check_shape(item, members[key], f"{path}.{key}", errors)
+    required = set(shape.required_members) - {"modelId"}
+    missing = sorted(required - set(value))
+    errors.extend(f"{path}.{key}: required by {shape.name}" for key in missing)
+    if shape.metadata.get("union") and len(value) != 1:
+        errors.append(f"{path}: a {shape.name} union has exactly one member, not {len(value)}")
 
 
 _INDEX = re.compile(r"\[[^\]]*\]")

@@ -107,3 +107,21 @@ def test_wrong_value_types_fail():
     errors = check_body("anthropic", body)
     assert any(e.startswith("$.max_tokens") for e in errors)
     assert any(e.startswith("$.messages[0]") for e in errors)
+
+
+def test_planted_converse_mistakes_fail():
+    body = {
+        "messages": [{"role": "user", "content": [{"text": "hi"}]}],
+        "inferenceConfig": {"maxTokens": 5},
+    }
+    assert check_body("bedrock-converse", body) == []
+    body["modelId"] = "m"
+    body["messages"][0]["content"].append({"text": "a", "image": {}})
+    body["inferenceConfig"]["maxTokens"] = "5"
+    assert check_body("bedrock-converse", body) == [
+        "$.messages[0].content[1].image.format: required by ImageBlock",
+        "$.messages[0].content[1].image.source: required by ImageBlock",
+        "$.messages[0].content[1]: a ContentBlock union has exactly one member, not 2",
+        "$.inferenceConfig.maxTokens: '5' is not an integer",
+        "$.modelId: not a member of ConverseRequest",
+    ]

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmcore import jsonbytes
 from llmcore.messages import Image, Message, MessageContent, Text, ToolCall, ToolResult
 from llmcore.providers import _import_common as imp
-from llmcore.providers._jsonspan import find_span
 from llmcore.providers.anthropic.encode import _MODELED
 from llmcore.request import Params, ToolChoiceName
 
@@ -74,20 +72,8 @@ class _Importer(imp.Importer):
         raise imp.unsupported(kind, at)
 
     def input_bytes(self, value: dict[str, Any], present: bool, at: str) -> bytes:
-        """Return a ``tool_use`` ``input``'s bytes: its exact span in the body (M2, P2).
-
-        The span is taken where the body's bytes are known and hold this object there (they
-        parse to ``value``); otherwise, and for a missing ``input``, compact JSON.
-        """
-        if self.raw is not None and present:
-            try:
-                begin, end = find_span(self.raw, (*self.path, "input"))
-            except (KeyError, ValueError, IndexError):
-                begin = end = 0
-            span = self.raw[begin:end]
-            if span and _parses_to(span, value):
-                return span
-        return imp.json_text(value, f"{at}.input").encode("utf-8")
+        """Return a ``tool_use`` ``input``'s bytes: its exact span in the body (M2, P2)."""
+        return imp.value_span(self.raw, (*self.path, "input"), value, present, f"{at}.input")
 
     def image(self, obj: dict[str, Any], at: str) -> Image:
         source = imp.need_obj(obj.get("source"), f"{at}.source")
@@ -145,13 +131,6 @@ class _Importer(imp.Importer):
             cache=_import_cache(body),
             extra=extra,
         )
-
-
-def _parses_to(span: bytes, value: dict[str, Any]) -> bool:
-    try:
-        return bool(jsonbytes.loads(span) == value)
-    except (ValueError, RecursionError):
-        return False
 
 
 def _import_choice(choice: Any) -> imp.ToolChoice | None:

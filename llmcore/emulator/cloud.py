@@ -194,6 +194,21 @@ def _aws_auth(request: Request) -> None:
         )
 
 
+_CREDENTIAL: Final = re.compile(r"AWS4-HMAC-SHA256 Credential=([^/,\s]+)/")
+
+
+def aws_account(request: Request) -> str:
+    """The cache owner of a Bedrock request: the access key id of its SigV4 ``Credential=``.
+
+    The signature itself changes with every request (it signs the date and the body), so it
+    cannot name whose cache a request reads; the access key id stays. A bearer API key is
+    taken as it is.
+    """
+    value = request.headers.get("authorization", "")
+    match = _CREDENTIAL.match(value)
+    return match.group(1) if match else value
+
+
 def _bedrock(engine: Engine, request: Request, raw: bytes) -> Prepared:
     keys = frozenset({"anthropic_version", "model", "stream"})
     done = _rewrite(raw, "anthropic", drop=keys)
@@ -219,7 +234,7 @@ def _bedrock(engine: Engine, request: Request, raw: bytes) -> Prepared:
         prepend=(("model", request.path_params["model_id"]),),
         append=(("stream", True),) if stream else (),
     ).body
-    return engine.anthropic_messages(body, request.headers["authorization"], frozenset())
+    return engine.anthropic_messages(body, aws_account(request), frozenset())
 
 
 def _event_data(event: bytes) -> bytes:

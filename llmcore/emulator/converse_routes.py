@@ -13,7 +13,6 @@ while the signature changes), and a stream is ``application/vnd.amazon.eventstre
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -21,27 +20,18 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from llmcore.emulator.cloud import Answer, _aws_auth, _bedrock_render, _endpoint, _Site
+from llmcore.emulator.cloud import Answer, _aws_auth, _bedrock_render, _endpoint, _Site, aws_account
 from llmcore.emulator.converse_wire import CONTENT_TYPE
 from llmcore.emulator.engine import Engine, Prepared
 from llmcore.emulator.limits import BodiesInFlight, Limits
 
 __all__ = ["converse_routes"]
 
-_CREDENTIAL: Final = re.compile(r"AWS4-HMAC-SHA256 Credential=([^/,\s]+)/")
-
-
-def _account(request: Request) -> str:
-    """The access key id of a signed request (a bearer API key as it is)."""
-    value = request.headers.get("authorization", "")
-    match = _CREDENTIAL.match(value)
-    return match.group(1) if match else value
-
 
 def _converse(engine: Engine, request: Request, raw: bytes) -> Prepared:
     stream = request.url.path.endswith("/converse-stream")
     model = request.path_params["model_id"]
-    return engine.bedrock_converse(raw, _account(request), model, stream)
+    return engine.bedrock_converse(raw, aws_account(request), model, stream)
 
 
 def _answer(prepared: Prepared, headers: dict[str, str]) -> Response:

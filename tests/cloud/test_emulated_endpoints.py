@@ -289,3 +289,32 @@ def test_bedrock_without_a_signature_is_403(emu):
         answer = client.post("/model/m/invoke", content=BODY + b"}")
     assert (answer.status_code, answer.json()) == (403, {"message": "Missing Authentication Token"})
     assert answer.headers["x-amzn-errortype"].startswith("MissingAuthenticationTokenException:")
+
+
+def test_signed_invoke_requests_of_one_access_key_share_a_cache(emu, aws):
+    """Each SigV4 signature differs (it signs the time and the body); the cache is the key's."""
+    system = [
+        {
+            "type": "text",
+            "text": "You review pull requests for a storage engine. " * 400,
+            "cache_control": {"type": "ephemeral"},
+        }
+    ]
+    usages = []
+    with anthropic.AnthropicBedrock(
+        aws_region="us-east-1",
+        aws_access_key="AKIDSHARED",
+        aws_secret_key="secret",
+        base_url=emu.base_url,
+        max_retries=0,
+    ) as client:
+        for question in ("first file?", "second file?"):
+            answer = client.messages.create(
+                model=BEDROCK_MODEL,
+                max_tokens=16,
+                system=system,  # type: ignore[arg-type]
+                messages=[{"role": "user", "content": question}],
+            )
+            usages.append(answer.usage)
+    assert usages[0].cache_creation_input_tokens and not usages[0].cache_read_input_tokens
+    assert usages[1].cache_read_input_tokens == usages[0].cache_creation_input_tokens

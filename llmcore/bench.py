@@ -208,11 +208,13 @@ class _Announcing:
         self._on_send = on_send
         self.sent = 0
 
-    def send(self, provider: Provider, body: bytes, *, stream: bool = False) -> ParsedResponse:
+    def send(
+        self, provider: Provider, body: bytes, *, stream: bool = False, model: str | None = None
+    ) -> ParsedResponse:
         """Call ``on_send(request number, provider name)``, then send through the inner one."""
         self.sent += 1
         self._on_send(self.sent, provider.name)
-        return self._inner.send(provider, body, stream=stream)
+        return self._inner.send(provider, body, stream=stream, **_model(model))
 
 
 @dataclass(slots=True)
@@ -397,3 +399,8 @@ def with_provider(plan: Sequence[BenchLeg], provider: str, model: str | None) ->
     first = plan[0]
     chosen = model or LIVE_MODELS.get(provider, first.model)
     return [replace(first, provider=provider, model=chosen, turns=turns)]
+
+
+def _model(model: str | None) -> dict[str, str]:
+    """The ``model=`` argument to pass on, only when there is one (inner fakes may lack it)."""
+    return {} if model is None else {"model": model}

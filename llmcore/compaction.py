@@ -46,6 +46,7 @@ from llmcore.pricing import PriceTable, default_prices
 from llmcore.request import Request
 from llmcore.runner import Runner
 from llmcore.tokens import BYTES_PER_TOKEN
+from llmcore.transport import model_argument
 from llmcore.usage import Usage
 
 __all__ = [
@@ -255,7 +256,10 @@ def run_compaction(
     )
     try:
         parsed = runner.transport.send(
-            provider, provider.build_body(request), stream=runner.params.stream
+            provider,
+            provider.build_body(request),
+            stream=runner.params.stream,
+            **model_argument(provider, runner.model),
         )
     except LLMCoreError as exc:
         return _failed(conversation, f"the summarization call failed: {exc}", None)

@@ -66,7 +66,7 @@ from llmcore.pricing import PriceTable, default_prices
 from llmcore.providers import get_provider
 from llmcore.providers.base import EncodeCache, ParsedResponse, Provider, StopReason
 from llmcore.request import Params, Request, Tool
-from llmcore.transport import AsyncTransport, Transport
+from llmcore.transport import AsyncTransport, Transport, model_argument
 from llmcore.usage import Cost, Usage
 
 __all__ = [
@@ -184,6 +184,8 @@ class _Turn:
     def __init__(self, runner: Runner, start: ConversationState, user: Message) -> None:
         self.runner = runner
         self.provider = runner.current_provider()
+        self.target = model_argument(self.provider, runner.model)
+        """The model for a transport whose URL holds it (:func:`.transport.model_argument`)."""
         self.start = start
         self.messages: list[Message] = [*start.history, user]
         self.checked = len(start.history)
@@ -401,7 +403,9 @@ class Runner:
         user, facts = _user_message(start, message, sections)
         turn = _Turn(self, start, user)
         for _ in range(self.max_steps):
-            parsed = self.transport.send(turn.provider, turn.body(), stream=self.params.stream)
+            parsed = self.transport.send(
+                turn.provider, turn.body(), stream=self.params.stream, **turn.target
+            )
             calls = turn.accept(parsed)
             if not calls:
                 return _finish(conversation, turn.result(facts, parsed.stop_reason))
@@ -433,7 +437,9 @@ class Runner:
         turn = _Turn(self, start, user)
         for _ in range(self.max_steps):
             body = turn.body()
-            parsed = await self.async_transport.send(turn.provider, body, stream=self.params.stream)
+            parsed = await self.async_transport.send(
+                turn.provider, body, stream=self.params.stream, **turn.target
+            )
             calls = turn.accept(parsed)
             if not calls:
                 return _finish(conversation, turn.result(facts, parsed.stop_reason))

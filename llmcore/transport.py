@@ -49,6 +49,7 @@ import logging
 import os
 import random
 import time
+import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol
@@ -66,7 +67,7 @@ from llmcore.errors import (
 from llmcore.providers._eventstream import CONTENT_TYPE as EVENTSTREAM
 from llmcore.providers._eventstream import EventMessage, EventStreamDecoder
 from llmcore.providers._sse import SSEEvent, SSEReader
-from llmcore.providers.base import ParsedResponse, Provider, StreamParser
+from llmcore.providers.base import Endpoint, ParsedResponse, Provider, StreamParser
 
 if TYPE_CHECKING:
     from llmcore.cloud.base import CloudEndpoint, WireRequest
@@ -122,7 +123,9 @@ class StreamBrokenError(TransportError):
 class Transport(Protocol):
     """Sends body bytes to a provider and returns the parsed response."""
 
-    def send(self, provider: Provider, body: bytes, *, stream: bool = False) -> ParsedResponse:
+    def send(
+        self, provider: Provider, body: bytes, *, stream: bool = False, model: str | None = None
+    ) -> ParsedResponse:
         """Send ``body`` exactly as given and return the parsed response.
 
         Args:
@@ -130,7 +133,11 @@ class Transport(Protocol):
             body: The exact body bytes (SPEC P2).
             stream: Whether the body asked for a server-sent-event stream. The response's
                 content type (``text/event-stream``) or an event-stream body decides how it
-                is read, so a recorded JSON answer to a streamed request still parses.
+                is read, so a recorded JSON answer to a streamed request still parses. Where
+                the API streams on a path of its own (:attr:`Endpoint.stream_path`) it picks
+                that path.
+            model: The model, for an API whose URL holds it (Gemini); callers pass it only
+                there (:func:`model_argument`).
 
         Raises:
             TransportError: No response (after retries).
@@ -144,7 +151,7 @@ class AsyncTransport(Protocol):
     """The asyncio form of :class:`Transport`."""
 
     async def send(
-        self, provider: Provider, body: bytes, *, stream: bool = False
+        self, provider: Provider, body: bytes, *, stream: bool = False, model: str | None = None
     ) -> ParsedResponse:
         """As :meth:`Transport.send`."""
         ...
@@ -228,19 +235,21 @@ def _planner(
 class _Setup:
     """The URL and headers of one provider's requests (never logged: they hold the key).
 
-    Made once per provider, base URL and key (:class:`_Setups`), the headers normalized by
-    httpx once, so a request costs httpx no parsing of them.
+    Made once per provider, base URL, key and path (:class:`_Setups`), the headers normalized
+    by httpx once, so a request costs httpx no parsing of them.
     """
 
-    def __init__(self, provider: Provider, base: str | None, key: str | None) -> None:
+    def __init__(
+        self, provider: Provider, base: str | None, key: str | None, path: str, bearer: bool
+    ) -> None:
         endpoint = provider.endpoint
         prefix = endpoint.api_key_env.removesuffix("_API_KEY")
-        self.url = _url(base or endpoint.base_url, endpoint.path, prefix)
+        self.url = _url(base or endpoint.base_url, path, prefix)
         headers = {"content-type": "application/json", "user-agent": _USER_AGENT}
         headers.update(dict(endpoint.headers))
         if key:
-            if endpoint.auth == "x-api-key":
-                headers["x-api-key"] = key
+            if endpoint.auth != "bearer" and not bearer:
+                headers[endpoint.auth] = key
             else:
                 headers["authorization"] = f"Bearer {key}"
         elif not base:
@@ -262,24 +271,29 @@ class _Setups:
         self, base_urls: Mapping[str, str], api_keys: Mapping[str, str], environ: Mapping[str, str]
     ) -> None:
         self._base_urls, self._api_keys, self._environ = base_urls, api_keys, environ
-        self._made: dict[str, tuple[Provider, str | None, str | None, _Setup]] = {}
+        self._made: dict[str, tuple[Provider, str | None, str | None, str, _Setup]] = {}
 
-    def __call__(self, provider: Provider) -> _Setup:
-        """The setup of ``provider``'s requests now.
+    def __call__(
+        self, provider: Provider, model: str | None = None, stream: bool = False
+    ) -> _Setup:
+        """The setup of ``provider``'s requests now (``model``: for a URL that holds it).
 
         Raises:
             MissingAPIKeyError: No key and no base URL override.
+            UserError: The URL holds the model and none was given.
         """
         endpoint = provider.endpoint
         name = provider.name
         base_env = endpoint.api_key_env.removesuffix("_API_KEY") + "_BASE_URL"
         base = self._base_urls.get(name) or self._environ.get(base_env)
-        key = self._api_keys.get(name) or self._environ.get(endpoint.api_key_env)
+        bearer = _bearer_host(base or endpoint.base_url, endpoint.bearer_hosts)
+        key = self._api_keys.get(name) or _key(endpoint, self._environ, bearer)
+        path = _path(provider, model, stream)
         made = self._made.get(name)
-        if made is not None and made[0] is provider and made[1] == base and made[2] == key:
-            return made[3]
-        setup = _Setup(provider, base, key)
-        self._made[name] = (provider, base, key, setup)
+        if made is not None and made[:4] == (provider, base, key, path):
+            return made[4]
+        setup = _Setup(provider, base, key, path, bearer)
+        self._made[name] = (provider, base, key, path, setup)
         return setup
 
 
@@ -292,6 +306,43 @@ def _parsed_url(url: str) -> httpx.URL:
 def _wire_headers(headers: Mapping[str, str]) -> httpx.Headers | dict[str, str]:
     """The headers as httpx takes them: normalized ones as they are, others copied."""
     return headers if isinstance(headers, httpx.Headers) else dict(headers)
+
+
+def _path(provider: Provider, model: str | None, stream: bool) -> str:
+    """Return the endpoint path: the stream path when asked and there is one, ``{model}`` set."""
+    endpoint = provider.endpoint
+    path = endpoint.stream_path if stream and endpoint.stream_path else endpoint.path
+    if "{model}" not in path:
+        return path
+    if not model:
+        raise UserError(
+            f"{provider.name}: the model goes in the URL; send(..., model=...) names it",
+            location="model",
+        )
+    return path.replace("{model}", urllib.parse.quote(model.removeprefix("models/"), safe="-._~"))
+
+
+def _bearer_host(base: str, hosts: tuple[str, ...]) -> bool:
+    host = urllib.parse.urlsplit(base).hostname or ""
+    return any(host.endswith(suffix) for suffix in hosts)
+
+
+def _key(endpoint: Endpoint, environ: Mapping[str, str], bearer: bool) -> str | None:
+    if bearer:
+        return environ.get(endpoint.bearer_key_env) if endpoint.bearer_key_env else None
+    for name in (endpoint.api_key_env, *endpoint.fallback_key_envs):
+        if environ.get(name):
+            return environ[name]
+    return None
+
+
+def model_argument(provider: Provider, model: str) -> dict[str, str]:
+    """Return ``{"model": model}`` for a provider whose URL holds the model, else ``{}``.
+
+    The keyword arguments a caller adds to :meth:`Transport.send`, so a transport of a provider
+    with a fixed path is called as before.
+    """
+    return {"model": model} if "{model}" in provider.endpoint.path else {}
 
 
 def _transport_error(provider: Provider, exc: httpx.HTTPError, url: str) -> TransportError:
@@ -432,7 +483,9 @@ class HTTPTransport:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def send(self, provider: Provider, body: bytes, *, stream: bool = False) -> ParsedResponse:
+    def send(
+        self, provider: Provider, body: bytes, *, stream: bool = False, model: str | None = None
+    ) -> ParsedResponse:
         """Send ``body`` unchanged and return the parsed response (see :meth:`Transport.send`).
 
         Raises:
@@ -442,7 +495,11 @@ class HTTPTransport:
             ResponseParseError: A body or stream that cannot be parsed.
         """
         plan = _planner(
-            provider, body, stream, self._endpoints.get(provider.name), self._setup(provider)
+            provider,
+            body,
+            stream,
+            self._endpoints.get(provider.name),
+            self._setup(provider, model, stream),
         )
         attempt = 0
         while True:
@@ -458,8 +515,8 @@ class HTTPTransport:
                 self._sleep(wait)
                 attempt += 1
 
-    def _setup(self, provider: Provider) -> Callable[[], _Setup]:
-        return lambda: self._setups(provider)
+    def _setup(self, provider: Provider, model: str | None, stream: bool) -> Callable[[], _Setup]:
+        return lambda: self._setups(provider, model, stream)
 
     def _once(self, provider: Provider, wire: WireRequest) -> ParsedResponse:
         _log.debug("%s: POST %s (%d bytes)", provider.name, wire.url, len(wire.body))
@@ -553,11 +610,11 @@ class AsyncHTTPTransport:
         await self.aclose()
 
     async def send(
-        self, provider: Provider, body: bytes, *, stream: bool = False
+        self, provider: Provider, body: bytes, *, stream: bool = False, model: str | None = None
     ) -> ParsedResponse:
         """As :meth:`HTTPTransport.send`."""
         endpoint = self._endpoints.get(provider.name)
-        plan = _planner(provider, body, stream, endpoint, self._setup(provider))
+        plan = _planner(provider, body, stream, endpoint, self._setup(provider, model, stream))
         attempt = 0
         while True:
             try:
@@ -573,8 +630,8 @@ class AsyncHTTPTransport:
                 await self._sleep(wait)
                 attempt += 1
 
-    def _setup(self, provider: Provider) -> Callable[[], _Setup]:
-        return lambda: self._setups(provider)
+    def _setup(self, provider: Provider, model: str | None, stream: bool) -> Callable[[], _Setup]:
+        return lambda: self._setups(provider, model, stream)
 
     async def _once(self, provider: Provider, wire: WireRequest) -> ParsedResponse:
         _log.debug("%s: POST %s (%d bytes)", provider.name, wire.url, len(wire.body))

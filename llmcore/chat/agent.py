@@ -60,9 +60,11 @@ class Echo:
         self.inner = inner
         self.on_response = on_response
 
-    def send(self, provider: Provider, body: bytes, *, stream: bool = False) -> ParsedResponse:
+    def send(
+        self, provider: Provider, body: bytes, *, stream: bool = False, model: str | None = None
+    ) -> ParsedResponse:
         """Send through the inner transport, then report the response."""
-        parsed = self.inner.send(provider, body, stream=stream)
+        parsed = self.inner.send(provider, body, stream=stream, **_model(model))
         self.on_response(parsed)
         return parsed
 
@@ -345,3 +347,8 @@ class Chat:
         """``/help``: the commands."""
         for name, text in HELP:
             self.say(f"{name:<17} {text}")
+
+
+def _model(model: str | None) -> dict[str, str]:
+    """The ``model=`` argument to pass on, only when there is one (inner fakes may lack it)."""
+    return {} if model is None else {"model": model}

@@ -33,6 +33,7 @@ from llmcore.errors import InvalidRequestError
 from llmcore.messages import Message, Text
 from llmcore.request import Request
 from llmcore.runner import Runner
+from llmcore.transport import model_argument
 from llmcore.usage import Cost, Usage
 
 __all__ = [
@@ -138,7 +139,10 @@ def extract(runner: Runner, history: Sequence[Message]) -> Extraction:
         params=runner.params,
     )
     parsed = runner.transport.send(
-        provider, provider.build_body(request), stream=runner.params.stream
+        provider,
+        provider.build_body(request),
+        stream=runner.params.stream,
+        **model_argument(provider, runner.model),
     )
     text = "\n".join(p.text for p in parsed.content if isinstance(p, Text))
     summary, decisions = parse_extraction(text)

@@ -76,6 +76,7 @@ LIVE_MODELS: Final[dict[str, str]] = {
     "openai-chat": "gpt-5.4-mini",
     "openai-responses": "gpt-5.4-mini",
     "openrouter": "anthropic/claude-sonnet-4.6",
+    "gemini": "gemini-2.5-flash",
 }
 """The model ``bench --live --provider P`` uses when ``--model`` is not given.
 

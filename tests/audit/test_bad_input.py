@@ -25,6 +25,7 @@ MODELS = {
     "openai-chat": "gpt-4.1",
     "openai-responses": "gpt-5",
     "openrouter": "anthropic/claude-sonnet-4.5",
+    "gemini": "gemini-2.5-flash",
 }
 CASSETTE_HEAD = (
     "interactions:\n- request:\n    method: POST\n    uri: https://api.anthropic.com/v1/messages\n"

@@ -22,6 +22,7 @@ ITEM_KEYS = {
     "openai-chat": "messages",
     "openrouter": "messages",
     "openai-responses": "input",
+    "gemini": "contents",
 }
 """Which top-level array holds a provider's wire items."""
 

@@ -39,7 +39,8 @@ Encoding rules:
 * A ``functionResponse`` names its function: the result's ``tool_name``, else the name of the
   call it answers in the history. ``response`` is the result's bytes when they are a JSON
   object and the result is no error (spliced verbatim, like arguments); otherwise
-  ``{"output": <text>}``, or ``{"error": <text>}`` for an error result — the keys the API
+  ``{"output": <text>}``, or ``{"error": <text>}`` for an error result (and for an object whose
+  only member is a string ``output`` or ``error``, so import reads every result back as it was) — the keys the API
   documents ("Use "output" key to specify function output and "error" key to specify error
   details"). Bytes that are not UTF-8 are decoded with U+FFFD replacements.
 * Images are ``inlineData`` parts (base64), no ``fileData``.
@@ -117,11 +118,26 @@ def function_response(result: ToolResult, name: str) -> dict[str, Any]:
     if call_id is not None:
         out["id"] = call_id
     out["name"] = name
-    if not result.is_error and jsonbytes.is_json_object(result.content):
+    if not result.is_error and _own_object(result.content):
         out["response"] = jsonbytes.Raw(result.content.decode("utf-8"))
     else:
         out["response"] = {"error" if result.is_error else "output": result_text(result)}
     return out
+
+
+def _own_object(content: bytes) -> bool:
+    """Whether result bytes go out as the ``response`` object itself (module doc).
+
+    A JSON object, except one whose only member is a string ``output`` or ``error``: read back,
+    that would be the wrapped form of another result, so it is wrapped too.
+    """
+    if not jsonbytes.is_json_object(content):
+        return False
+    if b'"output"' not in content and b'"error"' not in content:
+        return True
+    value = jsonbytes.loads(content)
+    keys = set(value)
+    return not (keys in ({"output"}, {"error"}) and isinstance(next(iter(value.values())), str))
 
 
 NameOf = Callable[[int, str], str]

@@ -39,10 +39,11 @@ Encoding rules:
 * A ``functionResponse`` names its function: the result's ``tool_name``, else the name of the
   call it answers in the history. ``response`` is the result's bytes when they are a JSON
   object and the result is no error (spliced verbatim, like arguments); otherwise
-  ``{"output": <text>}``, or ``{"error": <text>}`` for an error result (and for an object whose
-  only member is a string ``output`` or ``error``, so import reads every result back as it was) — the keys the API
+  ``{"output": <text>}``, or ``{"error": <text>}`` for an error result — the keys the API
   documents ("Use "output" key to specify function output and "error" key to specify error
-  details"). Bytes that are not UTF-8 are decoded with U+FFFD replacements.
+  details"). An object whose only member is a string ``output`` or ``error`` is wrapped too,
+  so import reads every result back as it was. Bytes that are not UTF-8 are decoded with U+FFFD
+  replacements.
 * Images are ``inlineData`` parts (base64), no ``fileData``.
 * ``params``: ``maxTokens`` → ``maxOutputTokens``, ``temperature``, ``topP``,
   ``stopSequences`` in ``generationConfig`` (written only when one is set); ``toolChoice``

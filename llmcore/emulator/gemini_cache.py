@@ -27,6 +27,7 @@ from typing import Any, Final
 
 from llmcore import jsonbytes
 from llmcore.emulator.errors import Rejection
+from llmcore.emulator.gemini_validate import camel
 from llmcore.emulator.scan import MEMO, Spans
 from llmcore.emulator.store import MemoryBudget, PromptEntry, PromptStore
 
@@ -139,12 +140,17 @@ class CachedContents:
             "expireTime",
             "displayName",
         }
-        if not isinstance(body, dict) or set(body) - allowed:
-            unknown = sorted(set(body) - allowed)[0] if isinstance(body, dict) else "(root)"
+        if not isinstance(body, dict) or {camel(k) for k in body} - allowed:
+            unknown = (
+                sorted({camel(k) for k in body} - allowed)[0]
+                if isinstance(body, dict)
+                else "(root)"
+            )
             raise Rejection(
                 f'Invalid JSON payload received. Unknown name "{unknown}": Cannot find field.',
                 error_type="INVALID_ARGUMENT",
             )
+        body = {camel(key): value for key, value in body.items()}
         model = body.get("model")
         if not isinstance(model, str) or not model:
             raise Rejection("model is required", error_type="INVALID_ARGUMENT")

@@ -25,7 +25,7 @@ from typing import Any, Final
 
 from llmcore.emulator.errors import Rejection
 
-__all__ = ["validate_gemini"]
+__all__ = ["camel", "camel_get", "validate_gemini"]
 
 _TOP: Final = frozenset(
     {
@@ -128,6 +128,20 @@ _CACHED_WITH: Final = (
 )
 
 
+def camel(key: str) -> str:
+    """Return a proto field name in lowerCamelCase (the API takes either spelling)."""
+    head, *rest = key.split("_")
+    return head + "".join(word[:1].upper() + word[1:] for word in rest)
+
+
+def camel_get(obj: dict[str, Any], key: str) -> Any:
+    """Return ``obj[key]`` under either spelling of the field name (``None`` when absent)."""
+    for name, value in obj.items():
+        if camel(name) == key:
+            return value
+    return None
+
+
 def _bad(message: str) -> Rejection:
     return Rejection(message, error_type="INVALID_ARGUMENT")
 
@@ -137,7 +151,7 @@ def _known(obj: Any, allowed: frozenset[str], path: str) -> dict[str, Any]:
     if not isinstance(obj, dict):
         raise _bad(f"Invalid JSON payload received. Expected an object at '{path}'.")
     for key in obj:
-        if key not in allowed:
+        if key not in allowed and camel(key) not in allowed:
             where = f"{path}" if path else "(root)"
             raise _bad(
                 f"Invalid JSON payload received. Unknown name \"{key}\" at '{where}': "
@@ -149,13 +163,13 @@ def _known(obj: Any, allowed: frozenset[str], path: str) -> dict[str, Any]:
 def _part(part: Any, path: str) -> str:
     """Check one part; return its data field's name (camelCase)."""
     obj = _known(part, _PART, path)
-    data = [key for key in obj if key in _DATA]
+    data = [key for key in obj if camel(key) in _DATA]
     if len(data) != 1:
         raise _bad(
             f"* GenerateContentRequest.{path}.data: required oneof field 'data' must have one "
             "initialized field"
         )
-    kind = data[0].replace("_c", "C").replace("_d", "D").replace("_r", "R")
+    kind = camel(data[0])
     if kind == "text" and not isinstance(obj["text"], str):
         raise _bad(f"Invalid value at '{path}.text', expected a string.")
     if kind == "functionCall":
@@ -217,10 +231,11 @@ def _tools(tools: Any) -> None:
         raise _bad("Invalid JSON payload received. Expected an array at 'tools'.")
     for index, tool in enumerate(tools):
         obj = _known(tool, _TOOL, f"tools[{index}]")
-        for number, decl in enumerate(obj.get("functionDeclarations") or []):
+        declarations = camel_get(obj, "functionDeclarations") or []
+        for number, decl in enumerate(declarations):
             where = f"tools[{index}].function_declarations[{number}]"
-            _known(decl, _DECLARATION, where)
-            if "parameters" in decl and "parametersJsonSchema" in decl:
+            keys = {camel(key) for key in _known(decl, _DECLARATION, where)}
+            if "parameters" in keys and "parametersJsonSchema" in keys:
                 raise _bad(
                     f"* GenerateContentRequest.{where}: parameters and parameters_json_schema "
                     "cannot both be set."
@@ -233,34 +248,34 @@ def validate_gemini(body: Any) -> dict[str, Any]:
     Raises:
         Rejection: A rule of the module doc is broken.
     """
-    obj = _known(body, _TOP, "")
+    obj = {camel(key): value for key, value in _known(body, _TOP, "").items()}
     contents = obj.get("contents")
     if not isinstance(contents, list) or not contents:
         raise _bad("* GenerateContentRequest.contents: contents is not specified")
     _turns(contents)
-    system = obj.get("systemInstruction", obj.get("system_instruction"))
+    system = obj.get("systemInstruction")
     if system is not None:
         parts = _known(system, frozenset({"role", "parts"}), "system_instruction").get("parts")
         for index, part in enumerate(parts if isinstance(parts, list) else []):
             _part(part, f"system_instruction.parts[{index}]")
     if "tools" in obj:
         _tools(obj["tools"])
-    config = obj.get("toolConfig", obj.get("tool_config"))
+    config = obj.get("toolConfig")
     if config is not None:
         inner = _known(
             config, frozenset({"functionCallingConfig", "retrievalConfig"}), "tool_config"
         )
-        calling = inner.get("functionCallingConfig")
+        calling = camel_get(inner, "functionCallingConfig")
         if calling is not None:
             _known(
                 calling,
                 frozenset({"mode", "allowedFunctionNames"}),
                 "tool_config.function_calling_config",
             )
-    generation = obj.get("generationConfig", obj.get("generation_config"))
+    generation = obj.get("generationConfig")
     if generation is not None:
         _known(generation, _CONFIG, "generation_config")
-    if obj.get("cachedContent", obj.get("cached_content")) is not None:
+    if obj.get("cachedContent") is not None:
         if any(
             obj.get(k) is not None
             for k in (

@@ -27,7 +27,7 @@ from llmcore.emulator.common import make_id, pieces
 from llmcore.emulator.engine import Prepared, parse_body
 from llmcore.emulator.errors import Rejection
 from llmcore.emulator.gemini_cache import CachedContents, GeminiCache, GeminiPlan
-from llmcore.emulator.gemini_validate import validate_gemini
+from llmcore.emulator.gemini_validate import camel_get, validate_gemini
 from llmcore.emulator.prefix import item_bytes
 from llmcore.emulator.script import NO_TOOLS_TEXT, Reply, Script
 from llmcore.emulator.store import MemoryBudget
@@ -55,11 +55,11 @@ def _first_user_text(contents: list[Any]) -> str:
 
 def _obey(body: dict[str, Any], reply: Reply) -> Reply:
     """Apply ``toolConfig.functionCallingConfig.mode``: ``NONE`` drops calls, ``ANY`` forces."""
-    config = (body.get("toolConfig") or {}).get("functionCallingConfig") or {}
+    config = camel_get(body.get("toolConfig") or {}, "functionCallingConfig") or {}
     mode = config.get("mode")
     if mode == "NONE" and reply.tool_calls:
         return Reply(text=reply.text or NO_TOOLS_TEXT)
-    names = config.get("allowedFunctionNames")
+    names = camel_get(config, "allowedFunctionNames")
     if mode == "ANY" and reply.tool_calls and isinstance(names, list) and names:
         allowed = [c for c in reply.tool_calls if c.name in names]
         if not allowed:

@@ -24,30 +24,32 @@ def test_whole_corpus_audits_without_error():
     corpus = _corpus()
     cases = sorted(p for p in corpus.rglob("*.json") if p.name != "manifest.json")
     report = audit_paths([corpus])
-    assert len(report.requests) == len(cases) == 376
+    assert len(report.requests) == len(cases) == 450
     assert [r.source for r in report.requests] == [str(p) for p in cases]
     counts = report.counts()
-    assert sum(counts.values()) == 376
+    assert sum(counts.values()) == 450
     # What the audit finds on the corpus (recorded here so a change in the auditor shows up).
+    # The 74 Gemini cases (issue 23): 37 new, 25 stable, 11 breaks between neighbouring
+    # recordings (tools or system instruction added, removed or edited), 1 shorter rerun.
     assert counts == {
-        "new": 193,
-        "stable": 90,
+        "new": 230,
+        "stable": 115,
         # 18 more since issue 19: model and response_format changes (parameter), and 5 requests
         # whose first message differs but whose later messages join an earlier case (grouping
         # by meaning), each then a break at that message
-        "break": 88,
+        "break": 99,
         "thinking_dropped": 1,
         "reasoning_dropped": 0,
         "compaction": 0,
         "deferred_tools": 0,
         "retry": 1,  # two cases hold byte-identical bodies
-        "shorter_rerun": 3,  # a shorter request after a longer one with the same start
+        "shorter_rerun": 4,  # a shorter request after a longer one with the same start
         "continuation": 0,
         "rejected": 0,
     }
-    assert report.conversations == 193
+    assert report.conversations == 230
     providers = {r.provider for r in report.requests}
-    assert providers == {"anthropic", "openai-chat", "openai-responses"}
+    assert providers == {"anthropic", "openai-chat", "openai-responses", "gemini"}
     by_dir = {p.parent.name for p in cases}
     for r in report.requests:
         assert Path(r.source).parent.name == r.provider  # shape detection agrees with the folders

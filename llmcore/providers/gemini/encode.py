@@ -26,7 +26,8 @@ Encoding rules:
 * Roles: ``user`` → ``user``, ``assistant`` → ``model``, ``tool`` → ``user`` holding one
   ``functionResponse`` part per result (https://ai.google.dev/gemini-api/docs/function-calling).
   Every message is one ``contents`` item, so a new message never changes an earlier one (P4).
-  Empty text parts are never sent.
+  Empty text parts are never sent, except one ``{"text": ""}`` for a message with nothing else
+  (the API refuses a content without parts; recorded clients send that empty text part).
 * The system prompt is ``systemInstruction`` with one text part per non-empty block.
 * Tool-call arguments (P2) are the ``args`` object, spliced from the stored bytes
   (:func:`~llmcore.providers.base.arguments_json`, the rule every provider shares).
@@ -175,7 +176,7 @@ def content_values(
         parts: list[Any] = [jsonbytes.Raw(text) for text in option]
     else:
         parts = [p for part in message.content if (p := _part(part, index, name_of)) is not None]
-    return [{"role": role, "parts": parts}]
+    return [{"role": role, "parts": parts or [{"text": ""}]}]
 
 
 def history_names(messages: tuple[Message, ...]) -> NameOf:

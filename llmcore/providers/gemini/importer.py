@@ -13,9 +13,10 @@ caller adds from the request's URL (``llmcore import -p gemini`` takes ``--model
 * ``functionResponse.response``: ``{"output": text}`` is that text, ``{"error": text}`` an error
   result, any other object its own bytes.
 * Thoughts (``"thought": true`` parts) and ``thoughtSignature`` members are dropped (M4) and said
-  in the notes. ``generationConfig`` with keys beyond the four modeled ones is kept whole in
+  in the notes. ``generationConfig`` with keys beyond the four modeled ones (or none) is kept whole in
   ``params.extra``, as are all other unmodeled fields (``cachedContent``, ``safetySettings``).
-  ``fileData``, code execution and other parts are refused.
+  ``fileData``, inline data other than the four image types, code execution and other parts
+  are refused.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from llmcore import jsonbytes
 from llmcore.messages import Message, MessageContent, Text, ToolCall, ToolResult
 from llmcore.providers import _import_common as imp
 from llmcore.providers._jsonspan import find_span
+from llmcore.providers.base import SUPPORTED_IMAGE_TYPES
 from llmcore.providers.gemini.encode import _MODELED, synthetic_id
 from llmcore.request import Params, ToolChoiceName
 
@@ -45,7 +47,7 @@ class _Importer(imp.Importer):
 
     def run(self, body: Any, at: str) -> Any:
         """Read ``body``, its model from the ``model`` member (module doc)."""
-        obj = imp.need_obj(body, at)
+        obj = _camel_structure(imp.need_obj(body, at))
         if isinstance(obj.get("model"), str):
             obj = {**obj, "model": obj["model"].removeprefix("models/")}
         return super().run(obj, at)
@@ -66,7 +68,11 @@ class _Importer(imp.Importer):
             read = self.part(part, ("contents", index, "parts", number), f"{at}.parts[{number}]")
             if read is not None:
                 parts.append(read)
-        return imp.split_parts("assistant" if role == "model" else "user", parts, at)
+        kind = "assistant" if role == "model" else "user"
+        messages = imp.split_parts(kind, parts, at)
+        if not messages and parts:
+            self.note(f"{at}: dropped a content of empty text (no message holds only that)")
+        return messages
 
     def part(self, part: Any, path: tuple[str | int, ...], at: str) -> MessageContent | None:
         obj = imp.need_obj(part, at)
@@ -80,8 +86,11 @@ class _Importer(imp.Importer):
         if "inlineData" in obj:
             data = imp.need_obj(obj["inlineData"], f"{at}.inlineData")
             where = f"{at}.inlineData"
+            mime = imp.need_str(data, "mimeType", where)
+            if mime not in SUPPORTED_IMAGE_TYPES:
+                raise imp.unsupported(f"inlineData of type {mime!r}", where)
             raw = imp.b64decode(imp.need_str(data, "data", where), f"{where}.data")
-            return self.make_image(raw, imp.need_str(data, "mimeType", where), at)
+            return self.make_image(raw, mime, at)
         if "functionCall" in obj:
             return self.call(imp.need_obj(obj["functionCall"], f"{at}.functionCall"), path, at)
         if "functionResponse" in obj:
@@ -169,7 +178,7 @@ class _Importer(imp.Importer):
         extra = imp.extra_fields(body, _MODELED | {"model"}, at)
         config = body.get("generationConfig")
         flat: dict[str, Any] = {}
-        if isinstance(config, dict) and set(config) <= _CONFIG_KEYS:
+        if isinstance(config, dict) and config and set(config) <= _CONFIG_KEYS:
             flat = config
         elif config is not None:
             extra.append(("generationConfig", imp.json_text(config, f"{at}.generationConfig")))
@@ -185,6 +194,54 @@ class _Importer(imp.Importer):
             cache=("off", "5m"),
             extra=extra,
         )
+
+
+def _camel(key: str) -> str:
+    head, *rest = key.split("_")
+    return head + "".join(word[:1].upper() + word[1:] for word in rest)
+
+
+def _camel_keys(value: Any, depth: int = 1) -> Any:
+    """``value`` with its object keys in lowerCamelCase, ``depth`` levels down."""
+    if isinstance(value, list):
+        return [_camel_keys(item, depth) for item in value]
+    if not isinstance(value, dict) or depth == 0:
+        return value
+    return {_camel(k): _camel_keys(v, depth - 1) for k, v in value.items()}
+
+
+def _camel_structure(body: dict[str, Any]) -> dict[str, Any]:
+    """The body with the API's field names in lowerCamelCase (it takes either spelling).
+
+    Only structural fields are renamed: never keys inside ``args``, ``response`` or a schema.
+    """
+    out = _camel_keys(body)
+    for content in out.get("contents") or []:
+        if isinstance(content, dict):
+            content["parts"] = (
+                [
+                    {
+                        k: _camel_keys(v)
+                        if k in ("functionCall", "functionResponse", "inlineData")
+                        else v
+                        for k, v in part.items()
+                    }
+                    if isinstance(part, dict)
+                    else part
+                    for part in _camel_keys(content.get("parts"))
+                ]
+                if isinstance(content.get("parts"), list)
+                else content.get("parts")
+            )
+    for key in ("systemInstruction", "toolConfig"):
+        out[key] = _camel_keys(out.get(key), 2) if key in out else None
+        if out[key] is None:
+            del out[key]
+    if isinstance(out.get("tools"), list):
+        out["tools"] = [
+            _camel_keys(tool, 3) if isinstance(tool, dict) else tool for tool in out["tools"]
+        ]
+    return out
 
 
 def _import_choice(config: Any) -> imp.ToolChoice | None:

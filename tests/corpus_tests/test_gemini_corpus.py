@@ -40,22 +40,36 @@ def _model(case: dict[str, Any]) -> str:
     return uri.split("/models/", 1)[1].split(":", 1)[0]
 
 
+def _parts(content: dict[str, Any], seen: Counter[str]) -> None:
+    if "role" not in content:
+        content["role"] = "user"
+        seen["role written"] += 1
+    kept = []
+    for part in content.get("parts", []):
+        if part.pop("thoughtSignature", None) is not None:
+            seen["thoughtSignature dropped"] += 1
+        if part.get("thought") is True:
+            seen["thought part dropped"] += 1
+            continue
+        kept.append(part)
+    content["parts"] = kept
+
+
+def _declaration(decl: dict[str, Any], seen: Counter[str]) -> None:
+    for old in ("parameters_json_schema", "parameters"):
+        if old in decl:
+            decl["parametersJsonSchema"] = decl.pop(old)
+            seen[f"{old} renamed"] += 1
+    if decl.get("description") == "":
+        del decl["description"]
+        seen["empty description dropped"] += 1
+
+
 def normalize(body: dict[str, Any], seen: Counter[str]) -> dict[str, Any]:
     """The recorded body as llmcore writes it (the module doc's normalizations, counted)."""
     out = copy.deepcopy(body)
     for content in out.get("contents", []):
-        if "role" not in content:
-            content["role"] = "user"
-            seen["role written"] += 1
-        kept = []
-        for part in content.get("parts", []):
-            if part.pop("thoughtSignature", None) is not None:
-                seen["thoughtSignature dropped"] += 1
-            if part.get("thought") is True:
-                seen["thought part dropped"] += 1
-                continue
-            kept.append(part)
-        content["parts"] = kept
+        _parts(content, seen)
     empty = [c for c in out.get("contents", []) if all(p.get("text") == "" for p in c["parts"])]
     if empty:
         seen["empty-text content dropped"] += len(empty)
@@ -65,13 +79,7 @@ def normalize(body: dict[str, Any], seen: Counter[str]) -> dict[str, Any]:
         seen["systemInstruction.role dropped"] += 1
     for tool in out.get("tools", []):
         for decl in tool.get("functionDeclarations", []):
-            for old in ("parameters_json_schema", "parameters"):
-                if old in decl:
-                    decl["parametersJsonSchema"] = decl.pop(old)
-                    seen[f"{old} renamed"] += 1
-            if decl.get("description") == "":
-                del decl["description"]
-                seen["empty description dropped"] += 1
+            _declaration(decl, seen)
     return out
 
 

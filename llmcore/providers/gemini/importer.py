@@ -13,8 +13,9 @@ caller adds from the request's URL (``llmcore import -p gemini`` takes ``--model
 * ``functionResponse.response``: ``{"output": text}`` is that text, ``{"error": text}`` an error
   result, any other object its own bytes.
 * Thoughts (``"thought": true`` parts) and ``thoughtSignature`` members are dropped (M4) and said
-  in the notes. ``generationConfig`` with keys beyond the four modeled ones (or none) is kept whole in
-  ``params.extra``, as are all other unmodeled fields (``cachedContent``, ``safetySettings``).
+  in the notes. ``generationConfig`` with keys beyond the four modeled ones (or none) is kept
+  whole in ``params.extra``, as are all other unmodeled fields (``cachedContent``,
+  ``safetySettings``).
   ``fileData``, inline data other than the four image types, code execution and other parts
   are refused.
 """

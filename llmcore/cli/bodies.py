@@ -32,7 +32,9 @@ from llmcore.providers import PROVIDER_NAMES, get_provider
 
 __all__ = ["register"]
 
-_IMPORTABLE = ("anthropic", "openai-chat", "openai-responses")
+_IMPORTABLE = ("anthropic", "openai-chat", "openai-responses", "gemini")
+_MODEL_IN_URL = ("gemini",)
+"""Providers whose recorded bodies name no model (it is in the request's URL)."""
 
 ProviderOption = Annotated[
     str,
@@ -46,7 +48,16 @@ ImportProviderOption = Annotated[
         "--provider",
         "-p",
         metavar="PROVIDER",
-        help="One of: anthropic, openai-chat, openai-responses.",
+        help="One of: anthropic, openai-chat, openai-responses, gemini.",
+    ),
+]
+ModelOption = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        "-m",
+        metavar="MODEL",
+        help="The model of a gemini body (its URL names it; a corpus case's meta.uri does too).",
     ),
 ]
 
@@ -62,8 +73,8 @@ def body(
     run_body(str(request), provider)
 
 
-def _recorded_body(path: Path, name: str) -> tuple[Any, bytes | None]:
-    """Return the recorded body and the bytes it was parsed from (``None`` when unknown).
+def _recorded_body(path: Path, name: str) -> tuple[Any, bytes | None, str | None]:
+    """Return the recorded body, the bytes it was parsed from (``None`` when unknown) and its URI.
 
     The bytes let import keep each Anthropic ``tool_use`` ``input`` exactly (SPEC M2): a
     plain body's are the file's, a corpus case's ``request_raw`` its text's, and a case's
@@ -75,12 +86,27 @@ def _recorded_body(path: Path, name: str) -> tuple[Any, bytes | None]:
     data = _read_stdin() if _is_stdin(path) else read_regular_bytes(path)
     value = parse_json_bytes(data, name)
     if isinstance(value, dict) and "request" in value and "model" not in value:
+        meta = value.get("meta")
+        uri = meta.get("uri") if isinstance(meta, dict) else None
+        uri = uri if isinstance(uri, str) else None
         raw = value.get("request_raw")
         if isinstance(raw, str):
-            return _request_raw(raw, f"{name}: $.request_raw"), raw.encode("utf-8", "replace")
+            request = _request_raw(raw, f"{name}: $.request_raw")
+            return request, raw.encode("utf-8", "replace"), uri
         begin, end = find_span(data, ("request",))
-        return value["request"], data[begin:end]
-    return value, data
+        return value["request"], data[begin:end], uri
+    return value, data, None
+
+
+def _with_model(value: Any, model: str | None, uri: str | None, name: str) -> Any:
+    """Return a URL-model body with its ``model`` member: ``--model``, else the case's URI's."""
+    if not isinstance(value, dict) or "model" in value:
+        return value
+    if model is None and uri is not None and "/models/" in uri:
+        model = uri.split("/models/", 1)[1].split(":", 1)[0]
+    if model is None:
+        raise fail(f"{name}: a gemini body names no model (it is in the URL): pass --model")
+    return {"model": model, **value}
 
 
 def _request_raw(raw: str, at: str) -> Any:
@@ -106,12 +132,15 @@ def import_(
         Path, typer.Argument(metavar="BODY", help="A body or corpus case file; - for stdin.")
     ],
     provider: ImportProviderOption,
+    model: ModelOption = None,
 ) -> None:
     """Turn a recorded PROVIDER body (or corpus case) into a request file on stdout."""
     if provider not in _IMPORTABLE:
         raise fail(f"import supports {', '.join(_IMPORTABLE)}, not {provider!r}")
     name = _STDIN if _is_stdin(recorded) else str(recorded)
-    value, raw = _recorded_body(recorded, name)
+    value, raw, uri = _recorded_body(recorded, name)
+    if provider in _MODEL_IN_URL:
+        value = _with_model(value, model, uri, name)
     if isinstance(value, dict):
         try:
             _warn_shape(jsonbytes.dumps(value), provider, name, "imported")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -312,3 +314,26 @@ def test_cached_content_body_and_create_call() -> None:
     assert name == "cachedContents/xyz"
     assert str(seen[0].url) == "https://generativelanguage.googleapis.com/v1beta/cachedContents"
     assert json.loads(seen[0].content)["ttl"] == "3600s"
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[bytes]:
+    command = [sys.executable, "-c", "from llmcore.cli import main; main()", *args]
+    return subprocess.run(command, capture_output=True, check=False)
+
+
+def test_cli_body_and_import_round_trip(tmp_path: Path) -> None:
+    raw = (GOLDEN / "tool-loop.json").read_bytes()
+    recorded = tmp_path / "body.json"
+    recorded.write_bytes(raw)
+    case = tmp_path / "case.json"  # a corpus case: the model comes from meta.uri
+    uri = "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:generateContent"
+    case.write_bytes(b'{"request": ' + raw + b', "meta": {"uri": "' + uri.encode() + b'"}}')
+    for source, extra in ((recorded, ["--model", "gemini-2.5-flash"]), (case, [])):
+        imported = _cli("import", str(source), "-p", "gemini", *extra)
+        assert imported.returncode == 0, imported.stderr
+        request = tmp_path / "request.json"
+        request.write_bytes(imported.stdout)
+        rebuilt = _cli("body", str(request), "-p", "gemini")
+        assert rebuilt.stdout == raw, source.name
+    missing = _cli("import", str(recorded), "-p", "gemini")
+    assert missing.returncode == 2 and b"pass --model" in missing.stderr

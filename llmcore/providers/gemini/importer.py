@@ -216,7 +216,7 @@ def _camel_structure(body: dict[str, Any]) -> dict[str, Any]:
 
     Only structural fields are renamed: never keys inside ``args``, ``response`` or a schema.
     """
-    out = _camel_keys(body)
+    out: dict[str, Any] = _camel_keys(body)
     for content in out.get("contents") or []:
         if isinstance(content, dict):
             content["parts"] = (

@@ -73,9 +73,15 @@ from llmcore.request import Params, Request, Tool
 TURNS = (10, 50, 200, 1000)
 SDK_MAX_TURNS = 200
 PAIRS = 5
-MODELS = {"anthropic": "claude-sonnet-4-5", "openai-chat": "gpt-4o", "openai-responses": "gpt-4o"}
+MODELS = {
+    "anthropic": "claude-sonnet-4-5",
+    "openai-chat": "gpt-4o",
+    "openai-responses": "gpt-4o",
+    "gemini": "gemini-2.5-flash",
+}
 SDK_PROVIDERS = ("anthropic", "openai-chat")
-"""The providers with an SDK column (Responses has no SDK row: its peers are in bench_peers)."""
+"""The providers with an SDK column (Responses has no SDK row: its peers are in bench_peers;
+google-genai takes typed objects, not an already-shaped body)."""
 RESULTS = Path(__file__).resolve().parent.parent / "results" / "bench_bodies.json"
 
 ANTHROPIC_RESPONSE = {

@@ -133,8 +133,8 @@ def _own_object(content: bytes) -> bool:
     A JSON object, except one whose only member is a string ``output`` or ``error``: read back,
     that would be the wrapped form of another result, so it is wrapped too.
     """
-    if not jsonbytes.is_json_object(content):
-        return False
+    if not content.lstrip(b" \t\r\n").startswith(b"{") or not jsonbytes.is_json_object(content):
+        return False  # the first test is cheap: most results are plain text
     if b'"output"' not in content and b'"error"' not in content:
         return True
     value = jsonbytes.loads(content)
@@ -180,13 +180,21 @@ def content_values(
 
 
 def history_names(messages: tuple[Message, ...]) -> NameOf:
-    """Return a lookup of call names from the assistant messages before a result's message."""
+    """Return a lookup of call names in the assistant message a result's message answers.
+
+    That is the nearest assistant message before it (only tool messages stand between,
+    :func:`~llmcore.providers.base.validate_pairing`), so a lookup reads a few messages.
+    """
 
     def name_of(index: int, call_id: str) -> str:
         for earlier in range(index - 1, -1, -1):
-            for part in messages[earlier].content:
+            message = messages[earlier]
+            if message.role == "tool":
+                continue
+            for part in message.content:
                 if isinstance(part, ToolCall) and part.id == call_id:
                     return part.name
+            break
         return ""
 
     return name_of

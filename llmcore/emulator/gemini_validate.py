@@ -46,27 +46,6 @@ _TOP: Final = frozenset(
         "model",
     }
 )
-_PART: Final = frozenset(
-    {
-        "text",
-        "inlineData",
-        "inline_data",
-        "functionCall",
-        "function_call",
-        "functionResponse",
-        "function_response",
-        "fileData",
-        "file_data",
-        "executableCode",
-        "codeExecutionResult",
-        "thought",
-        "thoughtSignature",
-        "thought_signature",
-        "videoMetadata",
-        "mediaResolution",
-        "partMetadata",
-    }
-)
 _DATA: Final = frozenset(
     {
         "text",
@@ -82,6 +61,14 @@ _DATA: Final = frozenset(
         "codeExecutionResult",
     }
 )
+_PART: Final = _DATA | {
+    "thought",
+    "thoughtSignature",
+    "thought_signature",
+    "videoMetadata",
+    "mediaResolution",
+    "partMetadata",
+}
 _CALL: Final = frozenset({"id", "name", "args", "partialArgs", "willContinue"})
 _RESPONSE: Final = frozenset({"id", "name", "response", "parts", "willContinue", "scheduling"})
 _CONFIG: Final = frozenset(

@@ -25,7 +25,7 @@ import httpx
 from llmcore import jsonbytes
 from llmcore.errors import ResponseParseError, UserError
 from llmcore.providers import _parse_common as pc
-from llmcore.providers.gemini.encode import _tool_config, _tools, model_path
+from llmcore.providers.gemini.encode import cache_held, model_path
 from llmcore.providers.gemini.parse import ENDPOINT, error_from_body
 from llmcore.request import Request
 
@@ -54,14 +54,7 @@ def cached_content_body(request: Request, *, ttl_seconds: int = DEFAULT_TTL_SECO
         InvalidRequestError: The model name cannot stand in a URL, or an unknown tool choice.
     """
     body: dict[str, Any] = {"model": f"models/{model_path(request.model)}"}
-    system = [{"text": text} for text in request.system if text]
-    if system:
-        body["systemInstruction"] = {"parts": system}
-    tools = _tools(request)
-    if tools:
-        body["tools"] = tools
-    if request.params.tool_choice is not None:
-        body["toolConfig"] = _tool_config(request.params.tool_choice)
+    body.update(cache_held(request))
     body["ttl"] = f"{ttl_seconds}s"
     return jsonbytes.dumps(body)
 

@@ -235,6 +235,23 @@ def _generation_config(request: Request) -> dict[str, Any]:
     return config
 
 
+def cache_held(request: Request) -> dict[str, Any]:
+    """Return ``systemInstruction``, ``tools`` and ``toolConfig`` as sent (the ones present).
+
+    A request body holds them unless it names a cache; a ``cachedContents`` body holds them.
+    """
+    out: dict[str, Any] = {}
+    system = [{"text": text} for text in request.system if text]
+    if system:
+        out["systemInstruction"] = {"parts": system}
+    tools = _tools(request)
+    if tools:
+        out["tools"] = tools
+    if request.params.tool_choice is not None:
+        out["toolConfig"] = _tool_config(request.params.tool_choice)
+    return out
+
+
 def uses_cache(request: Request) -> bool:
     """Whether the request names an explicit cache (``params.extra`` ``cachedContent``)."""
     return any(key == "cachedContent" for key, _ in request.params.extra)
@@ -259,14 +276,7 @@ def build_body(
         "contents": history_array(request.messages, options, values, cache),
     }
     if not uses_cache(request):
-        system = [{"text": text} for text in request.system if text]
-        if system:
-            body["systemInstruction"] = {"parts": system}
-        tools = _tools(request)
-        if tools:
-            body["tools"] = tools
-        if request.params.tool_choice is not None:
-            body["toolConfig"] = _tool_config(request.params.tool_choice)
+        body.update(cache_held(request))
     config = _generation_config(request)
     if config:
         body["generationConfig"] = config

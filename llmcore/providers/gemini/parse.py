@@ -294,15 +294,7 @@ def _error_fields(obj: Mapping[str, Any]) -> tuple[str | None, str | None, int |
 def _error_in_body(obj: dict[str, Any]) -> APIStatusError:
     status, message, code = _error_fields(obj)
     number = code if code is not None and code >= 400 else _STATUS_CODES.get(status or "", 500)
-    return pc.api_error(
-        provider=_NAME,
-        status=number,
-        body=jsonbytes.dumps(obj),
-        headers={},
-        error_type=status,
-        message=f"error in a 200 response: {message or '(no message)'}",
-        request_id=None,
-    )
+    return pc.error_in_body(_NAME, number, obj, status, message)
 
 
 def error_from_body(status: int, body: bytes, headers: Mapping[str, str]) -> APIStatusError:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -251,3 +252,25 @@ def test_llmcore_bodies_pass_validation_through_a_tool_loop(
             server, f"/v1beta/models/{MODEL}:generateContent", json.loads(P.build_body(request))
         )
         assert answer.status_code == 200, answer.text
+
+
+def test_the_auditor_agrees_with_the_emulator_on_gemini_traffic(tmp_path: Path) -> None:
+    from llmcore.audit import Verdict, audit_paths
+
+    record = tmp_path / "record.jsonl"
+    history = [Message.user("hello " + LONG)]
+    with Emulator(clock=ManualClock(), record=record) as server:
+        with HTTPTransport(base_urls={"gemini": server.gemini_base_url}, environ={}) as transport:
+            reads = []
+            for turn in range(3):
+                request = Request(model=MODEL, system=("Be brief.",), messages=tuple(history))
+                parsed = transport.send(P, P.build_body(request), model=MODEL, stream=turn == 1)
+                reads.append(parsed.usage.cache_read)
+                history += [Message.assistant(*parsed.content), Message.user(f"more {turn}")]
+    report = audit_paths([record])
+    assert [r.provider for r in report.requests] == ["gemini"] * 3
+    assert [r.verdict for r in report.requests] == [Verdict.NEW, Verdict.STABLE, Verdict.STABLE]
+    assert reads[0] == 0 and all(read > 0 for read in reads[1:])
+    for row, read in zip(report.requests, reads, strict=True):
+        assert row.usage is not None and row.usage.cache_read_tokens == read  # the tap's reading
+        assert row.max_cacheable_tokens <= row.total_tokens

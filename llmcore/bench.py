@@ -377,7 +377,7 @@ def run_bench(
         with Emulator(clock=clock) as emulator:
             names = {leg.provider for leg in plan}
             transport = HTTPTransport(
-                base_urls=dict.fromkeys(names, emulator.base_url),
+                base_urls={name: _emulator_base(emulator, name) for name in names},
                 api_keys=dict.fromkeys(names, "emulator"),
             )
             announced = _announce(transport, on_send)
@@ -385,6 +385,11 @@ def run_bench(
             _play_legs(session, plan, folder)
             transport.close()
         return _result(session, live)
+
+
+def _emulator_base(emulator: Any, provider: str) -> str:
+    """The emulator's base URL for ``provider`` (Gemini's paths are under ``/v1beta``)."""
+    return str(emulator.gemini_base_url if provider == "gemini" else emulator.base_url)
 
 
 def _announce(transport: Transport, on_send: Callable[[int, str], None] | None) -> Transport:

@@ -274,3 +274,14 @@ def test_the_auditor_agrees_with_the_emulator_on_gemini_traffic(tmp_path: Path) 
     for row, read in zip(report.requests, reads, strict=True):
         assert row.usage is not None and row.usage.cache_read_tokens == read  # the tap's reading
         assert row.max_cacheable_tokens <= row.total_tokens
+
+
+def test_the_bench_session_runs_on_gemini_through_the_runner() -> None:
+    from llmcore.bench import DEFAULT_PLAN, run_bench, with_provider
+
+    result = run_bench(plan=with_provider(DEFAULT_PLAN, "gemini", None))
+    assert {row.provider for row in result.rows} == {"gemini"}
+    assert result.rows[0].usage.cache_read == 0
+    reads = [row.usage.cache_read for row in result.rows[1:]]
+    assert sum(1 for read in reads if read > 0) >= len(reads) - 2  # tool loops, a reopen
+    assert result.hit_rate > 0.5

@@ -92,6 +92,10 @@ def _check_gemini(body: dict[str, Any]) -> list[str]:
         "generationConfig": genai.GenerationConfig,
         "safetySettings": list[genai.SafetySetting],
         "cachedContent": str,
+        # Vertex AI request fields google-genai writes from its config (types.GenerateContentConfig
+        # labels, model_armor_config); recorded accepted in corpus gemini/0013, 0014, 0044.
+        "labels": dict[str, str],
+        "modelArmorConfig": dict[str, Any],
     }
     errors = []
     for key, value in body.items():

@@ -61,6 +61,13 @@ Encoding rules:
   signatures or thoughts (:mod:`.parse`), sent in place of that message's own parts, unchanged,
   until the turn ends.
 
+Writer: Python (:func:`~llmcore.providers.history.history_array` with
+:func:`~llmcore.jsonbytes.dumps_float_free`), not the C writer of ``_speedups``: that writer's
+pieces are Anthropic's and Chat's message shapes, and a Gemini one is not written yet. The
+incremental build, where an agent loop spends its time, encodes only the new messages and copies
+the rest (``benchmarks/bench_bodies.py``: 1.3x the copy floor at turn 200); a cold build (the
+first after a reopen) writes every message in Python and is the slower for it.
+
 Source: https://ai.google.dev/api/generate-content, https://ai.google.dev/api/caching and
 https://ai.google.dev/gemini-api/docs/caching.
 """

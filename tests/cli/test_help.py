@@ -85,7 +85,7 @@ def test_the_body_page_marks_the_required_argument_and_option() -> None:
             "--provider",
             "-p",
             "PROVIDER",
-            "One of: anthropic, openai-chat, openai-responses, openrouter. [required]",
+            "One of: anthropic, openai-chat, openai-responses, openrouter, gemini. [required]",
         ),
         ("--help", "Show this message and exit."),
     ]
@@ -102,7 +102,7 @@ def test_the_chat_page_shows_the_defaults_and_the_negative_flag() -> None:
             "--provider",
             "-p",
             "PROVIDER",
-            "One of: anthropic, openai-chat, openai-responses, openrouter. [default: anthropic]",
+            "One of: anthropic, openai-chat, openai-responses, openrouter, gemini. [default: anthropic]",
         ),
         ("--model", "-m", "MODEL", "The model."),
         ("--base-url", "URL", "A compatible endpoint, e.g. the emulator's."),

@@ -140,8 +140,9 @@ def _own_object(content: bytes) -> bool:
     A JSON object, except one whose only member is a string ``output`` or ``error``: read back,
     that would be the wrapped form of another result, so it is wrapped too.
     """
-    if not content.lstrip(b" \t\r\n").startswith(b"{") or not jsonbytes.is_json_object(content):
-        return False  # the first test is cheap: most results are plain text
+    head = content[:64].lstrip(b" \t\r\n") or content.lstrip(b" \t\r\n")
+    if not head.startswith(b"{") or not jsonbytes.is_json_object(content):
+        return False  # the first test is cheap (no copy of the result): most are plain text
     if b'"output"' not in content and b'"error"' not in content:
         return True
     value = jsonbytes.loads(content)

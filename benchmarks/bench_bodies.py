@@ -77,11 +77,13 @@ MODELS = {
     "anthropic": "claude-sonnet-4-5",
     "openai-chat": "gpt-4o",
     "openai-responses": "gpt-4o",
+    "gemini": "gemini-2.5-flash",
     "bedrock-converse": "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
 }
 SDK_PROVIDERS = ("anthropic", "openai-chat")
 """The providers with an SDK column (Responses has no SDK row: its peers are in bench_peers;
-boto3 has no mock-transport hook to time it the same way)."""
+google-genai takes typed objects, not an already-shaped body; boto3 has no mock-transport
+hook to time it the same way)."""
 RESULTS = Path(__file__).resolve().parent.parent / "results" / "bench_bodies.json"
 
 ANTHROPIC_RESPONSE = {

@@ -1,4 +1,4 @@
-"""Provider switching over all 12 ordered pairs (SPEC P6, M4), as a matrix.
+"""Provider switching over every ordered pair of providers (SPEC P6, M4), as a matrix.
 
 For each ordered pair (A → B) of ``anthropic``, ``openai-chat``, ``openai-responses`` and
 ``openrouter``, hypothesis generates conversations on A (all four content cases, parallel tool

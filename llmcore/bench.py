@@ -76,6 +76,7 @@ LIVE_MODELS: Final[dict[str, str]] = {
     "openai-chat": "gpt-5.4-mini",
     "openai-responses": "gpt-5.4-mini",
     "openrouter": "anthropic/claude-sonnet-4.6",
+    "gemini": "gemini-2.5-flash",
     "bedrock-converse": "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
 }
 """The model ``bench --live --provider P`` uses when ``--model`` is not given.
@@ -381,7 +382,7 @@ def run_bench(
         with Emulator(clock=clock) as emulator:
             names = {leg.provider for leg in plan}
             transport = HTTPTransport(
-                base_urls=dict.fromkeys(names, emulator.base_url),
+                base_urls={name: _emulator_base(emulator, name) for name in names},
                 api_keys=dict.fromkeys(names, "emulator"),
             )
             announced = _announce(transport, on_send)
@@ -389,6 +390,11 @@ def run_bench(
             _play_legs(session, plan, folder)
             transport.close()
         return _result(session, live)
+
+
+def _emulator_base(emulator: Any, provider: str) -> str:
+    """The emulator's base URL for ``provider`` (Gemini's paths are under ``/v1beta``)."""
+    return str(emulator.gemini_base_url if provider == "gemini" else emulator.base_url)
 
 
 def _announce(transport: Transport, on_send: Callable[[int, str], None] | None) -> Transport:

@@ -147,8 +147,8 @@ class Transport(Protocol):
                 is read, so a recorded JSON answer to a streamed request still parses. Where
                 the API streams on a path of its own (:attr:`Endpoint.stream_path`) it picks
                 that path.
-            model: The model, for an API whose URL holds it (Bedrock Converse); callers pass
-                it only there (:func:`model_argument`).
+            model: The model, for an API whose URL holds it (Gemini, Bedrock Converse);
+                callers pass it only there (:func:`model_argument`).
 
         Raises:
             TransportError: No response (after retries).
@@ -288,9 +288,10 @@ class _Setup:
     """The URL and headers of one provider's requests (never logged: they hold the key).
 
     Made once per provider, base URL and key (:class:`_Setups`), the headers normalized by
-    httpx once, so a request costs httpx no parsing of them. A SigV4 endpoint (Bedrock
-    Converse) without a key gets a signer (region and credentials from the AWS chain or
-    ``environ``); its requests are signed per attempt by :func:`_planner`.
+    httpx once, so a request costs httpx no parsing of them. ``bearer``: the base URL is one of
+    :attr:`Endpoint.bearer_hosts` (Vertex AI), whose key is a bearer token. A SigV4 endpoint
+    (Bedrock Converse) without a key gets a signer (region and credentials from the AWS chain
+    or ``environ``); its requests are signed per attempt by :func:`_planner`.
     """
 
     def __init__(
@@ -299,6 +300,7 @@ class _Setup:
         base: str | None,
         key: str | None,
         environ: Mapping[str, str] | None = None,
+        bearer: bool = False,
     ) -> None:
         endpoint = provider.endpoint
         prefix = endpoint.api_key_env.removesuffix("_API_KEY")
@@ -307,8 +309,8 @@ class _Setup:
         chosen = base or endpoint.base_url
         self.signer: Any = None
         if key:
-            if endpoint.auth == "x-api-key":
-                headers["x-api-key"] = key
+            if endpoint.auth in ("x-api-key", "x-goog-api-key") and not bearer:
+                headers[endpoint.auth] = key
             else:
                 headers["authorization"] = f"Bearer {key}"
         elif endpoint.auth == "sigv4":
@@ -351,11 +353,12 @@ class _Setups:
         name = provider.name
         base_env = endpoint.api_key_env.removesuffix("_API_KEY") + "_BASE_URL"
         base = self._base_urls.get(name) or self._environ.get(base_env)
-        key = self._api_keys.get(name) or self._environ.get(endpoint.api_key_env)
+        bearer = _bearer_host(base or endpoint.base_url, endpoint.bearer_hosts)
+        key = self._api_keys.get(name) or _key(endpoint, self._environ, bearer)
         made = self._made.get(name)
         if made is not None and made[0] is provider and made[1] == base and made[2] == key:
             return made[3]
-        setup = _Setup(provider, base, key, self._environ)
+        setup = _Setup(provider, base, key, self._environ, bearer)
         self._made[name] = (provider, base, key, setup)
         return setup
 
@@ -382,7 +385,21 @@ def _path(provider: Provider, model: str | None, stream: bool) -> str:
             f"{provider.name}: the model goes in the URL; send(..., model=...) names it",
             location="model",
         )
-    return path.replace("{model}", urllib.parse.quote(model, safe="-._~"))
+    return path.replace("{model}", urllib.parse.quote(model.removeprefix("models/"), safe="-._~"))
+
+
+def _bearer_host(base: str, hosts: tuple[str, ...]) -> bool:
+    host = urllib.parse.urlsplit(base).hostname or ""
+    return any(host.endswith(suffix) for suffix in hosts)
+
+
+def _key(endpoint: Endpoint, environ: Mapping[str, str], bearer: bool) -> str | None:
+    if bearer:
+        return environ.get(endpoint.bearer_key_env) if endpoint.bearer_key_env else None
+    for name in (endpoint.api_key_env, *endpoint.fallback_key_envs):
+        if environ.get(name):
+            return environ[name]
+    return None
 
 
 def model_argument(provider: Provider, model: str) -> dict[str, str]:

@@ -56,6 +56,7 @@ PROVIDER_MODELS: dict[str, tuple[str, ...]] = {
     "openai-chat": ("gpt-4o", "gpt-5-mini"),
     "openai-responses": ("gpt-5", "o3"),
     "openrouter": ("anthropic/claude-sonnet-4.5", "google/gemini-2.5-pro", "openai/gpt-4o"),
+    "gemini": ("gemini-2.5-flash", "gemini-2.5-pro", "gemini-3-pro-preview"),
     "bedrock-converse": (
         "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
         "amazon.nova-pro-v1:0",

@@ -34,9 +34,11 @@ from llmcore.providers import PROVIDER_NAMES, get_provider
 
 __all__ = ["register"]
 
-_IMPORTABLE = ("anthropic", "openai-chat", "openai-responses", "bedrock-converse")
+_IMPORTABLE = ("anthropic", "openai-chat", "openai-responses", "gemini", "bedrock-converse")
 _CONVERSE_URI = re.compile(r"/model/([^/?]+)/converse(?:-stream)?(?:\?|$)")
 """A Converse URL's model id (percent-encoded), as a corpus case's ``meta.uri`` holds it."""
+_MODEL_IN_URL = ("gemini",)
+"""Providers whose recorded bodies name no model (it is in the request's URL)."""
 
 ProviderOption = Annotated[
     str,
@@ -50,15 +52,17 @@ ImportProviderOption = Annotated[
         "--provider",
         "-p",
         metavar="PROVIDER",
-        help="One of: anthropic, openai-chat, openai-responses, bedrock-converse.",
+        help="One of: anthropic, openai-chat, openai-responses, gemini, bedrock-converse.",
     ),
 ]
 ModelOption = Annotated[
     str | None,
     typer.Option(
         "--model",
+        "-m",
         metavar="MODEL",
-        help="bedrock-converse: the model id (its body has none; a corpus case's URL names it).",
+        help="The model of a gemini or bedrock-converse body (its URL names it; a corpus"
+        " case's meta.uri does too).",
     ),
 ]
 
@@ -75,10 +79,10 @@ def body(
 
 
 def _recorded_body(path: Path, name: str) -> tuple[Any, bytes | None, str | None]:
-    """Return the recorded body, the bytes it was parsed from, and a case's Converse model.
+    """Return the recorded body, the bytes it was parsed from (``None`` when unknown) and its URI.
 
-    The model id is the one a corpus case's Converse URL (``meta.uri``) names, else ``None``;
-    the bytes are ``None`` when unknown. They let import keep each Anthropic ``tool_use`` and
+    The URI is a corpus case's ``meta.uri`` (where Gemini and Converse bodies keep their
+    model), else ``None``. The bytes let import keep each Anthropic ``tool_use`` and
     Converse ``toolUse`` ``input`` exactly (SPEC M2): a plain body's are the file's, a corpus
     case's ``request_raw`` its text's, and a case's ``request`` object the span of that object
     in the file.
@@ -91,15 +95,25 @@ def _recorded_body(path: Path, name: str) -> tuple[Any, bytes | None, str | None
     if isinstance(value, dict) and "request" in value and "model" not in value:
         meta = value.get("meta")
         uri = meta.get("uri") if isinstance(meta, dict) else None
-        found = _CONVERSE_URI.search(uri) if isinstance(uri, str) else None
-        model = urllib.parse.unquote(found.group(1)) if found else None
+        uri = uri if isinstance(uri, str) else None
         raw = value.get("request_raw")
         if isinstance(raw, str):
-            parsed = _request_raw(raw, f"{name}: $.request_raw")
-            return parsed, raw.encode("utf-8", "replace"), model
+            request = _request_raw(raw, f"{name}: $.request_raw")
+            return request, raw.encode("utf-8", "replace"), uri
         begin, end = find_span(data, ("request",))
-        return value["request"], data[begin:end], model
+        return value["request"], data[begin:end], uri
     return value, data, None
+
+
+def _with_model(value: Any, model: str | None, uri: str | None, name: str) -> Any:
+    """Return a URL-model body with its ``model`` member: ``--model``, else the case's URI's."""
+    if not isinstance(value, dict) or "model" in value:
+        return value
+    if model is None and uri is not None and "/models/" in uri:
+        model = uri.split("/models/", 1)[1].split(":", 1)[0]
+    if model is None:
+        raise fail(f"{name}: a gemini body names no model (it is in the URL): pass --model")
+    return {"model": model, **value}
 
 
 def _request_raw(raw: str, at: str) -> Any:
@@ -131,13 +145,18 @@ def import_(
     if provider not in _IMPORTABLE:
         raise fail(f"import supports {', '.join(_IMPORTABLE)}, not {provider!r}")
     name = _STDIN if _is_stdin(recorded) else str(recorded)
-    value, raw, url_model = _recorded_body(recorded, name)
+    value, raw, uri = _recorded_body(recorded, name)
     if provider == "bedrock-converse" and isinstance(value, dict):
-        chosen = model or url_model
+        found = _CONVERSE_URI.search(uri) if uri else None
+        chosen = model or (urllib.parse.unquote(found.group(1)) if found else None)
         if chosen:
             value = {**value, "modelId": chosen}
+    elif provider in _MODEL_IN_URL:
+        value = _with_model(value, model, uri, name)
     elif model is not None:
-        raise fail("--model goes with --provider bedrock-converse (other bodies name theirs)")
+        raise fail(
+            "--model goes with --provider gemini or bedrock-converse (other bodies name theirs)"
+        )
     if isinstance(value, dict):
         try:
             _warn_shape(jsonbytes.dumps(value), provider, name, "imported")

@@ -194,6 +194,9 @@ class Engine:
         """The Conversations API's conversations."""
         self.batches = BatchStore(self.budget)
         """Anthropic Message Batches."""
+        self.services: dict[str, Any] = {}
+        """Wire APIs served besides the built-in three, by name (``gemini``): each has
+        ``reset()``; their routes add them (:mod:`llmcore.emulator.gemini_routes`)."""
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self.counts: dict[str, int] = {"requests": 0, "rejected": 0}
@@ -218,6 +221,8 @@ class Engine:
         self.stored_responses.clear()
         self.conversations.clear()
         self.batches.clear()
+        for service in self.services.values():
+            service.reset()
 
     def anthropic_messages(
         self, raw: bytes, org: str, betas: frozenset[str] = frozenset()

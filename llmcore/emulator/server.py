@@ -1,7 +1,9 @@
 """The emulator's HTTP server: starlette routes on uvicorn, on loopback (SPEC V2, R2 ``emulate``).
 
 Routes: ``POST /v1/messages`` (Anthropic Messages), ``POST /v1/chat/completions`` (OpenAI Chat
-Completions), ``POST /v1/responses`` (OpenAI Responses). Anthropic clients use
+Completions), ``POST /v1/responses`` (OpenAI Responses), Gemini's ``generateContent`` and
+``cachedContents`` (:mod:`llmcore.emulator.gemini_routes`; base URL :attr:`Emulator.base_url`
+``+ "/v1beta"``). Anthropic clients use
 :attr:`Emulator.base_url`; OpenAI clients use :attr:`Emulator.openai_base_url` (``…/v1``).
 The same wire APIs' cloud endpoints (Vertex AI, Bedrock InvokeModel, Azure OpenAI) are served
 by :mod:`llmcore.emulator.cloud`: :attr:`Emulator.vertex_base_url`, :attr:`Emulator.base_url`
@@ -40,6 +42,7 @@ from llmcore.emulator.cloud import cloud_routes
 from llmcore.emulator.converse_routes import converse_routes
 from llmcore.emulator.engine import Engine, Prepared
 from llmcore.emulator.errors import EmulatorError, Rejection, Shape
+from llmcore.emulator.gemini_routes import gemini_routes
 from llmcore.emulator.limits import (
     BodiesInFlight,
     ClientGone,
@@ -232,6 +235,7 @@ def build_app(
     ]
     routes += extra_routes(engine, limits, in_flight)  # count_tokens, models, batches, …
     routes += cloud_routes(engine, gate.wait, limits, in_flight, _answer)  # Vertex, Bedrock, Azure
+    routes += gemini_routes(engine, limits, in_flight)  # generateContent, cachedContents
     routes += converse_routes(engine, gate.wait, limits, in_flight, _answer)  # Bedrock Converse
     missing = not_found_handler(engine)  # JSON 404 / 405 in the provider's shape
     app = Starlette(routes=routes, exception_handlers={404: missing, 405: missing})
@@ -313,6 +317,15 @@ class Emulator:
     def vertex_base_url(self) -> str:
         """``http://127.0.0.1:PORT/v1`` — the Vertex AI base URL (``/projects/…:rawPredict``)."""
         return self.base_url + "/v1"
+
+    @property
+    def gemini_base_url(self) -> str:
+        """``http://127.0.0.1:PORT/v1beta`` — the Gemini base URL (``/models/{m}:…``).
+
+        llmcore's transport takes it as the ``gemini`` base URL; google-genai takes
+        :attr:`base_url` with ``api_version="v1beta"``.
+        """
+        return self.base_url + "/v1beta"
 
     def _bind(self) -> uvicorn.Server:
         # proto=IPPROTO_TCP so asyncio sets TCP_NODELAY on accepted connections (no 40 ms stalls)

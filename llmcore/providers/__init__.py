@@ -2,7 +2,7 @@
 
 Adding a provider means adding its module (or a package of ``encode``, ``parse`` and ``importer``
 modules, as the built-in ones are) and one line to :data:`_REGISTRY`, nothing else.
-Names: ``anthropic``, ``openai-chat``, ``openai-responses``, ``openrouter``,
+Names: ``anthropic``, ``openai-chat``, ``openai-responses``, ``openrouter``, ``gemini``,
 ``bedrock-converse``.
 """
 
@@ -21,6 +21,7 @@ _REGISTRY: Final[dict[str, str]] = {
     "openai-chat": "llmcore.providers.openai_chat",
     "openai-responses": "llmcore.providers.openai_responses",
     "openrouter": "llmcore.providers.openrouter",
+    "gemini": "llmcore.providers.gemini",
     "bedrock-converse": "llmcore.providers.bedrock_converse",
 }
 

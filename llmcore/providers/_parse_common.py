@@ -168,3 +168,18 @@ def api_error(
         body=body,
         retry_after=parse_retry_after(headers),
     )
+
+
+def error_in_body(
+    provider: str, status: int, obj: Mapping[str, Any], error_type: str | None, message: str | None
+) -> APIStatusError:
+    """Return the typed error an error object inside a 200 body or a stream stands for."""
+    return api_error(
+        provider=provider,
+        status=status,
+        body=jsonbytes.dumps(obj),
+        headers={},
+        error_type=error_type,
+        message=f"error in a 200 response: {message or '(no message)'}",
+        request_id=None,
+    )

@@ -157,19 +157,29 @@ class Endpoint:
     """The default base URL, without a trailing slash (e.g. ``https://api.anthropic.com``)."""
     path: str
     """The path appended to the base URL (e.g. ``/v1/messages``). ``{model}`` in it stands for
-    the request's model (Bedrock's ``/model/{model}/converse``)."""
+    the request's model (Gemini's ``/models/{model}:generateContent``, Bedrock's
+    ``/model/{model}/converse``)."""
     api_key_env: str
     """The environment variable holding the API key."""
-    auth: Literal["x-api-key", "bearer", "sigv4"]
-    """``x-api-key`` sends the key in that header; ``bearer`` in ``Authorization``; ``sigv4``
-    signs the request with AWS Signature Version 4 (credentials from the AWS chain)."""
+    auth: Literal["x-api-key", "bearer", "x-goog-api-key", "sigv4"]
+    """``x-api-key`` / ``x-goog-api-key`` send the key in that header; ``bearer`` in
+    ``Authorization``; ``sigv4`` signs the request with AWS Signature Version 4 (credentials
+    from the AWS chain)."""
     headers: tuple[tuple[str, str], ...] = ()
     """Other fixed headers (e.g. ``anthropic-version``)."""
     stream_path: str | None = None
-    """The path of a streamed request where the API has its own (Bedrock's
-    ``/converse-stream``); ``None``: :attr:`path`, the body asks for a stream."""
+    """The path of a streamed request where the API has its own (Gemini's
+    ``:streamGenerateContent?alt=sse``, Bedrock's ``/converse-stream``); ``None``: :attr:`path`,
+    the body asks for a stream."""
     sigv4_service: str | None = None
     """The SigV4 signing name (``bedrock``) when :attr:`auth` is ``sigv4``."""
+    fallback_key_envs: tuple[str, ...] = ()
+    """Variables read for the key when :attr:`api_key_env` is unset (``GOOGLE_API_KEY``)."""
+    bearer_hosts: tuple[str, ...] = ()
+    """Host name endings whose base URL takes a bearer token instead (Vertex AI's
+    ``aiplatform.googleapis.com``), read from :attr:`bearer_key_env`."""
+    bearer_key_env: str | None = None
+    """The environment variable holding that bearer token (an OAuth access token)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

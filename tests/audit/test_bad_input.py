@@ -25,6 +25,7 @@ MODELS = {
     "openai-chat": "gpt-4.1",
     "openai-responses": "gpt-5",
     "openrouter": "anthropic/claude-sonnet-4.5",
+    "gemini": "gemini-2.5-flash",
     "bedrock-converse": "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
 }
 CASSETTE_HEAD = (

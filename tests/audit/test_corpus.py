@@ -24,32 +24,39 @@ def test_whole_corpus_audits_without_error():
     corpus = _corpus()
     cases = sorted(p for p in corpus.rglob("*.json") if p.name != "manifest.json")
     report = audit_paths([corpus])
-    assert len(report.requests) == len(cases) == 478
+    assert len(report.requests) == len(cases) == 552
     assert [r.source for r in report.requests] == [str(p) for p in cases]
     counts = report.counts()
-    assert sum(counts.values()) == 478
+    assert sum(counts.values()) == 552
     # What the audit finds on the corpus (recorded here so a change in the auditor shows up).
     # Bedrock Converse (102 cases, pydantic-ai's cassettes): 41 new, 30 stable, 28 breaks, 3
-    # shorter reruns.
+    # shorter reruns. The 74 Gemini cases: 37 new, 25 stable, 11 breaks between neighbouring
+    # recordings (tools or system instruction added, removed or edited), 1 shorter rerun.
     assert counts == {
-        "new": 234,
-        "stable": 120,
+        "new": 271,
+        "stable": 145,
         # 18 more since issue 19: model and response_format changes (parameter), and 5 requests
         # whose first message differs but whose later messages join an earlier case (grouping
         # by meaning), each then a break at that message
-        "break": 116,
+        "break": 127,
         "thinking_dropped": 1,
         "reasoning_dropped": 0,
         "compaction": 0,
         "deferred_tools": 0,
         "retry": 1,  # two cases hold byte-identical bodies
-        "shorter_rerun": 6,  # a shorter request after a longer one with the same start
+        "shorter_rerun": 7,  # a shorter request after a longer one with the same start
         "continuation": 0,
         "rejected": 0,
     }
-    assert report.conversations == 234
+    assert report.conversations == 271
     providers = {r.provider for r in report.requests}
-    assert providers == {"anthropic", "openai-chat", "openai-responses", "bedrock-converse"}
+    assert providers == {
+        "anthropic",
+        "openai-chat",
+        "openai-responses",
+        "gemini",
+        "bedrock-converse",
+    }
     by_dir = {p.parent.name for p in cases}
     for r in report.requests:
         assert Path(r.source).parent.name == r.provider  # shape detection agrees with the folders

@@ -22,6 +22,7 @@ MODELS = {
     "openai-chat": "gpt-4.1",
     "openai-responses": "gpt-5",
     "openrouter": "anthropic/claude-sonnet-4.5",
+    "gemini": "gemini-2.5-flash",
     "bedrock-converse": "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
 }
 TEXT = st.text(alphabet='abc xyz éü✓"\\\n', min_size=1, max_size=16)

@@ -85,7 +85,8 @@ def test_the_body_page_marks_the_required_argument_and_option() -> None:
             "--provider",
             "-p",
             "PROVIDER",
-            "One of: anthropic, openai-chat, openai-responses, openrouter, bedrock-converse. [required]",
+            "One of: anthropic, openai-chat, openai-responses, openrouter, gemini, bedrock-converse."
+            " [required]",
         ),
         ("--help", "Show this message and exit."),
     ]
@@ -102,7 +103,7 @@ def test_the_chat_page_shows_the_defaults_and_the_negative_flag() -> None:
             "--provider",
             "-p",
             "PROVIDER",
-            "One of: anthropic, openai-chat, openai-responses, openrouter, bedrock-converse."
+            "One of: anthropic, openai-chat, openai-responses, openrouter, gemini, bedrock-converse."
             " [default: anthropic]",
         ),
         ("--model", "-m", "MODEL", "The model."),

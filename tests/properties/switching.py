@@ -34,10 +34,12 @@ Returns a short label per example (which of the interesting cases it covered) fo
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Final
 
 from hypothesis import strategies as st
@@ -45,10 +47,6 @@ from hypothesis import strategies as st
 from llmcore.archive import ArchiveStore, Conversation
 from llmcore.messages import Image, Message, MessageContent, Text, ToolCall, ToolResult
 from llmcore.providers import PROVIDER_NAMES, get_provider
-from llmcore.providers import anthropic as anthropic_module
-from llmcore.providers import bedrock_converse as converse_module
-from llmcore.providers import openai_chat as chat_module
-from llmcore.providers import openai_responses as responses_module
 from llmcore.providers.base import arguments_json
 from llmcore.request import Request
 from llmcore.usage import Cost, Usage
@@ -59,7 +57,7 @@ MARKER: Final = "PROVIDER-ONLY-4f1c"
 """Text inside the provider-only data of A's turn; it must never appear in B's body."""
 
 PAIRS: Final = tuple((a, b) for a in PROVIDER_NAMES for b in PROVIDER_NAMES if a != b)
-"""The 12 ordered pairs (A, B) of distinct providers."""
+"""Every ordered pair (A, B) of distinct providers (30 for six wire APIs)."""
 
 CARRY: Final[dict[str, tuple[str, ...]]] = {
     "anthropic": (
@@ -69,26 +67,33 @@ CARRY: Final[dict[str, tuple[str, ...]]] = {
         '{"type":"reasoning","id":"rs_' + MARKER + '","summary":[],'
         '"encrypted_content":"' + MARKER + '"}',
     ),
+    "gemini": ('{"text":"' + MARKER + '","thought":true,"thoughtSignature":"' + MARKER + '"}',),
 }
-"""Provider-only data A's last response returned (Chat and OpenRouter have none to send back)."""
+"""Provider-only data A's last response returned (a provider without an entry has none)."""
 
-WIRE_IDS: Final[dict[str, Callable[[str], str]]] = {
-    "anthropic": anthropic_module.wire_id,
-    "openai-chat": chat_module.wire_id,
-    "openai-responses": responses_module.wire_id,
-    "openrouter": chat_module.wire_id,
-    "bedrock-converse": converse_module.wire_id,
-}
-"""Each provider's tool-call id rewrite (OpenRouter uses the Chat encoder)."""
+IMPORTERS: Final = {"openrouter": "openai-chat"}
+"""The importer that decodes a provider's body when it is not its own (``llmcore import``)."""
 
-IMPORTERS: Final = {
-    "anthropic": "anthropic",
-    "openai-chat": "openai-chat",
-    "openai-responses": "openai-responses",
-    "openrouter": "openai-chat",
-    "bedrock-converse": "bedrock-converse",
-}
-"""The importer that decodes each provider's body (``llmcore import --provider``)."""
+
+def _module(provider: str) -> ModuleType:
+    """The module that writes ``provider``'s bodies (OpenRouter writes with the Chat encoder)."""
+    name = IMPORTERS.get(provider, provider).replace("-", "_")
+    return importlib.import_module(f"llmcore.providers.{name}")
+
+
+def _wire_id(provider: str) -> Callable[[str], str]:
+    """The provider's tool-call id rewrite; an id it does not send at all (``None``) stays."""
+    rewrite = _module(provider).wire_id
+
+    def wire_id(value: str) -> str:
+        sent = rewrite(value)
+        return value if sent is None else str(sent)
+
+    return wire_id
+
+
+WIRE_IDS: Final[dict[str, Callable[[str], str]]] = {name: _wire_id(name) for name in PROVIDER_NAMES}
+"""Each provider's tool-call id rewrite, read from its module's ``wire_id``."""
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -187,10 +192,12 @@ def check_switch(data: st.DataObject, source: str, target: str, folder: Path) ->
     stayed = provider_b.build_body(dataclasses.replace(request, messages=(*history, following)))
     assert body_b == stayed, "B's body after the reopen differs from B's body for the history"
     assert MARKER.encode() not in body_b, "provider-only data from A reached B (M4)"
-    decoded = json.loads(body_b)
+    recorded = json.loads(body_b)
     if target == "bedrock-converse":  # the model is in the URL; import takes it as modelId
-        decoded["modelId"] = request.model
-    imported = get_provider(IMPORTERS[target]).import_body(decoded).request
+        recorded["modelId"] = request.model
+    else:
+        recorded = {"model": request.model, **recorded}  # a URL-model body names it
+    imported = get_provider(IMPORTERS.get(target, target)).import_body(recorded, raw=body_b).request
     expected = wire_view(request.messages, target)
     got = wire_view(imported.messages, None, joined=target in ROLE_JOINED)
     assert got == expected, _first_message_difference(expected, got)

@@ -45,6 +45,7 @@ MOVABLE_BREAKPOINTS = {
     "openrouter": 2,
     "openai-chat": 0,
     "openai-responses": 0,
+    "gemini": 0,
     "bedrock-converse": 2,
 }
 """Old messages whose encoding options may change between two requests: the previous (3), (4)."""

@@ -24,6 +24,7 @@ ITEM_KEYS = {
     "openai-chat": "messages",
     "openrouter": "messages",
     "openai-responses": "input",
+    "gemini": "contents",
     "bedrock-converse": "messages",
 }
 """Which top-level array holds a provider's wire items."""

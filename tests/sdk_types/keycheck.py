@@ -35,6 +35,9 @@ ALLOWED: dict[str, dict[str, str]] = {
     },
     "openai-chat": {},
     "openai-responses": {},
+    "gemini": {
+        "$.cachedContent": "https://ai.google.dev/api/generate-content (request body field)",
+    },
     "bedrock-converse": {},
     "openrouter": {
         "$.cache_control": _OPENROUTER + " (automatic mode, top level)",
@@ -77,8 +80,40 @@ def body_type(provider: str, body: dict[str, Any]) -> Any:
     )
 
 
+def _check_gemini(body: dict[str, Any]) -> list[str]:
+    """Check a ``generateContent`` body against google-genai's pydantic types (extra="forbid")."""
+    import pydantic
+    from google.genai import types as genai
+
+    fields: dict[str, Any] = {
+        "contents": list[genai.Content],
+        "systemInstruction": genai.Content,
+        "tools": list[genai.Tool],
+        "toolConfig": genai.ToolConfig,
+        "generationConfig": genai.GenerationConfig,
+        "safetySettings": list[genai.SafetySetting],
+        "cachedContent": str,
+        # Vertex AI request fields google-genai writes from its config (types.GenerateContentConfig
+        # labels, model_armor_config); recorded accepted in corpus gemini/0013, 0014, 0044.
+        "labels": dict[str, str],
+        "modelArmorConfig": dict[str, Any],
+    }
+    errors = []
+    for key, value in body.items():
+        if key not in fields:
+            errors.append(f"$.{key}: unknown key for GenerateContentRequest")
+            continue
+        try:
+            pydantic.TypeAdapter(fields[key]).validate_python(value, strict=False)
+        except pydantic.ValidationError as exc:
+            errors.extend(f"$.{key}: {e['loc']} {e['msg']}" for e in exc.errors())
+    return errors
+
+
 def check_body(provider: str, body: dict[str, Any]) -> list[str]:
     """Return every problem found (empty when the body fits the SDK type)."""
+    if provider == "gemini":
+        return _check_gemini(body)
     errors: list[str] = []
     if provider == "bedrock-converse":
         _check_shape(body, _converse_request(), "$", errors)

@@ -25,7 +25,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from llmcore import jsonbytes
 from llmcore.errors import APIStatusError, ResponseParseError
 from llmcore.messages import Text, ToolCall, clean_text
 from llmcore.providers import _parse_common as pc
@@ -310,15 +309,7 @@ def _stream_error(obj: dict[str, Any], provider: str) -> APIStatusError:
     """Return the error an error object inside a 200 body or stream stands for."""
     kind, message, number = _error_fields(obj)
     status = number if number is not None and number >= 400 else _TYPE_STATUS.get(kind or "", 500)
-    return pc.api_error(
-        provider=provider,
-        status=status,
-        body=jsonbytes.dumps(obj),
-        headers={},
-        error_type=kind,
-        message=f"error in a 200 response: {message or '(no message)'}",
-        request_id=None,
-    )
+    return pc.error_in_body(provider, status, obj, kind, message)
 
 
 def error_from_body(

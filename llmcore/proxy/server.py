@@ -24,17 +24,15 @@ from __future__ import annotations
 
 import logging
 import socket
-import threading
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Final
 from urllib.parse import urlsplit
 
 import httpx
-import uvicorn
 
 from llmcore import jsonbytes
+from llmcore._served import Served, StartStop
 from llmcore.audit.live import LiveAudit, Observation, RecordWriter, is_model_path
 from llmcore.audit.report import AuditInputError
 from llmcore.audit.tap import UsageTap
@@ -269,7 +267,7 @@ async def _upstream_failed(
     await send({"type": "http.response.body", "body": payload})
 
 
-class Proxy:
+class Proxy(StartStop):
     """The pass-through, recording, auditing proxy as a real HTTP server (SPEC V6).
 
     Use as a context manager, or call :meth:`start` and :meth:`stop`::
@@ -319,47 +317,20 @@ class Proxy:
         self.record = RecordWriter(record) if record is not None else None
         self._state = _State(upstream, self.audit, self.record, provider, observer, timeout)
         self.app = build_app(self._state)
-        self._host, self._port = host, port
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
-        self._socket: socket.socket | None = None
+        self._served = Served("proxy", host, port, ProxyError, self._closed)
 
     @property
     def port(self) -> int:
         """The bound TCP port (raises :class:`ProxyError` before :meth:`start`)."""
-        if self._socket is None:
-            raise ProxyError("the proxy is not started")
-        port: int = self._socket.getsockname()[1]
-        return port
+        return self._served.port
 
     @property
     def base_url(self) -> str:
         """``http://HOST:PORT`` — what clients use instead of the upstream's base URL."""
-        return f"http://{self._host}:{self.port}"
+        return self._served.base_url
 
-    def _bind(self) -> uvicorn.Server:
-        family = socket.AF_INET6 if ":" in self._host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # TCP_NODELAY
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((self._host, self._port))
-        except (OSError, OverflowError) as exc:
-            sock.close()
-            raise ProxyError(f"cannot listen on {self._host}:{self._port}: {exc}") from exc
-        sock.listen(2048)
-        self._socket = sock
-        config = uvicorn.Config(
-            self.app,
-            log_level="warning",
-            access_log=False,
-            lifespan="on",
-            ws="none",
-            timeout_keep_alive=60,
-            loop="auto",
-            http="auto",
-        )
-        self._server = uvicorn.Server(config)
-        return self._server
+    _CONFIG: Final = {"lifespan": "on", "http": "auto"}
+    """uvicorn options: the lifespan closes the upstream client; httptools when installed."""
 
     def start(self, timeout: float = 10.0) -> Proxy:
         """Serve in a background thread; return once it accepts connections.
@@ -367,21 +338,7 @@ class Proxy:
         Raises:
             ProxyError: Already started, the address cannot be bound, or it did not start.
         """
-        if self._thread is not None:
-            raise ProxyError("the proxy is already started")
-        server = self._bind()
-        self._thread = threading.Thread(
-            target=server.run, kwargs={"sockets": [self._socket]}, daemon=True, name="proxy"
-        )
-        self._thread.start()
-        waited = threading.Event()
-        for _ in range(int(timeout / 0.01)):
-            if server.started or not self._thread.is_alive():
-                break
-            waited.wait(0.01)
-        if not server.started:
-            self.stop()
-            raise ProxyError("the proxy server did not start")
+        self._served.start(self.app, self._CONFIG, timeout)
         return self
 
     def serve_forever(self, on_ready: Callable[[Proxy], None] | None = None) -> None:
@@ -390,38 +347,13 @@ class Proxy:
         Raises:
             ProxyError: The address cannot be bound.
         """
-        server = self._bind()
-        if on_ready is not None:
-            on_ready(self)
-        try:
-            server.run(sockets=[self._socket] if self._socket else None)
-        finally:
-            self._close()
+        ready = None if on_ready is None else (lambda: on_ready(self))
+        self._served.serve_forever(self.app, self._CONFIG, ready)
 
-    def _close(self) -> None:
-        if self._socket is not None:
-            self._socket.close()
-            self._socket = None
+    def _closed(self) -> None:
         if self.record is not None:
             self.record.close()
 
     def stop(self) -> None:
         """Stop serving, finish the audit and close the record (idempotent)."""
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        self._thread = None
-        self._server = None
-        self._close()
-
-    def __enter__(self) -> Proxy:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+        self._served.stop()

@@ -23,12 +23,12 @@ Leaves out: the live table and the command line (:mod:`llmcore.cli.proxy`).
 from __future__ import annotations
 
 import logging
-import socket
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
 
+import httpcore
 import httpx
 
 from llmcore import jsonbytes
@@ -37,6 +37,8 @@ from llmcore.audit.live import LiveAudit, Observation, RecordWriter, is_model_pa
 from llmcore.audit.report import AuditInputError
 from llmcore.audit.tap import UsageTap
 from llmcore.errors import UserError
+from llmcore.proxy.upstream import FAILURES, TIMEOUTS, connection_pool, url
+from llmcore.proxy.worker import AuditWorker
 
 __all__ = ["HOP_BY_HOP", "LOG", "Proxy", "ProxyError", "build_app"]
 
@@ -58,7 +60,7 @@ HOP_BY_HOP: Final = frozenset(
 )
 """Headers that concern one connection, not the message (RFC 9110 §7.6.1); never forwarded."""
 _NOT_FORWARDED: Final = HOP_BY_HOP | {b"host", b"content-length"}
-"""``Host`` names the upstream and ``Content-Length`` is the body's own (httpx sets both)."""
+"""``Host`` names the upstream and ``Content-Length`` is the body's own (both set anew)."""
 DEFAULT_TIMEOUT: Final = httpx.Timeout(connect=10.0, read=600.0, write=600.0, pool=600.0)
 """Upstream timeouts, seconds: a model may think for minutes before its first byte."""
 
@@ -68,11 +70,11 @@ class ProxyError(UserError):
 
 
 Observer = Callable[[Observation], object]
-"""Called (in the server's thread) with each request as audited."""
+"""Called (in the audit thread) with each request as audited."""
 
 
 class _State:
-    """What the app shares between requests: the upstream, the audit, the record, the client."""
+    """What the app shares between requests: the upstream, the audit, the record, the pool."""
 
     def __init__(
         self,
@@ -84,34 +86,29 @@ class _State:
         timeout: httpx.Timeout,
     ) -> None:
         self.upstream = upstream.rstrip("/")
+        self.url = httpx.URL(self.upstream)
         self.audit = audit
         self.record = record
         self.provider = provider
         self.observer = observer
-        self.timeout = timeout
-        self.client: httpx.AsyncClient | None = None
+        self.extensions = {"timeout": timeout.as_dict()}
+        self.pool: httpcore.AsyncConnectionPool | None = None
+        self.worker = AuditWorker(self.audited)
 
-    def http(self) -> httpx.AsyncClient:
-        if self.client is None:  # made in the server's event loop, on the first request
-            limits = httpx.Limits(max_connections=None, max_keepalive_connections=64)
-            # TCP_NODELAY: else a body's last partial segment waits for the delayed ACK (Nagle)
-            nodelay = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
-            transport = httpx.AsyncHTTPTransport(limits=limits, socket_options=nodelay)
-            self.client = httpx.AsyncClient(timeout=self.timeout, transport=transport)
-        return self.client
+    def http(self) -> httpcore.AsyncConnectionPool:
+        if self.pool is None:  # made in the server's event loop, on the first request
+            self.pool = connection_pool()
+        return self.pool
 
-    def observe(self, body: bytes, path: str) -> Observation | None:
-        """Audit one body; ``None`` for a body the auditor cannot read (one log line)."""
+    def audited(self, body: bytes, path: str, status: int, usage: dict[str, Any] | None) -> None:
+        """Audit one request and count its answer (in the audit thread); log what is unread."""
         try:
             observation = self.audit.observe(body, path=path, provider=self.provider)
         except AuditInputError as exc:
             LOG.warning("llmcore proxy: not audited (%s): %s", path, exc.message)
-            return None
+            return
         if self.observer is not None:
             self.observer(observation)
-        return observation
-
-    def done(self, observation: Observation, status: int, usage: dict[str, Any] | None) -> None:
         self.audit.answered(observation, status, usage)
         if self.record is not None:
             self.record.write(observation, status, usage)
@@ -126,6 +123,14 @@ def _headers(raw: list[tuple[bytes, bytes]], also: frozenset[bytes]) -> list[tup
         for part in value.split(b",")
     }
     return [(n, v) for n, v in raw if (low := n.lower()) not in also and low not in named]
+
+
+def _request_headers(state: _State, raw: list[tuple[bytes, bytes]], body: bytes) -> list[Any]:
+    """The client's headers to send upstream: ``Host`` the upstream's, the body's length."""
+    headers: list[Any] = [(b"host", state.url.netloc), *_headers(raw, _NOT_FORWARDED)]
+    if body or any(name.lower() == b"content-length" for name, _ in raw):
+        headers.append((b"content-length", b"%d" % len(body)))
+    return headers
 
 
 def _error(path: str, status: int, message: str) -> bytes:
@@ -166,10 +171,8 @@ def build_app(state: _State) -> Callable[..., Any]:
         path: str = scope["path"]
         status, usage = await _forward(state, scope, body, send)
         if scope["method"] == "POST" and is_model_path(path):
-            # Audited once the answer is sent: the client never waits for the audit.
-            observation = state.observe(body, path)
-            if observation is not None:
-                state.done(observation, status, usage)
+            # Audited once the answer is sent, in the audit thread: no request waits for it.
+            state.worker.put(body, path, status, usage)
 
     return app
 
@@ -180,9 +183,9 @@ async def _lifespan(state: _State, receive: Any, send: Any) -> None:
         if message["type"] == "lifespan.startup":
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
-            if state.client is not None:
-                await state.client.aclose()
-                state.client = None
+            if state.pool is not None:
+                await state.pool.aclose()
+                state.pool = None
             await send({"type": "lifespan.shutdown.complete"})
             return
 
@@ -194,27 +197,30 @@ async def _forward(
 
     The status is 0 when no answer came (the client got a 502 or 504).
     """
-    path: str = scope["path"]
-    query = scope.get("query_string", b"")
-    url = state.upstream + (scope.get("raw_path") or path.encode()).decode("latin-1")
-    if query:
-        url += "?" + query.decode("latin-1")
-    request = httpx.Request(
-        scope["method"], url, headers=_headers(scope["headers"], _NOT_FORWARDED), content=body
+    target = scope.get("raw_path") or scope["path"].encode()
+    if query := scope.get("query_string", b""):
+        target += b"?" + query
+    request = httpcore.Request(
+        scope["method"],
+        url(state.url, target),
+        headers=_request_headers(state, scope["headers"], body),
+        content=body,
+        extensions=state.extensions,
     )
     try:
-        response = await state.http().send(request, stream=True)
-    except httpx.TransportError as exc:
-        status = 504 if isinstance(exc, httpx.TimeoutException) else 502
+        response = await state.http().handle_async_request(request)
+    except FAILURES as exc:
+        status = 504 if isinstance(exc, TIMEOUTS) else 502
         await _upstream_failed(state, scope, send, status, exc)
         return 0, None
-    tap = UsageTap(response.headers.get("content-type"), response.headers.get("content-encoding"))
+    headers = dict((k.lower(), v) for k, v in response.headers)
+    tap = UsageTap(_text(headers.get(b"content-type")), _text(headers.get(b"content-encoding")))
     try:
         await send(
             {
                 "type": "http.response.start",
-                "status": response.status_code,
-                "headers": _headers(response.headers.raw, HOP_BY_HOP),
+                "status": response.status,
+                "headers": _headers(response.headers, HOP_BY_HOP),
             }
         )
         async for chunk in _chunks(state, scope, response):
@@ -223,17 +229,21 @@ async def _forward(
         await send({"type": "http.response.body", "body": b"", "more_body": False})
     finally:
         await response.aclose()
-    return response.status_code, tap.finish()
+    return response.status, tap.finish()
+
+
+def _text(value: bytes | None) -> str | None:
+    return None if value is None else value.decode("latin-1")
 
 
 async def _chunks(
-    state: _State, scope: dict[str, Any], response: httpx.Response
+    state: _State, scope: dict[str, Any], response: httpcore.Response
 ) -> AsyncIterator[bytes]:
     """The upstream body's chunks as received; a failure mid-body ends it (one log line)."""
     try:
-        async for chunk in response.aiter_raw():
+        async for chunk in response.aiter_stream():
             yield chunk
-    except httpx.TransportError as exc:
+    except FAILURES as exc:
         LOG.warning(
             "llmcore proxy: upstream %s failed mid-answer (%s %s): %s",
             urlsplit(state.upstream).netloc,
@@ -248,7 +258,7 @@ async def _upstream_failed(
     scope: dict[str, Any],
     send: Any,
     status: int,
-    exc: httpx.TransportError,
+    exc: Exception,
 ) -> None:
     where = urlsplit(state.upstream).netloc
     what = "timed out" if status == 504 else "unreachable"
@@ -285,7 +295,7 @@ class Proxy(StartStop):
         audit: The :class:`~llmcore.audit.live.LiveAudit` to add to (default: a new one).
         provider: The upstream's provider name when its path alone does not say it
             (``openrouter``); default: ``openrouter`` for an ``openrouter.ai`` upstream.
-        observer: Called in the server's thread with each request audited.
+        observer: Called in the audit thread with each request audited, in order.
         timeout: Upstream timeouts (default :data:`DEFAULT_TIMEOUT`).
 
     Raises:
@@ -351,6 +361,7 @@ class Proxy(StartStop):
         self._served.serve_forever(self.app, self._CONFIG, ready)
 
     def _closed(self) -> None:
+        self._state.worker.drain()  # every request answered is audited before the record closes
         if self.record is not None:
             self.record.close()
 

@@ -71,16 +71,16 @@ class Recording:
         try:
             await self.app(scope, receiving, sending)
         finally:
-            tap = answer["tap"]
-            usage = tap.finish() if tap else None
-            self._worker.put(b"".join(parts), scope["path"], answer["status"], usage)
+            self._worker.put(b"".join(parts), scope["path"], answer["status"], answer["tap"])
 
-    def _write(self, body: bytes, path: str, status: int, usage: dict[str, Any] | None) -> None:
+    def _write(self, body: bytes, path: str, status: int, tap: UsageTap | None) -> None:
         try:
             observation = self.audit.observe(body, path=path)
         except AuditInputError:
             return  # a body the auditor cannot read (the emulator refused it too)
-        self.writer.write(observation, status, usage)
+        usage, named = (tap.finish(), tap.response_id) if tap is not None else (None, None)
+        self.audit.answered(observation, status, usage, named)
+        self.writer.write(observation, status, usage, named)
 
     def close(self) -> None:
         """Write the lines of every request answered, then close the record file."""

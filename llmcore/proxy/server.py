@@ -100,7 +100,7 @@ class _State:
             self.pool = connection_pool()
         return self.pool
 
-    def audited(self, body: bytes, path: str, status: int, usage: dict[str, Any] | None) -> None:
+    def audited(self, body: bytes, path: str, status: int, tap: UsageTap | None) -> None:
         """Audit one request and count its answer (in the audit thread); log what is unread."""
         try:
             observation = self.audit.observe(body, path=path, provider=self.provider)
@@ -109,9 +109,10 @@ class _State:
             return
         if self.observer is not None:
             self.observer(observation)
-        self.audit.answered(observation, status, usage)
+        usage, named = (tap.finish(), tap.response_id) if tap is not None else (None, None)
+        self.audit.answered(observation, status, usage, named)
         if self.record is not None:
-            self.record.write(observation, status, usage)
+            self.record.write(observation, status, usage, named)
 
 
 def _headers(raw: list[tuple[bytes, bytes]], also: frozenset[bytes]) -> list[tuple[bytes, bytes]]:
@@ -169,10 +170,10 @@ def build_app(state: _State) -> Callable[..., Any]:
         if body is None:
             return
         path: str = scope["path"]
-        status, usage = await _forward(state, scope, body, send)
+        status, tap = await _forward(state, scope, body, send)
         if scope["method"] == "POST" and is_model_path(path):
             # Audited once the answer is sent, in the audit thread: no request waits for it.
-            state.worker.put(body, path, status, usage)
+            state.worker.put(body, path, status, tap)
 
     return app
 
@@ -192,10 +193,10 @@ async def _lifespan(state: _State, receive: Any, send: Any) -> None:
 
 async def _forward(
     state: _State, scope: dict[str, Any], body: bytes, send: Any
-) -> tuple[int, dict[str, Any] | None]:
-    """Send the request upstream and its answer back; return the status and usage reported.
+) -> tuple[int, UsageTap | None]:
+    """Send the request upstream and its answer back; return the status and the answer's tap.
 
-    The status is 0 when no answer came (the client got a 502 or 504).
+    The status is 0 and the tap ``None`` when no answer came (the client got a 502 or 504).
     """
     target = scope.get("raw_path") or scope["path"].encode()
     if query := scope.get("query_string", b""):
@@ -229,7 +230,7 @@ async def _forward(
         await send({"type": "http.response.body", "body": b"", "more_body": False})
     finally:
         await response.aclose()
-    return response.status, tap.finish()
+    return response.status, tap
 
 
 def _text(value: bytes | None) -> str | None:

@@ -1,0 +1,150 @@
+"""``previous_response_id`` chains joined live: proxy, record and hook (SPEC V6).
+
+A Responses request carrying ``previous_response_id`` continues the conversation of the
+response it names. The proxy and the hook read each answer's id as it passes (JSON or the
+stream's ``response.created``), the record writes it (``response_id``), and ``llmcore audit``
+over the record joins the chain as it does for a cassette's recorded ids.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx2
+import openai
+import pytest
+
+from llmcore.audit import LiveAudit, Observation, audit_paths, watch
+from llmcore.audit.live import RecordWriter
+from llmcore.audit.tap import UsageTap
+from llmcore.emulator import Emulator
+from llmcore.proxy import Proxy
+
+RULES = "Answer from the house rules, briefly. " * 200
+MODEL = "gpt-5"
+
+
+@pytest.fixture(scope="module")
+def emulator() -> Iterator[Emulator]:
+    with Emulator() as emu:
+        yield emu
+
+
+def _chain(client: openai.OpenAI, plant: bool) -> list[str]:
+    """Four requests, each after the first continuing the previous response (one streamed)."""
+    first = client.responses.create(model=MODEL, instructions=RULES, input="What is rule one?")
+    second = client.responses.create(
+        model=MODEL, instructions=RULES, input="And rule two?", previous_response_id=first.id
+    )
+    with client.responses.stream(
+        model=MODEL, instructions=RULES, input="Rule three?", previous_response_id=second.id
+    ) as events:
+        third = events.get_final_response()
+    rules = RULES.replace("briefly", "at length") if plant else RULES
+    fourth = client.responses.create(
+        model=MODEL, instructions=rules, input="Thanks.", previous_response_id=third.id
+    )
+    return [first.id, second.id, third.id, fourth.id]
+
+
+def _verdicts(observations: list[Observation]) -> list[tuple[int, int, str, str | None]]:
+    return [(o.number, o.conversation, o.record.verdict.value, o.record.path) for o in observations]
+
+
+@pytest.mark.parametrize("plant", [False, True], ids=["clean", "planted"])
+def test_a_chain_is_one_conversation_for_proxy_record_and_hook(
+    emulator: Emulator, tmp_path: Path, plant: bool
+) -> None:
+    record = tmp_path / "record.jsonl"
+    seen: list[Observation] = []
+    hooked: list[Observation] = []
+    hook_audit = LiveAudit()
+    with Proxy(emulator.base_url, record=record, observer=seen.append) as proxy:
+        http = watch(httpx2.Client(), on_break=hooked.append, audit=hook_audit)
+        client = openai.OpenAI(base_url=proxy.base_url + "/v1", api_key="sk-x", http_client=http)
+        ids = _chain(client, plant)
+        client.close()
+    expected = [(0, 0, "new", None), (1, 0, "continuation", "input[0]")]
+    expected.append((2, 0, "continuation", "input[0]"))
+    expected.append(
+        (3, 0, "break", "instructions") if plant else (3, 0, "continuation", "input[0]")
+    )
+    assert _verdicts(seen) == expected
+    assert [(o.number, o.record.path) for o in hooked] == (
+        [(3, "instructions")] if plant else []
+    )  # the hook saw the same requests, before they were sent
+    for rows in (proxy.audit.rows(), hook_audit.rows()):
+        assert [(r.conversation, r.requests, r.break_count) for r in rows] == [(0, 4, int(plant))]
+    lines = [json.loads(line) for line in record.read_text().splitlines()]
+    assert [line.get("response_id") for line in lines] == ids
+    assert len({line["conversation"] for line in lines}) == 1
+    report = audit_paths([record])
+    assert [(r.index, r.conversation, r.verdict.value, r.path) for r in report.requests] == [
+        (n, 0, verdict, path) for n, _, verdict, path in expected
+    ]
+
+
+def test_the_emulators_own_record_names_the_responses(tmp_path: Path) -> None:
+    own = tmp_path / "emulator.jsonl"
+    with Emulator(record=own) as emu, openai.OpenAI(base_url=emu.openai_base_url, api_key="k") as c:
+        ids = _chain(c, plant=True)
+    lines = [json.loads(line) for line in own.read_text().splitlines()]
+    assert [line.get("response_id") for line in lines] == ids
+    assert [(r.conversation, r.verdict.value) for r in audit_paths([own]).requests] == [
+        (0, "new"),
+        (0, "continuation"),
+        (0, "continuation"),
+        (0, "break"),
+    ]
+
+
+def test_a_chain_survives_the_audits_rebuild() -> None:
+    audit = LiveAudit(max_conversations=1)  # rebuilt every 4 requests
+    body = b'{"model":"gpt-5","instructions":"R","input":"q0"}'
+    previous = audit.observe(body, path="/v1/responses")
+    audit.answered(previous, 200, None, "resp_0")
+    for n in range(1, 9):
+        body = (
+            b'{"model":"gpt-5","instructions":"R","input":"q%d","previous_response_id":"resp_%d"}'
+        )
+        observation = audit.observe(body % (n, n - 1), path="/v1/responses")
+        assert (observation.conversation, observation.record.verdict.value) == (
+            0,
+            "continuation",
+        ), n
+        audit.answered(observation, 200, None, f"resp_{n}")
+    assert [(r.conversation, r.requests) for r in audit.rows()] == [(0, 9)]
+
+
+def test_an_unknown_response_id_starts_its_own_conversation(tmp_path: Path) -> None:
+    audit = LiveAudit()
+    first = audit.observe(b'{"model":"gpt-5","input":"a"}', path="/v1/responses")
+    audit.answered(first, 200, None, "resp_a")
+    body = b'{"model":"gpt-5","input":"b","previous_response_id":"resp_other"}'
+    other = audit.observe(body, path="/v1/responses")
+    assert (other.conversation, other.record.verdict.value) == (1, "new")
+    failed = audit.observe(b'{"model":"gpt-5","input":"c"}', path="/v1/responses")
+    audit.answered(failed, 500, None, "resp_c")  # an error answer names nothing
+    body = b'{"model":"gpt-5","input":"d","previous_response_id":"resp_c"}'
+    assert audit.observe(body, path="/v1/responses").conversation == 3
+    writer = RecordWriter(tmp_path / "r.jsonl")
+    writer.write(first, 200, None)
+    writer.close()
+    assert "response_id" not in json.loads((tmp_path / "r.jsonl").read_text())
+
+
+def test_the_tap_reads_a_responses_id_from_json_and_from_the_stream() -> None:
+    tap = UsageTap("application/json")
+    tap.feed(b'{"id": "resp_1", "object": "response", "usage": {"input_tokens": 3}}')
+    assert tap.finish() == {"input_tokens": 3} and tap.response_id == "resp_1"
+    chat = UsageTap("application/json")
+    chat.feed(b'{"id": "chatcmpl-1", "object": "chat.completion", "usage": {}}')
+    assert chat.finish() == {} and chat.response_id is None
+    stream = UsageTap("text/event-stream")
+    created = b'{"type":"response.created","response":{"id":"resp_9","object":"response"}}'
+    stream.feed(b"event: response.created\ndata: " + created[:30])
+    stream.feed(created[30:] + b"\n\n")
+    assert stream.response_id == "resp_9"  # known from the first event, before the end
+    assert stream.finish() is None

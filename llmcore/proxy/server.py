@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-import httpcore
 import httpx
 
 from llmcore import jsonbytes
@@ -37,7 +36,7 @@ from llmcore.audit.live import LiveAudit, Observation, RecordWriter, is_model_pa
 from llmcore.audit.report import AuditInputError
 from llmcore.audit.tap import UsageTap
 from llmcore.errors import UserError
-from llmcore.proxy.upstream import FAILURES, TIMEOUTS, connection_pool, url
+from llmcore.proxy.upstream import Answer, Upstream, UpstreamError
 from llmcore.proxy.worker import AuditWorker
 
 __all__ = ["HOP_BY_HOP", "LOG", "Proxy", "ProxyError", "build_app"]
@@ -86,19 +85,12 @@ class _State:
         timeout: httpx.Timeout,
     ) -> None:
         self.upstream = upstream.rstrip("/")
-        self.url = httpx.URL(self.upstream)
         self.audit = audit
         self.record = record
         self.provider = provider
         self.observer = observer
-        self.extensions = {"timeout": timeout.as_dict()}
-        self.pool: httpcore.AsyncConnectionPool | None = None
+        self.pool = Upstream(upstream, timeout)
         self.worker = AuditWorker(self.audited)
-
-    def http(self) -> httpcore.AsyncConnectionPool:
-        if self.pool is None:  # made in the server's event loop, on the first request
-            self.pool = connection_pool()
-        return self.pool
 
     def audited(self, body: bytes, path: str, status: int, tap: UsageTap | None) -> None:
         """Audit one request and count its answer (in the audit thread); log what is unread."""
@@ -126,9 +118,9 @@ def _headers(raw: list[tuple[bytes, bytes]], also: frozenset[bytes]) -> list[tup
     return [(n, v) for n, v in raw if (low := n.lower()) not in also and low not in named]
 
 
-def _request_headers(state: _State, raw: list[tuple[bytes, bytes]], body: bytes) -> list[Any]:
-    """The client's headers to send upstream: ``Host`` the upstream's, the body's length."""
-    headers: list[Any] = [(b"host", state.url.netloc), *_headers(raw, _NOT_FORWARDED)]
+def _request_headers(raw: list[tuple[bytes, bytes]], body: bytes) -> list[tuple[bytes, bytes]]:
+    """The client's headers to send upstream (:data:`_NOT_FORWARDED` aside), the body's length."""
+    headers = _headers(raw, _NOT_FORWARDED)
     if body or any(name.lower() == b"content-length" for name, _ in raw):
         headers.append((b"content-length", b"%d" % len(body)))
     return headers
@@ -184,9 +176,7 @@ async def _lifespan(state: _State, receive: Any, send: Any) -> None:
         if message["type"] == "lifespan.startup":
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
-            if state.pool is not None:
-                await state.pool.aclose()
-                state.pool = None
+            state.pool.close()
             await send({"type": "lifespan.shutdown.complete"})
             return
 
@@ -201,56 +191,47 @@ async def _forward(
     target = scope.get("raw_path") or scope["path"].encode()
     if query := scope.get("query_string", b""):
         target += b"?" + query
-    request = httpcore.Request(
-        scope["method"],
-        url(state.url, target),
-        headers=_request_headers(state, scope["headers"], body),
-        content=body,
-        extensions=state.extensions,
-    )
+    headers = _request_headers(scope["headers"], body)
     try:
-        response = await state.http().handle_async_request(request)
-    except FAILURES as exc:
-        status = 504 if isinstance(exc, TIMEOUTS) else 502
-        await _upstream_failed(state, scope, send, status, exc)
+        answer = await state.pool.send(scope["method"], target, headers, body)
+    except UpstreamError as exc:
+        await _upstream_failed(state, scope, send, 504 if exc.timeout else 502, exc)
         return 0, None
-    headers = dict((k.lower(), v) for k, v in response.headers)
-    tap = UsageTap(_text(headers.get(b"content-type")), _text(headers.get(b"content-encoding")))
+    named = {k.lower(): v for k, v in answer.headers}
+    tap = UsageTap(_text(named.get(b"content-type")), _text(named.get(b"content-encoding")))
     try:
         await send(
             {
                 "type": "http.response.start",
-                "status": response.status,
-                "headers": _headers(response.headers, HOP_BY_HOP),
+                "status": answer.status,
+                "headers": _headers(answer.headers, HOP_BY_HOP),
             }
         )
-        async for chunk in _chunks(state, scope, response):
+        async for chunk in _chunks(state, scope, answer):
             tap.feed(chunk)
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
     finally:
-        await response.aclose()
-    return response.status, tap
+        answer.close_unless_kept()
+    return answer.status, tap
 
 
 def _text(value: bytes | None) -> str | None:
     return None if value is None else value.decode("latin-1")
 
 
-async def _chunks(
-    state: _State, scope: dict[str, Any], response: httpcore.Response
-) -> AsyncIterator[bytes]:
+async def _chunks(state: _State, scope: dict[str, Any], answer: Answer) -> AsyncIterator[bytes]:
     """The upstream body's chunks as received; a failure mid-body ends it (one log line)."""
     try:
-        async for chunk in response.aiter_stream():
+        async for chunk in answer.chunks(state.pool.read_timeout):
             yield chunk
-    except FAILURES as exc:
+    except UpstreamError as exc:
         LOG.warning(
             "llmcore proxy: upstream %s failed mid-answer (%s %s): %s",
             urlsplit(state.upstream).netloc,
             scope["method"],
             scope["path"],
-            type(exc).__name__,
+            exc,
         )
 
 
@@ -264,12 +245,11 @@ async def _upstream_failed(
     where = urlsplit(state.upstream).netloc
     what = "timed out" if status == 504 else "unreachable"
     LOG.warning(
-        "llmcore proxy: upstream %s %s (%s %s): %s: %s",
+        "llmcore proxy: upstream %s %s (%s %s): %s",
         where,
         what,
         scope["method"],
         scope["path"],
-        type(exc).__name__,
         str(exc) or "no detail",
     )
     payload = _error(scope["path"], status, f"llmcore proxy: upstream {where} {what}")

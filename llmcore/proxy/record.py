@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from llmcore.audit.live import LiveAudit, RecordWriter, is_model_path
-from llmcore.audit.report import AuditInputError
 from llmcore.audit.tap import UsageTap
-from llmcore.proxy.worker import AuditWorker
+from llmcore.proxy.worker import AuditJob, AuditWorker
 
 __all__ = ["Recording"]
 
@@ -41,7 +40,9 @@ class Recording:
         self.audit = LiveAudit()
         """The audit giving each line its conversation."""
         self.writer = RecordWriter(path)
-        self._worker = AuditWorker(self._write, name="llmcore-record")
+        self._worker = AuditWorker(
+            AuditJob(self.audit, self.writer, log_unread=False), name="llmcore-record"
+        )
 
     async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
         """Serve one ASGI scope; a model request's line is written once it is answered."""
@@ -72,15 +73,6 @@ class Recording:
             await self.app(scope, receiving, sending)
         finally:
             self._worker.put(b"".join(parts), scope["path"], answer["status"], answer["tap"])
-
-    def _write(self, body: bytes, path: str, status: int, tap: UsageTap | None) -> None:
-        try:
-            observation = self.audit.observe(body, path=path)
-        except AuditInputError:
-            return  # a body the auditor cannot read (the emulator refused it too)
-        usage, named = (tap.finish(), tap.response_id) if tap is not None else (None, None)
-        self.audit.answered(observation, status, usage, named)
-        self.writer.write(observation, status, usage, named)
 
     def close(self) -> None:
         """Write the lines of every request answered, then close the record file."""

@@ -33,11 +33,10 @@ import httpx
 from llmcore import jsonbytes
 from llmcore._served import Served, StartStop
 from llmcore.audit.live import LiveAudit, Observation, RecordWriter, is_model_path
-from llmcore.audit.report import AuditInputError
 from llmcore.audit.tap import UsageTap
 from llmcore.errors import UserError
 from llmcore.proxy.upstream import Answer, Upstream, UpstreamError
-from llmcore.proxy.worker import AuditWorker
+from llmcore.proxy.worker import AuditJob, AuditWorker
 
 __all__ = ["HOP_BY_HOP", "LOG", "Proxy", "ProxyError", "build_app"]
 
@@ -73,7 +72,7 @@ Observer = Callable[[Observation], object]
 
 
 class _State:
-    """What the app shares between requests: the upstream, the audit, the record, the pool."""
+    """What the app shares between requests: the upstream's connections and the audit thread."""
 
     def __init__(
         self,
@@ -85,26 +84,9 @@ class _State:
         timeout: httpx.Timeout,
     ) -> None:
         self.upstream = upstream.rstrip("/")
-        self.audit = audit
-        self.record = record
-        self.provider = provider
-        self.observer = observer
         self.pool = Upstream(upstream, timeout)
-        self.worker = AuditWorker(self.audited)
-
-    def audited(self, body: bytes, path: str, status: int, tap: UsageTap | None) -> None:
-        """Audit one request and count its answer (in the audit thread); log what is unread."""
-        try:
-            observation = self.audit.observe(body, path=path, provider=self.provider)
-        except AuditInputError as exc:
-            LOG.warning("llmcore proxy: not audited (%s): %s", path, exc.message)
-            return
-        if self.observer is not None:
-            self.observer(observation)
-        usage, named = (tap.finish(), tap.response_id) if tap is not None else (None, None)
-        self.audit.answered(observation, status, usage, named)
-        if self.record is not None:
-            self.record.write(observation, status, usage, named)
+        job = AuditJob(audit, record, provider=provider, observer=observer)
+        self.worker = AuditWorker(job)
 
 
 def _headers(raw: list[tuple[bytes, bytes]], also: frozenset[bytes]) -> list[tuple[bytes, bytes]]:

@@ -8,6 +8,9 @@ place (its memory stays bounded; the requests are slowed, never dropped).
 :meth:`AuditWorker.drain` runs what is queued and stops the thread, so the figures read after
 a server stops count every request.
 
+:class:`AuditJob` is what the thread does for each request: audit it, tell the observer, count
+its answer's usage and id, write its line of the record.
+
 Leaves out: the audit itself (:mod:`llmcore.audit.live`).
 """
 
@@ -19,7 +22,11 @@ import threading
 from collections.abc import Callable
 from typing import Any, Final
 
-__all__ = ["MAX_WAITING", "AuditWorker"]
+from llmcore.audit.live import LiveAudit, Observation, RecordWriter
+from llmcore.audit.report import AuditInputError
+from llmcore.audit.tap import UsageTap
+
+__all__ = ["MAX_WAITING", "AuditJob", "AuditWorker"]
 
 MAX_WAITING: Final = 256
 """Requests queued at most for the audit thread."""
@@ -63,3 +70,43 @@ class AuditWorker:
                 self._queue.put(None)
                 self._thread.join()
                 self._thread = None
+
+
+class AuditJob:
+    """Audits one answered request, counts its answer and writes its record line.
+
+    Args:
+        audit: The live audit to add to.
+        record: The record to write to, or ``None``.
+        provider: The upstream's provider name when its path alone does not say it.
+        observer: Called with each request as audited (before its answer is counted).
+        log_unread: Log one line (WARNING) for a body the auditor cannot read; else skip it
+            silently (the emulator refused such a body itself).
+    """
+
+    def __init__(
+        self,
+        audit: LiveAudit,
+        record: RecordWriter | None = None,
+        *,
+        provider: str | None = None,
+        observer: Callable[[Observation], object] | None = None,
+        log_unread: bool = True,
+    ) -> None:
+        self.audit, self.record, self.provider = audit, record, provider
+        self.observer, self.log_unread = observer, log_unread
+
+    def __call__(self, body: bytes, path: str, status: int, tap: UsageTap | None) -> None:
+        """Run for one request: its body, path, the answer's status (0: none) and tap."""
+        try:
+            observation = self.audit.observe(body, path=path, provider=self.provider)
+        except AuditInputError as exc:
+            if self.log_unread:
+                LOG.warning("llmcore proxy: not audited (%s): %s", path, exc.message)
+            return
+        if self.observer is not None:
+            self.observer(observation)
+        usage, named = (tap.finish(), tap.response_id) if tap is not None else (None, None)
+        self.audit.answered(observation, status, usage, named)
+        if self.record is not None:
+            self.record.write(observation, status, usage, named)

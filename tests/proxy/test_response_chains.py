@@ -9,7 +9,6 @@ over the record joins the chain as it does for a cassette's recorded ids.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx2
@@ -24,12 +23,6 @@ from llmcore.proxy import Proxy
 
 RULES = "Answer from the house rules, briefly. " * 200
 MODEL = "gpt-5"
-
-
-@pytest.fixture(scope="module")
-def emulator() -> Iterator[Emulator]:
-    with Emulator() as emu:
-        yield emu
 
 
 def _chain(client: openai.OpenAI, plant: bool) -> list[str]:

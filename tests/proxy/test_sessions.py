@@ -8,7 +8,6 @@ record audits to the proxy's own verdicts; the recorded hit rate is what the SDK
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +23,6 @@ from llmcore.proxy import Proxy
 KEY = "sk-ant-SECRET-4f1c9e"
 SYSTEM = "You are a careful assistant who answers in one line. " * 300
 MODEL = "claude-sonnet-4-6"
-
-
-@pytest.fixture(scope="module")
-def emulator() -> Iterator[Emulator]:
-    with Emulator() as emu:
-        yield emu
 
 
 def _system(text: str) -> list[dict[str, Any]]:

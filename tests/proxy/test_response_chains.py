@@ -8,13 +8,17 @@ over the record joins the chain as it does for a cassette's recorded ids.
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
 import httpx2
 import openai
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from llmcore import jsonbytes
 from llmcore.audit import LiveAudit, Observation, audit_paths, watch
 from llmcore.audit.live import RecordWriter
 from llmcore.audit.tap import UsageTap
@@ -141,3 +145,66 @@ def test_the_tap_reads_a_responses_id_from_json_and_from_the_stream() -> None:
     stream.feed(created[30:] + b"\n\n")
     assert stream.response_id == "resp_9"  # known from the first event, before the end
     assert stream.finish() is None
+
+
+RESPONSES_SSE = (
+    b"event: response.created\n"
+    b'data: {"type":"response.created","response":{"id":"resp_7","object":"response",'
+    b'"usage":null}}\n\n'
+    b"event: response.output_text.delta\n"
+    b'data: {"type":"response.output_text.delta","delta":"hi"}\n\n'
+    b"event: response.completed\n"
+    b'data: {"type":"response.completed","response":{"id":"resp_7","object":"response",'
+    b'"usage":{"input_tokens":5,"output_tokens":1}}}\n\n'
+)
+
+
+@settings(max_examples=50)
+@given(st.lists(st.integers(min_value=1, max_value=len(RESPONSES_SSE) - 1), max_size=10))
+def test_the_response_id_read_from_a_stream_does_not_depend_on_its_chunking(
+    cuts: list[int],
+) -> None:
+    tap = UsageTap("text/event-stream")
+    edges = [0, *sorted(set(cuts)), len(RESPONSES_SSE)]
+    for start, end in itertools.pairwise(edges):
+        tap.feed(RESPONSES_SSE[start:end])
+    assert tap.finish() == {"input_tokens": 5, "output_tokens": 1}
+    assert tap.response_id == "resp_7"
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    length=st.integers(min_value=1, max_value=8),
+    starts=st.lists(st.booleans(), min_size=8, max_size=8),
+)
+def test_every_chain_is_one_conversation_live_and_in_its_record(
+    tmp_path_factory: pytest.TempPathFactory, length: int, starts: list[bool]
+) -> None:
+    """Chains of any length, interleaved with fresh requests: one conversation per chain."""
+    path = tmp_path_factory.mktemp("chains") / "record.jsonl"
+    audit, writer = LiveAudit(), RecordWriter(path)
+    chain: list[int] = []
+    previous: str | None = None
+    for n in range(length):
+        if starts[n]:  # a fresh request of its own between the chain's links
+            fresh = audit.observe(b'{"model":"gpt-5","input":"fresh %d"}' % n, path="/v1/responses")
+            audit.answered(fresh, 200, None, f"resp_fresh_{n}")
+            writer.write(fresh, 200, None, f"resp_fresh_{n}")
+        body = {"model": "gpt-5", "instructions": "R", "input": f"q{n}"}
+        if previous is not None:
+            body["previous_response_id"] = previous
+        link = audit.observe(jsonbytes.dumps(body), path="/v1/responses")
+        previous = f"resp_{n}"
+        audit.answered(link, 200, None, previous)
+        writer.write(link, 200, None, previous)
+        chain.append(link.conversation)
+    writer.close()
+    assert len(set(chain)) == 1
+    recorded = audit_paths([path]).requests
+    by_line = {r.index: r.conversation for r in recorded}
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    chain_lines = [i for i, line in enumerate(lines) if "instructions" in line["body"]]
+    assert len({by_line[i] for i in chain_lines}) == 1
+    assert [recorded[i].verdict.value for i in chain_lines] == ["new"] + ["continuation"] * (
+        length - 1
+    )

@@ -9,11 +9,14 @@ proxy: requests per second. Last, the live audit's memory (tracemalloc) after 1,
 10,000 conversations, each a different 1 KB first message: bounded by ``max_conversations``
 (1,000), the second figure is about the first. Writes ``results/bench_proxy.json``.
 
-``--before DIR`` runs a second proxy from another checkout's source (``PYTHONPATH=DIR``), in
-the same rounds: the columns ``before`` beside the proxy of this tree, for a change's effect.
+``--instant`` puts an upstream that answers at once in the emulator's place: what is left is
+the proxy's own cost (streamed cases are then plain JSON too; writes
+``results/bench_proxy_instant.json``). ``--before DIR`` runs a second proxy from another
+checkout's source (``PYTHONPATH=DIR``) in the same rounds: the columns ``before`` beside the
+proxy of this tree, for a change's effect.
 
 Run: ``python benchmarks/bench_proxy.py [--requests 200] [--clients 4] [--seconds 3]
-[--before DIR]``.
+[--before DIR] [--instant]``.
 """
 
 from __future__ import annotations
@@ -42,6 +45,26 @@ EMULATOR = (
     "import sys; from llmcore.cli.emulate import emulate_command; "
     "sys.exit(emulate_command(0, None))"
 )
+INSTANT = """
+import socket, uvicorn
+ANSWER = b'{"object": "chat.completion", "usage": {"prompt_tokens": 10, "completion_tokens": 1}}'
+async def app(scope, receive, send):
+    if scope["type"] != "http":
+        return
+    while (await receive()).get("more_body"):
+        pass
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(ANSWER))]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": ANSWER})
+sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+sock.bind(("127.0.0.1", 0))
+sock.listen(512)
+print(f"anthropic base URL http://127.0.0.1:{sock.getsockname()[1]} ", flush=True)
+config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", ws="none")
+uvicorn.Server(config).run(sockets=[sock])
+"""
+"""``--instant``: an upstream that answers every request at once with a fixed JSON body, so
+the added latency is the proxy's own (the emulator's work, and its spread, left out)."""
 
 
 def start(
@@ -158,10 +181,11 @@ def memory() -> dict[str, float]:
     return out
 
 
-def table(rows: list[dict[str, Any]], names: list[str], requests: int) -> Table:
+def table(rows: list[dict[str, Any]], names: list[str], requests: int, instant: bool) -> Table:
     """Direct p50/p99, then each proxy's p50/p99 and the p50/p99 it adds."""
+    upstream = "an instant upstream" if instant else "the emulator"
     out = Table(
-        title=f"llmcore proxy vs direct to the emulator ({requests} requests each, interleaved)"
+        title=f"llmcore proxy vs direct to {upstream} ({requests} requests each, interleaved)"
     )
     columns = ["body", "stream", "direct p50 ms", "direct p99 ms"]
     for name in names:
@@ -184,8 +208,10 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--before", type=Path, help="another checkout: its proxy beside this one")
+    parser.add_argument("--instant", action="store_true", help="an upstream that answers at once")
     args = parser.parse_args()
-    emulator, direct = start([sys.executable, "-c", EMULATOR], "anthropic base URL ", "stdout")
+    upstream = INSTANT if args.instant else EMULATOR
+    emulator, direct = start([sys.executable, "-c", upstream], "anthropic base URL ", "stdout")
     command = [sys.executable, "-m", "llmcore", "proxy", "--upstream", direct]
     procs = {"proxy": start(command, "listening: ", "stderr")}
     if args.before is not None:
@@ -202,7 +228,7 @@ def main() -> None:
         emulator.wait()
     mem = memory()
     console = Console(width=200)
-    console.print(table(rows, list(procs), args.requests))
+    console.print(table(rows, list(procs), args.requests, args.instant))
     shown = ", ".join(
         f"{name} {rate:.0f} req/s ({rate / rates['direct']:.0%})" for name, rate in rates.items()
     )
@@ -212,7 +238,7 @@ def main() -> None:
         f" {mem['after_10000_MB']:.1f} MB after 10,000 "
         f"(peak {mem['peak_MB']:.1f} MB; {mem['conversations_kept']:.0f} kept)"
     )
-    out = ROOT / "results" / "bench_proxy.json"
+    out = ROOT / "results" / ("bench_proxy_instant.json" if args.instant else "bench_proxy.json")
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps({"latency": rows, "throughput": rates, "memory": mem}, indent=2))
 

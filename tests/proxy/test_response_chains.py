@@ -12,18 +12,17 @@ import itertools
 import json
 from pathlib import Path
 
-import httpx2
 import openai
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmcore import jsonbytes
-from llmcore.audit import LiveAudit, Observation, audit_paths, watch
+from llmcore.audit import LiveAudit, Observation, audit_paths
 from llmcore.audit.live import RecordWriter
 from llmcore.audit.tap import UsageTap
 from llmcore.emulator import Emulator
-from llmcore.proxy import Proxy
+from tests.proxy.helpers import watched
 
 RULES = "Answer from the house rules, briefly. " * 200
 MODEL = "gpt-5"
@@ -54,15 +53,12 @@ def _verdicts(observations: list[Observation]) -> list[tuple[int, int, str, str 
 def test_a_chain_is_one_conversation_for_proxy_record_and_hook(
     emulator: Emulator, tmp_path: Path, plant: bool
 ) -> None:
-    record = tmp_path / "record.jsonl"
-    seen: list[Observation] = []
-    hooked: list[Observation] = []
-    hook_audit = LiveAudit()
-    with Proxy(emulator.base_url, record=record, observer=seen.append) as proxy:
-        http = watch(httpx2.Client(), on_break=hooked.append, audit=hook_audit)
-        client = openai.OpenAI(base_url=proxy.base_url + "/v1", api_key="sk-x", http_client=http)
+    with watched(emulator, tmp_path) as w:
+        client = openai.OpenAI(
+            base_url=w.proxy.base_url + "/v1", api_key="sk-x", http_client=w.http
+        )
         ids = _chain(client, plant)
-        client.close()
+    seen, hooked, hook_audit, proxy, record = w.seen, w.hooked, w.hook_audit, w.proxy, w.record
     expected = [(0, 0, "new", None), (1, 0, "continuation", "input[0]")]
     expected.append((2, 0, "continuation", "input[0]"))
     expected.append(

@@ -157,3 +157,27 @@ def test_an_answer_cut_mid_body_ends_the_clients_answer_with_one_line(
     assert response.status_code == 200 and got == b"data: one\n\n"
     lines = [r.getMessage() for r in caplog.records if r.name == "llmcore.proxy"]
     assert len(lines) == 1 and "failed mid-answer" in lines[0]
+
+
+def test_a_tls_handshake_that_fails_is_a_502(caplog: pytest.LogCaptureFixture) -> None:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(1)
+
+    def plain() -> None:  # answers the TLS hello in plain HTTP, then closes
+        conn, _ = sock.accept()
+        with conn:
+            conn.sendall(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n")
+
+    thread = threading.Thread(target=plain, daemon=True)
+    thread.start()
+    upstream = f"https://127.0.0.1:{sock.getsockname()[1]}"
+    try:
+        with Proxy(upstream) as proxy, caplog.at_level(logging.WARNING, "llmcore.proxy"):
+            response = httpx.post(proxy.base_url + "/v1/messages", content=b"{}")
+    finally:
+        thread.join(timeout=10)
+        sock.close()
+    assert response.status_code == 502 and response.json()["type"] == "error"
+    lines = [r.getMessage() for r in caplog.records if r.name == "llmcore.proxy"]
+    assert len(lines) == 1 and "unreachable" in lines[0] and "SSL" in lines[0]

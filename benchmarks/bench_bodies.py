@@ -73,7 +73,9 @@ from llmcore.request import Params, Request, Tool
 TURNS = (10, 50, 200, 1000)
 SDK_MAX_TURNS = 200
 PAIRS = 5
-MODELS = {"anthropic": "claude-sonnet-4-5", "openai-chat": "gpt-4o"}
+MODELS = {"anthropic": "claude-sonnet-4-5", "openai-chat": "gpt-4o", "openai-responses": "gpt-4o"}
+SDK_PROVIDERS = ("anthropic", "openai-chat")
+"""The providers with an SDK column (Responses has no SDK row: its peers are in bench_peers)."""
 RESULTS = Path(__file__).resolve().parent.parent / "results" / "bench_bodies.json"
 
 ANTHROPIC_RESPONSE = {
@@ -291,7 +293,7 @@ def measure(
     result["cold_over_orjson"] = statistics.median(
         c / o for c, o in zip(columns["llmcore_cold_ms"], columns["orjson_ms"], strict=True)
     )
-    if sdk and turns <= SDK_MAX_TURNS:
+    if sdk and turns <= SDK_MAX_TURNS and provider in SDK_PROVIDERS:
         send = sdk_sender(provider)
         send(shaped)  # warm up the client
         result["sdk_ms"] = median_ms(lambda: send(shaped), reps)
@@ -339,6 +341,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=int(os.environ.get("BENCH_REPS", "15")))
     parser.add_argument("--turns", default=",".join(str(n) for n in TURNS))
     parser.add_argument("--no-sdk", action="store_true", help="leave the SDK column out")
+    parser.add_argument("--providers", default=",".join(MODELS), help="comma-separated")
     parser.add_argument(
         "--cold-caches",
         action="store_true",
@@ -348,7 +351,8 @@ def main() -> None:
     warnings.simplefilter("ignore", DeprecationWarning)  # the SDK warns about model names
     turns_list = [int(n) for n in args.turns.split(",")]
     rows = []
-    for provider in MODELS:
+    load = os.getloadavg()
+    for provider in args.providers.split(","):
         for turns in turns_list:
             result = measure(provider, turns, args.reps, not args.no_sdk, args.cold_caches)
             rows.append({"provider": provider, "turns": turns, **result})
@@ -367,6 +371,7 @@ def main() -> None:
     for row in rows:
         table.add_row(*table_row(row))
     Console(width=200).print(table)
+    print("load average (1, 5, 15 min) at start: {:.2f} {:.2f} {:.2f}".format(*load))
     for row in rows:
         if "incremental_over_turn_200" in row:
             print(
@@ -383,7 +388,7 @@ def main() -> None:
         "openai": openai.__version__,
         "orjson": orjson.__version__,
         "cpus": os.cpu_count(),
-        "load_average": os.getloadavg(),
+        "load_average": load,
     }
     results.write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n", encoding="utf-8")
 

@@ -2,4 +2,5 @@
 
 from llmcore.cli import main
 
-main()
+if __name__ == "__main__":  # not when a worker process of `llmcore audit --jobs` starts
+    main()

@@ -27,6 +27,7 @@ body is built; an empty message when it is made).
 from __future__ import annotations
 
 import contextlib
+import operator
 import os
 import re
 import warnings
@@ -46,6 +47,7 @@ __all__ = [
     "is_strict",
     "report",
     "strict",
+    "UnpairedScan",
     "unpaired",
 ]
 
@@ -157,18 +159,41 @@ def unpaired(messages: Sequence[Message]) -> list[tuple[str, str]]:
     A call is unpaired with no result before the next assistant message (or the end of
     ``messages``); a result, when it answers no open call.
     """
-    out: list[tuple[str, str]] = []
-    open_calls: dict[str, int] = {}
-    for index, message in enumerate(messages):
-        if message.role == "assistant":
-            out.extend(_unanswered(open_calls))
-            open_calls = {p.id: index for p in message.content if isinstance(p, ToolCall)}
-        for part in message.content:
-            if isinstance(part, ToolResult) and open_calls.pop(part.call_id, None) is None:
-                problem = f"tool result for {part.call_id!r} answers no open tool call"
-                out.append((f"messages[{index}]", problem))
-    out.extend(_unanswered(open_calls))
-    return out
+    return UnpairedScan()(messages)
+
+
+class UnpairedScan:
+    """:func:`unpaired`, reading only the messages that follow the previous call's as they were.
+
+    A history that grows by a turn is scanned for that turn only: the scan keeps where it
+    stood after the previous call's messages (the findings so far and the open calls), and
+    takes it again when they are the same objects at the start of the new ones.
+    """
+
+    __slots__ = ("_messages", "_open", "_out")
+
+    def __init__(self) -> None:
+        self._messages: Sequence[Message] = ()  # held, so ``is`` below compares live objects
+        self._out: list[tuple[str, str]] = []
+        self._open: dict[str, int] = {}
+
+    def __call__(self, messages: Sequence[Message]) -> list[tuple[str, str]]:
+        """Return :func:`unpaired` of ``messages``."""
+        start = len(self._messages)
+        if len(messages) < start or any(map(operator.is_not, self._messages, messages)):
+            start, self._out, self._open = 0, [], {}
+        out, open_calls = self._out, self._open
+        for index in range(start, len(messages)):
+            message = messages[index]
+            if message.role == "assistant":
+                out.extend(_unanswered(open_calls))
+                open_calls = {p.id: index for p in message.content if isinstance(p, ToolCall)}
+            for part in message.content:
+                if isinstance(part, ToolResult) and open_calls.pop(part.call_id, None) is None:
+                    problem = f"tool result for {part.call_id!r} answers no open tool call"
+                    out.append((f"messages[{index}]", problem))
+        self._messages, self._out, self._open = messages, out, open_calls
+        return out + _unanswered(open_calls)
 
 
 def _unanswered(open_calls: dict[str, int]) -> list[tuple[str, str]]:

@@ -12,6 +12,8 @@ streams)::
     │   ├── UnsupportedContentError  content outside the four cases (documents, server tools, …)
     │   ├── FileRefusedError   a file is not a regular file, too large or hard-linked (also OSError)
     │   ├── UnknownProviderError   no provider is registered under that name
+    │   ├── CloudSetupError        a cloud endpoint lacks its region, project or location
+    │   │   └── MissingCredentialsError  no cloud credentials (AWS chain, Google ADC) were found
     │   └── ProviderRejectsError   strict mode: content providers refuse (llmcore.checks)
     ├── EncodingError              a value cannot be written as JSON (NaN, lone surrogate, …)
     ├── ArchiveError               the conversation archive cannot be read or written
@@ -21,6 +23,7 @@ streams)::
     │       └── ArchiveBusyError   another process held the folder's lock too long
     ├── SessionError               a terminal-agent session (SPEC S1–S6) cannot be used
     │   ├── SessionIdError         a session id does not match ``^[a-f0-9]{12}$`` (no path built)
+    │   ├── SessionNotFoundError   no saved session has the id asked for (names the known ones)
     │   ├── SessionReadError       a session file is corrupt or of a newer schema (kept as it is)
     │   └── SessionWriteError      a session save failed; the file on disk is unchanged
     │       └── SessionConflictError  another process saved the same session since it was read
@@ -39,6 +42,8 @@ so a command-line user sees the file, key path and index (STYLE.md "Errors").
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "APIStatusError",
     "ArchiveBusyError",
@@ -50,11 +55,13 @@ __all__ = [
     "BackendExitError",
     "BackendNotFoundError",
     "BackendStreamError",
+    "CloudSetupError",
     "EncodingError",
     "FileRefusedError",
     "InvalidMessageError",
     "InvalidRequestError",
     "LLMCoreError",
+    "MissingCredentialsError",
     "MissingDependencyError",
     "ProviderError",
     "ProviderRejectsError",
@@ -64,6 +71,7 @@ __all__ = [
     "SessionConflictError",
     "SessionError",
     "SessionIdError",
+    "SessionNotFoundError",
     "SessionReadError",
     "SessionWriteError",
     "TransportError",
@@ -86,6 +94,21 @@ class LLMCoreError(Exception):
         self.message = message
         self.location = location
         super().__init__(f"{location}: {message}" if location else message)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle by state, so an error raised in a worker process arrives whole.
+
+        Its type, message, location and other attributes survive (``llmcore audit --jobs``,
+        a Dask worker).
+        """
+        return (_rebuilt, (type(self), self.args), dict(self.__dict__))
+
+
+def _rebuilt(cls: type[LLMCoreError], args: tuple[Any, ...]) -> LLMCoreError:
+    """An error of type ``cls`` with ``args`` whose ``__init__`` is not run (pickle sets state)."""
+    error = cls.__new__(cls, *args)
+    BaseException.__init__(error, *args)
+    return error
 
 
 class UserError(LLMCoreError):
@@ -162,6 +185,21 @@ class UnknownProviderError(UserError):
     """No provider is registered under the given name."""
 
 
+class CloudSetupError(UserError):
+    """A cloud endpoint (Vertex AI, Bedrock, Azure) cannot be set up: no region, project, etc.
+
+    ``location`` names the parameter or environment variables that were looked at.
+    """
+
+
+class MissingCredentialsError(CloudSetupError):
+    """No cloud credentials were found; the message names the chain that was tried.
+
+    Raised by :mod:`llmcore.cloud.aws` (the AWS credential chain) and
+    :mod:`llmcore.cloud.google` (Application Default Credentials). Never carries a secret.
+    """
+
+
 class ProviderRejectsError(UserError):
     """Under :func:`llmcore.checks.strict`: content the providers refuse or rewrite.
 
@@ -212,6 +250,13 @@ class SessionIdError(SessionError):
     """A session id (from a pointer file or a caller) is not 12 lowercase hex digits (S6).
 
     Raised before any path is built from it; ``location`` is where the id came from.
+    """
+
+
+class SessionNotFoundError(SessionError):
+    """No saved session of the project has the id asked for (``llmcore chat --session ID``).
+
+    The message names the known ids, newest first; ``location`` is the sessions folder.
     """
 
 

@@ -18,6 +18,14 @@ application/json``.
   https://api.openai.com/v1``, ``https://openrouter.ai/api/v1``), so one trailing ``/v1`` is
   dropped before the path is appended, never giving ``/v1/v1/…``. Anthropic's SDK convention
   has no ``/v1`` (``ANTHROPIC_BASE_URL=https://api.anthropic.com``); that value is used as given.
+* **Cloud endpoints** (SPEC P8): ``endpoints`` maps a provider name to a
+  :class:`~llmcore.cloud.base.CloudEndpoint` (:class:`~llmcore.cloud.anthropic.AnthropicVertex`,
+  :class:`~llmcore.cloud.anthropic.AnthropicBedrock`, :class:`~llmcore.cloud.azure.AzureOpenAI`),
+  or lists endpoints, each taking the providers it serves. That provider's bodies then go where
+  the endpoint says, with its headers (a SigV4 signature, a fresh Google token, an Azure key)
+  made again for every attempt; base URLs and API keys do not apply to it. An
+  ``application/vnd.amazon.eventstream`` answer is decoded by
+  :mod:`llmcore.providers._eventstream` and turned into the provider's events by the endpoint.
 * **Timeouts**: connect 10 s, read 600 s, write 60 s by default (:data:`DEFAULT_TIMEOUT`; the
   long read is for long generations — ``llmcore bench --live`` passes 120 s).
 * **Retries** (:class:`RetryPolicy`): statuses 408, 409, 429, 5xx (Anthropic 529
@@ -36,13 +44,14 @@ Tests feed handler functions through ``httpx.MockTransport`` by passing ``client
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import random
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 import anyio
 import httpx
@@ -54,8 +63,13 @@ from llmcore.errors import (
     TransportError,
     UserError,
 )
-from llmcore.providers._sse import SSEReader
+from llmcore.providers._eventstream import CONTENT_TYPE as EVENTSTREAM
+from llmcore.providers._eventstream import EventMessage, EventStreamDecoder
+from llmcore.providers._sse import SSEEvent, SSEReader
 from llmcore.providers.base import ParsedResponse, Provider, StreamParser
+
+if TYPE_CHECKING:
+    from llmcore.cloud.base import CloudEndpoint, WireRequest
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -173,21 +187,55 @@ class RetryPolicy:
         return base * (1.0 - self.jitter * rand)
 
 
-class _Setup:
-    """The URL and headers of one provider's requests (never logged: they hold the key)."""
+def _endpoint_map(
+    endpoints: Mapping[str, CloudEndpoint] | Iterable[CloudEndpoint] | None,
+) -> dict[str, CloudEndpoint]:
+    """Return provider name → endpoint; a list gives each endpoint its ``providers``.
 
-    def __init__(
-        self,
-        provider: Provider,
-        base_urls: Mapping[str, str],
-        api_keys: Mapping[str, str],
-        environ: Mapping[str, str],
-    ) -> None:
+    Raises:
+        UserError: Two listed endpoints serve the same provider.
+    """
+    if endpoints is None:
+        return {}
+    if isinstance(endpoints, Mapping):
+        return dict(endpoints)
+    out: dict[str, CloudEndpoint] = {}
+    for endpoint in endpoints:
+        for name in sorted(endpoint.providers):
+            if name in out:
+                raise UserError(f"two endpoints serve {name}: pass a mapping to choose one")
+            out[name] = endpoint
+    return out
+
+
+def _planner(
+    provider: Provider,
+    body: bytes,
+    stream: bool,
+    endpoint: CloudEndpoint | None,
+    setup: Callable[[], _Setup],
+) -> Callable[[], WireRequest]:
+    """Return what gives each attempt's request: the endpoint's, or the base URL and key's."""
+    if endpoint is not None:
+        return lambda: endpoint.prepare(provider.name, body, stream=stream)
+    from llmcore.cloud.base import WireRequest
+
+    fixed = setup()
+    wire = WireRequest(url=fixed.url, headers=fixed.headers, body=body)
+    return lambda: wire
+
+
+class _Setup:
+    """The URL and headers of one provider's requests (never logged: they hold the key).
+
+    Made once per provider, base URL and key (:class:`_Setups`), the headers normalized by
+    httpx once, so a request costs httpx no parsing of them.
+    """
+
+    def __init__(self, provider: Provider, base: str | None, key: str | None) -> None:
         endpoint = provider.endpoint
         prefix = endpoint.api_key_env.removesuffix("_API_KEY")
-        base = base_urls.get(provider.name) or environ.get(f"{prefix}_BASE_URL")
         self.url = _url(base or endpoint.base_url, endpoint.path, prefix)
-        key = api_keys.get(provider.name) or environ.get(endpoint.api_key_env)
         headers = {"content-type": "application/json", "user-agent": _USER_AGENT}
         headers.update(dict(endpoint.headers))
         if key:
@@ -200,7 +248,50 @@ class _Setup:
                 f"no API key for {provider.name}: set {endpoint.api_key_env}",
                 location=endpoint.api_key_env,
             )
-        self.headers = headers
+        self.headers = httpx.Headers(headers)
+
+
+class _Setups:
+    """Each provider's :class:`_Setup`, made again only when its base URL or key changes.
+
+    The base URL and key are read at every request (``base_urls``/``api_keys``, else the
+    environment), so a changed environment variable takes effect at the next request.
+    """
+
+    def __init__(
+        self, base_urls: Mapping[str, str], api_keys: Mapping[str, str], environ: Mapping[str, str]
+    ) -> None:
+        self._base_urls, self._api_keys, self._environ = base_urls, api_keys, environ
+        self._made: dict[str, tuple[Provider, str | None, str | None, _Setup]] = {}
+
+    def __call__(self, provider: Provider) -> _Setup:
+        """The setup of ``provider``'s requests now.
+
+        Raises:
+            MissingAPIKeyError: No key and no base URL override.
+        """
+        endpoint = provider.endpoint
+        name = provider.name
+        base_env = endpoint.api_key_env.removesuffix("_API_KEY") + "_BASE_URL"
+        base = self._base_urls.get(name) or self._environ.get(base_env)
+        key = self._api_keys.get(name) or self._environ.get(endpoint.api_key_env)
+        made = self._made.get(name)
+        if made is not None and made[0] is provider and made[1] == base and made[2] == key:
+            return made[3]
+        setup = _Setup(provider, base, key)
+        self._made[name] = (provider, base, key, setup)
+        return setup
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed_url(url: str) -> httpx.URL:
+    """``url`` parsed by httpx, once per URL (a request's URL is one of a few)."""
+    return httpx.URL(url)
+
+
+def _wire_headers(headers: Mapping[str, str]) -> httpx.Headers | dict[str, str]:
+    """The headers as httpx takes them: normalized ones as they are, others copied."""
+    return headers if isinstance(headers, httpx.Headers) else dict(headers)
 
 
 def _transport_error(provider: Provider, exc: httpx.HTTPError, url: str) -> TransportError:
@@ -221,9 +312,12 @@ def _cut_error(provider: Provider, exc: httpx.HTTPError, received: int) -> Strea
     )
 
 
-def _is_event_stream(response: httpx.Response) -> bool:
+def _stream_kind(response: httpx.Response) -> str | None:
+    """``"sse"``, ``"aws"`` (an AWS event stream) or ``None`` (a whole body)."""
     content_type: str = response.headers.get("content-type", "")
-    return content_type.startswith("text/event-stream")
+    if content_type.startswith("text/event-stream"):
+        return "sse"
+    return "aws" if content_type.startswith(EVENTSTREAM) else None
 
 
 def _wait(policy: RetryPolicy, attempt: int, error: ProviderError, rand: float) -> float | None:
@@ -251,6 +345,43 @@ class _StreamState:
         return self.parser.finish()
 
 
+class _AWSStreamState:
+    """Feeds an AWS event stream's messages, as events, to the provider's stream parser."""
+
+    def __init__(
+        self, provider: Provider, convert: Callable[[EventMessage], Iterable[SSEEvent]] | None
+    ) -> None:
+        if convert is None:
+            raise ResponseParseError(
+                f"{provider.name}: an AWS event stream answered a request that expects none",
+                provider=provider.name,
+            )
+        self.decoder = EventStreamDecoder(provider.name)
+        self.convert = convert
+        self.parser: StreamParser = provider.stream_parser()
+        self.received = 0
+
+    def feed(self, chunk: bytes) -> None:
+        self.received += len(chunk)
+        for message in self.decoder.feed(chunk):
+            for event in self.convert(message):
+                self.parser.feed(event)
+
+    def finish(self) -> ParsedResponse:
+        self.decoder.close()
+        return self.parser.finish()
+
+
+def _stream_state(
+    provider: Provider, response: httpx.Response, wire: WireRequest
+) -> _StreamState | _AWSStreamState | None:
+    """The reader of a streamed answer, or ``None`` when the answer is read whole."""
+    kind = _stream_kind(response)
+    if response.status_code >= 400 or kind is None:
+        return None
+    return _StreamState(provider) if kind == "sse" else _AWSStreamState(provider, wire.event_stream)
+
+
 class HTTPTransport:
     """The synchronous httpx transport (see the module doc).
 
@@ -264,6 +395,7 @@ class HTTPTransport:
         sleep: Waits between retries (tests pass a recorder).
         rand: Returns the jitter fraction in [0, 1).
         environ: Where keys and base URLs are read (``os.environ`` by default).
+        endpoints: Cloud endpoints by provider name, or a list of them (see the module doc).
     """
 
     def __init__(
@@ -277,15 +409,17 @@ class HTTPTransport:
         sleep: Callable[[float], None] = time.sleep,
         rand: Callable[[], float] = random.random,
         environ: Mapping[str, str] | None = None,
+        endpoints: Mapping[str, CloudEndpoint] | Iterable[CloudEndpoint] | None = None,
     ) -> None:
-        self._base_urls = dict(base_urls or {})
-        self._api_keys = dict(api_keys or {})
+        self._endpoints = _endpoint_map(endpoints)
+        self._setups = _Setups(
+            dict(base_urls or {}), dict(api_keys or {}), os.environ if environ is None else environ
+        )
         self._owns = client is None
         self._client = client if client is not None else httpx.Client(timeout=timeout)
         self._retry = retry or RetryPolicy()
         self._sleep = sleep
         self._rand = rand
-        self._environ = os.environ if environ is None else environ
 
     def close(self) -> None:
         """Close the httpx client if this transport made it."""
@@ -307,11 +441,13 @@ class HTTPTransport:
             APIStatusError: An error status (after the retries for retryable ones).
             ResponseParseError: A body or stream that cannot be parsed.
         """
-        setup = _Setup(provider, self._base_urls, self._api_keys, self._environ)
+        plan = _planner(
+            provider, body, stream, self._endpoints.get(provider.name), self._setup(provider)
+        )
         attempt = 0
         while True:
             try:
-                return self._once(provider, setup, body)
+                return self._once(provider, plan())
             except (TransportError, APIStatusError) as error:
                 wait = _wait(self._retry, attempt, error, self._rand())
                 if wait is None:
@@ -322,26 +458,33 @@ class HTTPTransport:
                 self._sleep(wait)
                 attempt += 1
 
-    def _once(self, provider: Provider, setup: _Setup, body: bytes) -> ParsedResponse:
-        _log.debug("%s: POST %s (%d bytes)", provider.name, setup.url, len(body))
-        request = self._client.build_request("POST", setup.url, content=body, headers=setup.headers)
+    def _setup(self, provider: Provider) -> Callable[[], _Setup]:
+        return lambda: self._setups(provider)
+
+    def _once(self, provider: Provider, wire: WireRequest) -> ParsedResponse:
+        _log.debug("%s: POST %s (%d bytes)", provider.name, wire.url, len(wire.body))
+        request = self._client.build_request(
+            "POST", _parsed_url(wire.url), content=wire.body, headers=_wire_headers(wire.headers)
+        )
         try:
             response = self._client.send(request, stream=True)
         except httpx.HTTPError as exc:
-            raise _transport_error(provider, exc, setup.url) from exc
+            raise _transport_error(provider, exc, wire.url) from exc
         try:
-            return self._read(provider, response)
+            return self._read(provider, response, wire)
         finally:
             response.close()
 
-    def _read(self, provider: Provider, response: httpx.Response) -> ParsedResponse:
-        if response.status_code >= 400 or not _is_event_stream(response):
+    def _read(
+        self, provider: Provider, response: httpx.Response, wire: WireRequest
+    ) -> ParsedResponse:
+        state = _stream_state(provider, response, wire)
+        if state is None:
             try:
                 data = response.read()
             except httpx.HTTPError as exc:
                 raise _cut_error(provider, exc, 0) from exc
-            return _plain(provider, response, data)
-        state = _StreamState(provider)
+            return _plain(provider, response, data, wire)
         chunks: Iterator[bytes] = response.iter_bytes()
         try:
             for chunk in chunks:
@@ -351,12 +494,13 @@ class HTTPTransport:
         return state.finish()
 
 
-def _plain(provider: Provider, response: httpx.Response, data: bytes) -> ParsedResponse:
+def _plain(
+    provider: Provider, response: httpx.Response, data: bytes, wire: WireRequest
+) -> ParsedResponse:
     """Turn a whole (non-stream) response into a parsed response or a typed error."""
     status = response.status_code
-    headers = dict(response.headers)
     if status >= 400 or status < 200:
-        raise provider.parse_error(status, data, headers)
+        raise (wire.error or provider.parse_error)(status, data, dict(response.headers))
     try:
         if data.lstrip().startswith((b"event:", b"data:")):
             state = _StreamState(provider)
@@ -385,15 +529,17 @@ class AsyncHTTPTransport:
         sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
         rand: Callable[[], float] = random.random,
         environ: Mapping[str, str] | None = None,
+        endpoints: Mapping[str, CloudEndpoint] | Iterable[CloudEndpoint] | None = None,
     ) -> None:
-        self._base_urls = dict(base_urls or {})
-        self._api_keys = dict(api_keys or {})
+        self._endpoints = _endpoint_map(endpoints)
+        self._setups = _Setups(
+            dict(base_urls or {}), dict(api_keys or {}), os.environ if environ is None else environ
+        )
         self._owns = client is None
         self._client = client if client is not None else httpx.AsyncClient(timeout=timeout)
         self._retry = retry or RetryPolicy()
         self._sleep = sleep
         self._rand = rand
-        self._environ = os.environ if environ is None else environ
 
     async def aclose(self) -> None:
         """Close the httpx client if this transport made it."""
@@ -410,11 +556,13 @@ class AsyncHTTPTransport:
         self, provider: Provider, body: bytes, *, stream: bool = False
     ) -> ParsedResponse:
         """As :meth:`HTTPTransport.send`."""
-        setup = _Setup(provider, self._base_urls, self._api_keys, self._environ)
+        endpoint = self._endpoints.get(provider.name)
+        plan = _planner(provider, body, stream, endpoint, self._setup(provider))
         attempt = 0
         while True:
             try:
-                return await self._once(provider, setup, body)
+                wire = await anyio.to_thread.run_sync(plan) if endpoint else plan()
+                return await self._once(provider, wire)
             except (TransportError, APIStatusError) as error:
                 wait = _wait(self._retry, attempt, error, self._rand())
                 if wait is None:
@@ -425,26 +573,33 @@ class AsyncHTTPTransport:
                 await self._sleep(wait)
                 attempt += 1
 
-    async def _once(self, provider: Provider, setup: _Setup, body: bytes) -> ParsedResponse:
-        _log.debug("%s: POST %s (%d bytes)", provider.name, setup.url, len(body))
-        request = self._client.build_request("POST", setup.url, content=body, headers=setup.headers)
+    def _setup(self, provider: Provider) -> Callable[[], _Setup]:
+        return lambda: self._setups(provider)
+
+    async def _once(self, provider: Provider, wire: WireRequest) -> ParsedResponse:
+        _log.debug("%s: POST %s (%d bytes)", provider.name, wire.url, len(wire.body))
+        request = self._client.build_request(
+            "POST", _parsed_url(wire.url), content=wire.body, headers=_wire_headers(wire.headers)
+        )
         try:
             response = await self._client.send(request, stream=True)
         except httpx.HTTPError as exc:
-            raise _transport_error(provider, exc, setup.url) from exc
+            raise _transport_error(provider, exc, wire.url) from exc
         try:
-            return await self._read(provider, response)
+            return await self._read(provider, response, wire)
         finally:
             await response.aclose()
 
-    async def _read(self, provider: Provider, response: httpx.Response) -> ParsedResponse:
-        if response.status_code >= 400 or not _is_event_stream(response):
+    async def _read(
+        self, provider: Provider, response: httpx.Response, wire: WireRequest
+    ) -> ParsedResponse:
+        state = _stream_state(provider, response, wire)
+        if state is None:
             try:
                 data = await response.aread()
             except httpx.HTTPError as exc:
                 raise _cut_error(provider, exc, 0) from exc
-            return _plain(provider, response, data)
-        state = _StreamState(provider)
+            return _plain(provider, response, data, wire)
         chunks: AsyncIterator[bytes] = response.aiter_bytes()
         try:
             async for chunk in chunks:

@@ -50,6 +50,18 @@ steps["body help"] = run("body", "--help")
 print(json.dumps(steps))
 """
 
+_BODY_ALONE = (
+    _CHILD.split("request = sys.argv[1]")[0]
+    + """
+request, extra = sys.argv[1:3]
+steps = {"body alone": run("body", request, "--provider", "anthropic")}
+steps["body with extra"] = run("body", "-p", "anthropic", extra)
+print(json.dumps(steps))
+"""
+)
+"""``llmcore body`` as its own process, as a shell runs it: the plain form, then one whose
+``params.extra`` could change the body's shape."""
+
 NOT_ON_IMPORT = (
     "llmcore.emulator",
     "llmcore.cli",
@@ -67,6 +79,9 @@ NOT_ON_IMPORT = (
     "pydantic",
     "httpx",
     "yaml",
+    "botocore",
+    "boto3",
+    "google",
 )
 NOT_ON_VERSION = ("typer", "click", "rich", "pydantic", "llmcore.cli._app")
 """``--version`` alone is answered before the application is built."""
@@ -104,6 +119,17 @@ NOT_ON_BODY = (
 )
 """``body`` sends nothing and saves nothing, builds no pydantic adapter (its values are plain
 text and paths) and of the auditor loads only the shape check."""
+NOT_ON_PLAIN_BODY = (
+    *NOT_ON_BODY,
+    "typer",
+    "click",
+    "rich",
+    "llmcore.cli._app",
+    "llmcore.cli.bodies",
+    "llmcore.audit",
+)
+"""The plain ``llmcore body FILE -p P`` runs without the typer application (its fast path),
+and a request without ``params.extra`` needs no shape check (only ``extra`` can change it)."""
 
 
 @pytest.fixture(scope="module")
@@ -155,8 +181,41 @@ def test_a_commands_help_loads_its_module_but_not_typers_help_renderer(steps) ->
 
 def test_body_loads_the_provider_and_nothing_it_does_not_use(steps) -> None:
     assert "llmcore.providers.anthropic" in steps["body"]  # it built the body
-    assert {"llmcore.cli.bodies", "llmcore.audit._shape"} <= set(steps["body"])  # shape check
+    assert "llmcore.cli._body_run" in steps["body"]
     assert [m for m in NOT_ON_BODY if m in steps["body"]] == []
+
+
+@pytest.fixture(scope="module")
+def body_alone(tmp_path_factory) -> dict[str, list[str]]:
+    folder = tmp_path_factory.mktemp("body-alone")
+    plain, extra = folder / "plain.json", folder / "extra.json"
+    message = '"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]'
+    plain.write_text('{"model": "m", ' + message + "}")
+    extra.write_text('{"model": "m", "params": {"extra": {"input": []}}, ' + message + "}")
+    done = subprocess.run(
+        [sys.executable, "-c", _BODY_ALONE, str(plain), str(extra)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    result = json.loads(done.stdout)
+    assert {step: value["exit"] for step, value in result.items()} == {
+        "body alone": 0,
+        "body with extra": 0,
+    }, done.stderr
+    return {step: value["modules"] for step, value in result.items()}
+
+
+def test_a_plain_body_loads_no_typer_no_rich_and_no_auditor(body_alone) -> None:
+    loaded = body_alone["body alone"]
+    assert {"llmcore.cli._body_run", "llmcore.providers.anthropic"} <= set(loaded)
+    assert [m for m in NOT_ON_PLAIN_BODY if m in loaded] == []
+
+
+def test_a_body_whose_extra_may_change_its_shape_loads_the_shape_check(body_alone) -> None:
+    loaded = body_alone["body with extra"]
+    assert "llmcore.audit._shape" in loaded
+    assert [m for m in ("typer", "rich", "llmcore.cli._app") if m in loaded] == []
 
 
 def test_every_public_name_resolves_to_its_home_module_object() -> None:

@@ -73,7 +73,8 @@ def test_is_json_object(data, expected):
     assert jsonbytes.is_json_object(data) is expected
 
 
-@settings(max_examples=500)
+@pytest.mark.full_count
+@settings(max_examples=examples(full=500, sample=200))
 @given(json_values)
 def test_round_trips_through_the_standard_parser(value):
     out = jsonbytes.dumps(value)
@@ -146,7 +147,8 @@ texts_with_specials = st.lists(
 ).map("".join)
 
 
-@settings(max_examples=1000)
+@pytest.mark.full_count
+@settings(max_examples=examples(full=1000, sample=250))
 @given(
     st.binary(max_size=64) | texts_with_specials.map(lambda t: t.encode("utf-8", "surrogatepass"))
 )
@@ -156,7 +158,7 @@ def test_utf8_bytes_are_written_as_their_decoded_text_is(data):
 
 
 @pytest.mark.full_count
-@settings(max_examples=examples(full=2000, sample=400))
+@settings(max_examples=examples(full=2000, sample=150))
 @given(st.binary(max_size=300))
 def test_plain_utf8_is_copied_as_it_is(data):
     text = base64.b64encode(data)
@@ -175,7 +177,7 @@ def test_utf8_edges():
 
 
 @pytest.mark.full_count
-@settings(max_examples=examples(full=2000, sample=300))
+@settings(max_examples=examples(full=2000, sample=100))
 @given(st.lists(json_values, max_size=5))
 def test_dumps_items_and_pieces_make_the_array(values):
     piece = jsonbytes.dumps_items(values)
@@ -197,7 +199,8 @@ utf8_runs = st.lists(
 )
 
 
-@settings(max_examples=300)
+@pytest.mark.full_count
+@settings(max_examples=examples(full=300, sample=100))
 @given(utf8_runs, st.integers(min_value=0, max_value=3))
 def test_invalid_utf8_is_repaired_as_a_full_replacing_decode_would(runs, scale):
     # Long runs too: the repair decodes again only from the first invalid byte on.
@@ -206,7 +209,8 @@ def test_invalid_utf8_is_repaired_as_a_full_replacing_decode_would(runs, scale):
     assert jsonbytes.dumps(jsonbytes.Utf8(data)) == str_path(data)
 
 
-@settings(max_examples=300)
+@pytest.mark.full_count
+@settings(max_examples=examples(full=300, sample=120))
 @given(json_values)
 def test_compact_writer_matches_the_general_writer(value):
     # dumps takes the exact-type fast paths; dumps_sorted(indent=None) on a value without dicts

@@ -80,6 +80,27 @@ class FileSystem:
         except (FileNotFoundError, NotADirectoryError):
             return []
 
+    def scan_dir(self, path: Path) -> dict[str, tuple[int, bool]]:
+        """Return name → (inode, is a regular file) of the entries of directory ``path``.
+
+        One listing, no ``stat`` per entry (the kinds come from the directory itself). ``{}``
+        if ``path`` does not exist, is not a directory, or is a symlink (never followed).
+        """
+        flags = os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_DIRECTORY", 0)
+        try:
+            fd = os.open(path, flags | getattr(os, "O_NOFOLLOW", 0))
+        except (FileNotFoundError, NotADirectoryError):
+            return {}
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                return {}
+            raise
+        try:
+            with os.scandir(fd) as entries:
+                return {e.name: (e.inode(), e.is_file(follow_symlinks=False)) for e in entries}
+        finally:
+            os.close(fd)
+
     # -- the folder's lock file (llmcore.archive.lock); taking a lock changes nothing on disk
 
     def open_lock(self, path: Path) -> int:

@@ -14,7 +14,7 @@ It leaves out writing (:mod:`llmcore.archive.store`).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -28,6 +28,7 @@ __all__ = [
     "image_file_name",
     "kept_images",
     "omitted_images",
+    "plan_newest_first",
     "verified",
 ]
 
@@ -91,9 +92,17 @@ class DigestCache:
         """Take ``sha256`` as the hash of ``image`` (its bytes were verified against it)."""
         self._entries[id(image)] = (image, sha256)
 
+    def __len__(self) -> int:
+        """How many images are cached."""
+        return len(self._entries)
+
     def retain(self, history: Sequence[Message]) -> None:
         """Forget every image not in ``history``."""
-        live = {id(p) for m in history for p in m.content if isinstance(p, Image)}
+        self.retain_images(p for m in history for p in m.content if isinstance(p, Image))
+
+    def retain_images(self, images: Iterable[Image]) -> None:
+        """Forget every image not among ``images``."""
+        live = {id(image) for image in images}
         self._entries = {k: v for k, v in self._entries.items() if k in live}
 
 
@@ -116,40 +125,39 @@ def kept_images(
         digest: Returns an image's SHA-256 hex (e.g. a :class:`DigestCache`).
     """
     sha = digest or DigestCache()
+    newest_first = []
+    for message in reversed(history):
+        for part in reversed(message.content):
+            if isinstance(part, Image):
+                key = sha(part)
+                newest_first.append((key, part, image_file_name(key, part.mime_type)))
+    return plan_newest_first(newest_first, budget)
+
+
+def plan_newest_first(images: Sequence[tuple[str, Image, str]], budget: int) -> ImagePlan:
+    """Apply the image budget (as :func:`kept_images`) to ``(sha256, image, file name)``.
+
+    ``images`` are the history's image places, newest first.
+    """
     kept: dict[str, Image] = {}
     total = 0
     omitted = 0
     full = False
-    for message in reversed(history):
-        for part in reversed(message.content):
-            if not isinstance(part, Image):
-                continue
-            key = sha(part)
-            if key in kept:
-                continue
-            if not full and total + len(part.data) <= budget:
-                kept[key] = part
-                total += len(part.data)
-            else:
-                full = True
-                omitted += 1
-    files = _files(history, kept, sha)
+    for key, part, _ in images:
+        if key in kept:
+            continue
+        if not full and total + len(part.data) <= budget:
+            kept[key] = part
+            total += len(part.data)
+        else:
+            full = True
+            omitted += 1
+    names: dict[str, Image] = {}  # one (file name, image) per name a kept position needs
+    for key, part, name in images:  # the same bytes declared with two types get two names
+        if key in kept:
+            names.setdefault(name, part)
+    files = tuple(names.items())
     return ImagePlan(kept=frozenset(kept), files=files, omitted=omitted, kept_bytes=total)
-
-
-def _files(
-    history: Sequence[Message], kept: dict[str, Image], sha: Callable[[Image], str]
-) -> tuple[tuple[str, Image], ...]:
-    """Return one (file name, image) per name a kept position needs, newest first.
-
-    The same bytes declared with two types that no signature settles get two names.
-    """
-    names: dict[str, Image] = {}
-    for message in reversed(history):
-        for part in reversed(message.content):
-            if isinstance(part, Image) and sha(part) in kept:
-                names.setdefault(image_file_name(sha(part), part.mime_type), part)
-    return tuple(names.items())
 
 
 def verified(data: bytes, sha256: str) -> bool:

@@ -55,10 +55,21 @@ mutating file-system call at all. A write goes:
 
 1. the folder is created if missing (its parent fsynced), and its lock taken;
 2. each image the archive needs that is missing or damaged is written to a temporary file in
-   ``images/``, flushed, fsynced and renamed into place; then ``images/`` is fsynced;
-3. ``conversation.json`` is written the same way; **its rename is the commit point**;
+   ``images/``, flushed, fsynced and renamed into place (an image this store wrote or verified
+   counts as intact while one listing of ``images/`` shows the same file, by its inode; any
+   other is checked by its bytes);
+3. ``conversation.json`` is written to a temporary file and fsynced, then ``images/`` is
+   fsynced (when step 2 wrote an image), then the file is renamed: **that rename is the commit
+   point**;
 4. the folder is fsynced, and unreferenced images and leftovers (temporary files of an
-   interrupted save) are removed.
+   interrupted save) are removed, without an fsync (a removal a crash undoes leaves a
+   leftover the next save removes).
+
+A save reads and hashes only what it has not read or written before: the encoded messages
+(:class:`~llmcore.archive.fragments.FragmentCache`), the history's images and unread images
+(:class:`~llmcore.archive.media.MediaIndex`) and the unpaired-tool-call scan
+(:class:`~llmcore.checks.UnpairedScan`) are kept from the previous save or from the open, so a
+save after one more turn looks at that turn and copies the rest.
 
 A failure in steps 1–3 removes what this save created — never an image the
 ``conversation.json`` on disk refers to — and raises :class:`~llmcore.errors.ArchiveWriteError`:
@@ -78,7 +89,7 @@ import os
 import re
 import secrets
 import stat
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,7 +102,7 @@ from llmcore.errors import (
     ArchiveReadError,
     ArchiveWriteError,
 )
-from llmcore.messages import Image, Message, Text
+from llmcore.messages import Image
 from llmcore.safeio import file_kind
 
 from .codec import UNREAD, FragmentCache, Unread, decode, encode
@@ -117,6 +128,7 @@ from .lock import (
     create_lock_file,
     folder_lock,
 )
+from .media import MediaIndex
 from .state import ConversationState
 
 __all__ = ["ArchiveStore", "Encoder", "Loaded", "Notice", "SaveResult", "version_of"]
@@ -204,6 +216,8 @@ class _Txn:
     written: int = 0
     committing: bool = False
     """The rename of ``conversation.json`` was attempted."""
+    committed_ino: int = -1
+    """The inode of the file renamed to ``conversation.json`` (``-1``: none yet)."""
 
 
 _UNREADABLE = "The saved conversation could not be read; it is kept unchanged."
@@ -262,17 +276,6 @@ def _folder_problem(info: os.stat_result | None) -> str | None:
     return "the archive folder is not a folder (a file is in its place)"
 
 
-def _unread_images(history: Sequence[Message]) -> dict[str, str]:
-    """Return file name → SHA-256 of every unread image in ``history`` (see the module)."""
-    out: dict[str, str] = {}
-    for message in history:
-        for part in message.content:
-            if isinstance(part, Text) and part.unread_image_sha256 is not None:
-                mime = part.omitted_image_mime_type or ""
-                out[image_file_name(part.unread_image_sha256, mime)] = part.unread_image_sha256
-    return out
-
-
 class ArchiveStore:
     """One archive folder: open it, save conversations into it (SPEC A5–A12).
 
@@ -307,6 +310,9 @@ class ArchiveStore:
         self.lock_timeout = lock_timeout
         self._digests = DigestCache()
         self._fragments = FragmentCache()
+        self._media = MediaIndex(self._digests)
+        self._unpaired = checks.UnpairedScan()
+        self._known: tuple[bytes, str | None] | None = None  # the latest bytes read or written
         self._paths: dict[str, Path] = {}
         self._good: dict[str, tuple[int, int, int]] = {}
         self._committed: str | None = None
@@ -387,11 +393,15 @@ class ArchiveStore:
             image_notice = Notice(
                 message=_UNREAD_IMAGES.format(count=len(unread)), reason="; ".join(unread)
             )
+        version = version_of(data)
+        self._known = (data, version)
+        self._media.update(state.history)  # the next save scans only what follows
+        self._unpaired(state.history)
         return Loaded(
             state=state,
             image_notice=image_notice,
             omitted_notice=_omitted_notice(state),
-            version=version_of(data),
+            version=version,
         )
 
     def _unreadable(
@@ -503,7 +513,7 @@ class ArchiveStore:
                 return self._delete_for(conversation)
             return SaveResult(action="nothing")
         # An unpaired tool call is saved, but said (a ProviderRejectsError in strict mode).
-        checks.report(checks.unpaired(conversation.history), stacklevel=2)
+        checks.report(self._unpaired(conversation.history), stacklevel=2)
         self._committed = None
         try:
             result = self.write(conversation.state, base=conversation.base)
@@ -587,9 +597,9 @@ class ArchiveStore:
     ) -> SaveResult:
         self._check_document()
         current = self._current_bytes()
-        unread = self._unread_kept(state.history)
-        self._digests.retain(state.history)
-        plan = kept_images(state.history, self.image_budget, digest=self._digests)
+        self._media.update(state.history)
+        unread = self._unread_kept(self._media.unread())
+        plan = self._media.plan(self.image_budget)
         data = self.encoder(
             state,
             kept_images=plan.kept,
@@ -601,23 +611,32 @@ class ArchiveStore:
         wanted = {name for name, _ in plan.files} | unread.keys()
         if wanted:
             self._check_images_dir()
-        missing = [(name, image) for name, image in plan.files if not self._image_ok(name)]
+        listing = self.fs.scan_dir(self.images_dir)
+        missing = [(name, image) for name, image in plan.files if not self._image_ok(name, listing)]
         if len(self._paths) > 2 * len(plan.files) + 64:
             self._paths = {name: self._image_path(name) for name, _ in plan.files}
-        version = version_of(data)
-        if not missing and current == data and not self._leftovers(wanted):
+        version = self._version(data)
+        if not missing and current == data and not self._leftovers(wanted, listing):
             return SaveResult(action="unchanged", images_omitted=plan.omitted, version=version)
         if lock == "absent":  # the first write of a folder without one (module doc)
             create_lock_file(self.folder, self.fs)
         problems = self._commit_all(txn, missing, data, current)
         self._committed = version
+        self._known = (data, version)
         return SaveResult(
             action="written",
             bytes_written=txn.written,
             images_omitted=plan.omitted,
-            problems=problems + self._after_commit(wanted, data),
+            problems=problems + self._after_commit(wanted, data, txn, listing),
             version=version,
         )
+
+    def _version(self, data: bytes | None) -> str | None:
+        """:func:`version_of` ``data``, without hashing again the bytes last read or written."""
+        known = self._known
+        if known is not None and data is not None and (data is known[0] or data == known[0]):
+            return known[1]
+        return version_of(data)
 
     def _commit_all(
         self, txn: _Txn, missing: list[tuple[str, Image]], data: bytes, current: bytes | None
@@ -626,7 +645,7 @@ class ArchiveStore:
         try:
             self._ensure_images_dir(txn, images=bool(missing))
             self._write_images(txn, missing)
-            self._write_file(txn, self.conversation_file, data, commit=True)
+            self._write_file(txn, self.conversation_file, data, commit=True, images=bool(missing))
         except OSError as exc:
             if txn.committing and self._disk_is(data):
                 why = exc.strerror or exc
@@ -687,7 +706,7 @@ class ArchiveStore:
         """Raise :class:`ArchiveConflictError` if the disk moved on from ``base`` (A9)."""
         if base == UNBOUND or current == data:
             return
-        if base != UNKNOWN and version_of(current) == base:
+        if base != UNKNOWN and self._version(current) == base:
             return
         if base == UNKNOWN and current is None:
             return
@@ -715,13 +734,12 @@ class ArchiveStore:
         except OSError:
             return False
 
-    def _unread_kept(self, history: Sequence[Message]) -> dict[str, str]:
-        """File name → SHA-256 of each unread image whose file is still there (A7).
+    def _unread_kept(self, unread: dict[str, str]) -> dict[str, str]:
+        """File name → SHA-256 of each unread image (of ``unread``) whose file is still there (A7).
 
         An image is dropped (written as ``imageOmitted``) only when its file is gone or its
         bytes are wrong; a file that still cannot be read is kept.
         """
-        unread = _unread_images(history)
         if unread and self._images_dir_problem() is not None:
             return unread  # refused by _check_images_dir: never dropped
         kept: dict[str, str] = {}
@@ -740,8 +758,18 @@ class ArchiveStore:
             path = self._paths[name] = self.images_dir / name
         return path
 
-    def _image_ok(self, name: str) -> bool:
-        """Whether ``images/<name>`` exists and was verified (or verifies now) against its name."""
+    def _image_ok(self, name: str, listing: dict[str, tuple[int, bool]]) -> bool:
+        """Whether ``images/<name>`` exists and was verified (or verifies now) against its name.
+
+        A file this store wrote or verified is taken as it is while the listing of ``images/``
+        shows it as the same regular file (its inode); any other is checked by its bytes.
+        """
+        entry = listing.get(name)
+        if entry is None or not entry[1]:
+            return False
+        good = self._good.get(name)
+        if good is not None and good[2] == entry[0]:
+            return True
         info = self.fs.lstat(self._image_path(name))
         if info is None or not stat.S_ISREG(info.st_mode):
             return False
@@ -750,24 +778,28 @@ class ArchiveStore:
         got = self._verified_file(name, name.split(".", 1)[0])
         return isinstance(got, bytes)  # unreadable now: rewritten from the bytes in memory
 
-    def _leftovers(self, wanted: Collection[str]) -> list[Path]:
+    def _leftovers(
+        self, wanted: Collection[str], listing: dict[str, tuple[int, bool]] | None = None
+    ) -> list[Path]:
         """Return the files llmcore created that a clean archive would not hold.
 
         Only temporary files of an interrupted save (by their name pattern) and image files
         named ``<sha256>.<ext>`` that ``wanted`` does not name; regular files only. Anything
-        else in the folder is not llmcore's and is left alone.
+        else in the folder is not llmcore's and is left alone. ``listing`` is ``images/`` as
+        :meth:`FileSystem.scan_dir` gave it (read now when ``None``).
         """
         out = [
             self.folder / name
             for name in self.fs.listdir(self.folder)
             if _DOC_TEMP.fullmatch(name) and self.fs.is_file(self.folder / name)
         ]
-        if self.fs.is_dir(self.images_dir):
-            out.extend(
-                self.images_dir / name
-                for name in self.fs.listdir(self.images_dir)
-                if _is_owned_image(name, wanted) and self.fs.is_file(self.images_dir / name)
-            )
+        if listing is None:
+            listing = self.fs.scan_dir(self.images_dir)
+        out.extend(
+            self.images_dir / name
+            for name, (_, regular) in sorted(listing.items())
+            if regular and name not in wanted and _is_owned_image(name, wanted)
+        )
         return out
 
     def _make_folder(self, txn: _Txn) -> None:
@@ -796,11 +828,17 @@ class ArchiveStore:
             info = self.fs.lstat(target)
             if info is not None:
                 self._good[name] = _signature(info)
-        if missing:
-            self.fs.fsync_dir(self.images_dir)
 
-    def _write_file(self, txn: _Txn, target: Path, data: bytes, *, commit: bool = False) -> None:
-        """Write ``data`` to a temporary file beside ``target``, make it durable, rename it."""
+    def _write_file(
+        self, txn: _Txn, target: Path, data: bytes, *, commit: bool = False, images: bool = False
+    ) -> None:
+        """Write ``data`` to a temporary file beside ``target``, make it durable, rename it.
+
+        ``commit`` marks the rename of ``conversation.json``; ``images`` makes ``images/``
+        durable before it (new images were renamed into it). That fsync comes after the file's
+        own, which has already committed the file system's journal with the images' renames on
+        journaling file systems, so it is cheap there.
+        """
         temp = target.with_name(f".{target.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
         fd = self.fs.open_write(temp)
         txn.temps.append(temp)
@@ -809,6 +847,11 @@ class ArchiveStore:
             self.fs.fsync(fd)
         finally:
             self.fs.close(fd)
+        if images:
+            self.fs.fsync_dir(self.images_dir)
+        if commit:
+            written = self.fs.lstat(temp)
+            txn.committed_ino = -1 if written is None else written.st_ino
         txn.committing = commit
         self.fs.rename(temp, target)
         txn.temps.remove(temp)
@@ -851,7 +894,9 @@ class ArchiveStore:
             return frozenset()
         return frozenset(match.decode() for match in _HEX64.findall(data))
 
-    def _after_commit(self, wanted: set[str], data: bytes) -> tuple[str, ...]:
+    def _after_commit(
+        self, wanted: set[str], data: bytes, txn: _Txn, listing: dict[str, tuple[int, bool]]
+    ) -> tuple[str, ...]:
         """Step 4; every failure is reported, none raised (the new archive stands)."""
         problems: list[str] = []
         try:
@@ -859,35 +904,37 @@ class ArchiveStore:
         except OSError as exc:
             problems.append(f"{self.folder}: folder not made durable ({exc.strerror or exc})")
         try:
-            problems.extend(self._clean(wanted, data))
+            problems.extend(self._clean(wanted, data, txn, listing))
         except OSError as exc:
             problems.append(f"{self.folder}: leftovers not removed ({exc.strerror or exc})")
         return tuple(problems)
 
-    def _clean(self, wanted: set[str], data: bytes) -> list[str]:
+    def _clean(
+        self, wanted: set[str], data: bytes, txn: _Txn, listing: dict[str, tuple[int, bool]]
+    ) -> list[str]:
         """Remove leftovers; images ``conversation.json`` on disk names are never removed.
+
+        ``conversation.json`` is read back only when it is no longer the file this save
+        renamed into place (its inode and size). The removals are not made durable: an image
+        a crash brings back is a leftover the next save removes (A9).
 
         Raises:
             OSError: The folder cannot be listed or ``conversation.json`` read back.
         """
-        disk = self._current_bytes()
-        if disk != data:  # another writer, not llmcore: keep everything it refers to
-            hashes = {match.decode() for match in _HEX64.findall(disk or b"")}
-            keep = {name for name in self.fs.listdir(self.images_dir) if name[:64] in hashes}
-            wanted = wanted | keep
+        info = self.fs.lstat(self.conversation_file)
+        if info is None or (info.st_ino, info.st_size) != (txn.committed_ino, len(data)):
+            disk = self._current_bytes()
+            if disk != data:  # another writer, not llmcore: keep everything it refers to
+                hashes = {match.decode() for match in _HEX64.findall(disk or b"")}
+                keep = {name for name in self.fs.listdir(self.images_dir) if name[:64] in hashes}
+                wanted = wanted | keep
+            listing = self.fs.scan_dir(self.images_dir)
         problems: list[str] = []
-        removed = False
-        for path in self._leftovers(wanted):
+        for path in self._leftovers(wanted, listing):
             try:
                 self._remove(path)
-                removed = True
             except OSError as exc:
                 problems.append(f"{path}: leftover not removed ({exc.strerror or exc})")
-        if removed and self.fs.is_dir(self.images_dir):
-            try:
-                self.fs.fsync_dir(self.images_dir)
-            except OSError as exc:
-                problems.append(f"{self.images_dir}: removals not made durable ({exc})")
         return problems
 
     def _remove(self, path: Path) -> None:

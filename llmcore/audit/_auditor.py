@@ -30,7 +30,7 @@ from typing import Final
 from llmcore import tokens
 from llmcore.audit import _meaning, _shape
 from llmcore.audit._compare import Change, Notes, Prepared, compare, continuation, frame
-from llmcore.audit._maximum import Maxima, uses_breakpoints
+from llmcore.audit._maximum import Maxima, Maximum, entry_of, uses_breakpoints
 from llmcore.audit._parameters import lost_tokens, note_lines, with_parameters
 from llmcore.audit._scan import ItemCache, ItemInfo, scan_body
 from llmcore.audit._visible import no_breakpoints, not_visible
@@ -164,7 +164,7 @@ class Auditor:
             UnknownProviderError: The auditor's provider name is unknown.
         """
         inp = item if isinstance(item, AuditInput) else AuditInput(body=item)
-        index = len(self._records)
+        index = self._next_index()
         source = inp.source if inp.source != "<input>" else f"<input>[{index}]"
         where = inp.location or source
         try:
@@ -217,6 +217,15 @@ class Auditor:
         conv, prep, file = found
         self._responses[self._response_key(file, response_id)] = (conv, prep)
         return True
+
+    def _next_index(self) -> int:
+        """The index of the next request (a worker of ``--jobs`` numbers its own)."""
+        return len(self._records)
+
+    def _maximum(self, prep: Prepared, inp: AuditInput, first: bool) -> tuple[Maximum, str | None]:
+        """The request's maxima and its "not visible" label (a worker leaves both to the merge)."""
+        most = self._maxima.add(entry_of(prep))
+        return most, not_visible(prep, inp.usage, most.maximum, first)
 
     def report(self, skipped: Sequence[str] = ()) -> AuditReport:
         """Return the report over every request added so far."""
@@ -452,9 +461,9 @@ class Auditor:
         detail = None
         if change is None and previous is not None and previous.body.text == prep.body.text:
             verdict, detail = Verdict.RETRY, f"identical to request {previous.index} (a retry)"
-        most = self._maxima.add(prep)
         first = (scope, prep.provider, prep.model) not in self._first_seen
         self._first_seen.add((scope, prep.provider, prep.model))
+        most, hidden = self._maximum(prep, inp, first)
         return RequestRecord(
             index=prep.index,
             source=prep.source,
@@ -474,7 +483,7 @@ class Auditor:
             max_cacheable_tokens=most.maximum,
             ideal_cacheable_tokens=most.ideal,
             breakpoints=most.breakpoints if uses_breakpoints(prep) else None,
-            not_visible=not_visible(prep, inp.usage, most.maximum, first),
+            not_visible=hidden,
             divergence=change.divergence if change is not None else None,
             file=inp.file,
             position=inp.position,

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -37,7 +38,7 @@ from llmcore import tokens
 from llmcore.audit import _shape
 from llmcore.audit._compare import Prepared
 
-__all__ = ["LOOKBACK", "MAX_BREAKPOINTS", "Maxima", "Maximum"]
+__all__ = ["LOOKBACK", "MAX_BREAKPOINTS", "Entry", "Maxima", "Maximum", "entry_of"]
 
 LOOKBACK: Final = 20
 """Item boundaries checked before each breakpoint for a written prefix (PROVIDER-RULES §1.2)."""
@@ -78,6 +79,52 @@ def uses_breakpoints(prep: Prepared) -> bool:
     return prep.anthropic and prep.provider != "gemini"
 
 
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """What the maximum needs of one request: plain values, picklable for worker processes.
+
+    Built by :func:`entry_of` where the request is scanned (a worker of ``llmcore audit
+    --jobs``), added to :class:`Maxima` in input order where the report is merged.
+    """
+
+    provider: str
+    """The request's provider: the trie is per (provider, model)."""
+    model: str
+    """Its model."""
+    timestamp: float | None
+    """When it was sent (seconds since the epoch), or ``None``."""
+    anthropic: bool
+    """Whether the whole-item rule applies."""
+    breakpoints: bool
+    """Whether only marked prefixes are written (:func:`uses_breakpoints`)."""
+    keys: tuple[object, ...]
+    """The trie key of each prefix item (:func:`_trie_keys`)."""
+    toks: tuple[_shape.TokenItem, ...]
+    """The prefix items (key, compact normalized bytes, tokens, section)."""
+    marks: tuple[int, ...]
+    """Indices into ``toks`` of the items that carry a breakpoint."""
+    minimum: int
+    """The model's minimum cacheable prefix (tokens)."""
+    ttl: float
+    """How long its cache entries live without a hit (seconds)."""
+
+
+def entry_of(prep: Prepared) -> Entry:
+    """Return what :meth:`Maxima.add` needs of ``prep``."""
+    return Entry(
+        provider=prep.provider,
+        model=prep.model,
+        timestamp=prep.timestamp,
+        anthropic=prep.anthropic,
+        breakpoints=uses_breakpoints(prep),
+        keys=tuple(_trie_keys(prep)),
+        toks=tuple(prep.toks),
+        marks=tuple(prep.marks),
+        minimum=_shape.minimum_tokens(prep.model, prep.anthropic),
+        ttl=_shape.cache_ttl(prep.body, prep.anthropic),
+    )
+
+
 class Maxima:
     """The tries of every (provider, model) seen so far."""
 
@@ -86,35 +133,35 @@ class Maxima:
     def __init__(self) -> None:
         self._tries: dict[tuple[str, str], _Node] = {}
 
-    def add(self, prep: Prepared) -> Maximum:
-        """Return ``prep``'s maxima against the requests added before, then add it."""
-        root = self._tries.setdefault((prep.provider, prep.model), _Node(b""))
-        now = prep.timestamp
-        keys = _trie_keys(prep)
+    def add(self, entry: Entry) -> Maximum:
+        """Return the request's maxima against the requests added before, then add it."""
+        root = self._tries.setdefault((entry.provider, entry.model), _Node(b""))
+        now = entry.timestamp
+        keys = entry.keys
         path = self._path(root, keys, now)
         cum = [0]
-        for tok in prep.toks:
+        for tok in entry.toks:
             cum.append(cum[-1] + tok[2])
         shared = cum[len(path) - 1]
-        minimum = _shape.minimum_tokens(prep.model, prep.anthropic)
-        if prep.anthropic:
+        minimum = entry.minimum
+        if entry.anthropic:
             ideal = shared if shared >= minimum else 0
         else:
             k = len(path) - 1
-            partial = _partial(path[-1], prep.toks[k], now) if k < len(prep.toks) else 0
+            partial = _partial(path[-1], entry.toks[k], now) if k < len(entry.toks) else 0
             ideal = shared + partial if shared + partial >= minimum else 0
-        marks = sorted(set(prep.marks))
+        marks = sorted(set(entry.marks))
         written = marks
-        if not uses_breakpoints(prep):
+        if not entry.breakpoints:
             maximum = ideal
         else:
             maximum, hits = _read(path, cum, marks, now)
             written = [*marks, *hits]  # a hit refreshes its entry
-        self._insert(root, prep, keys, [m for m in written if cum[m + 1] >= minimum])
+        self._insert(root, entry, [m for m in written if cum[m + 1] >= minimum])
         return Maximum(maximum=maximum, ideal=ideal, breakpoints=len(marks))
 
     @staticmethod
-    def _path(root: _Node, keys: list[object], now: float | None) -> list[_Node]:
+    def _path(root: _Node, keys: Sequence[object], now: float | None) -> list[_Node]:
         """The trie nodes of the request's live shared prefix: ``path[d]`` holds ``d`` items."""
         path = [root]
         node = root
@@ -127,13 +174,13 @@ class Maxima:
         return path
 
     @staticmethod
-    def _insert(root: _Node, prep: Prepared, keys: list[object], written: list[int]) -> None:
-        now = prep.timestamp
-        expiry = math.inf if now is None else now + _shape.cache_ttl(prep.body, prep.anthropic)
+    def _insert(root: _Node, entry: Entry, written: list[int]) -> None:
+        now = entry.timestamp
+        expiry = math.inf if now is None else now + entry.ttl
         marked = set(written)
         node = root
         for k, (key, (_key, data, _count, _section)) in enumerate(
-            zip(keys, prep.toks, strict=True)
+            zip(entry.keys, entry.toks, strict=True)
         ):
             child = node.children.get(key)
             if child is None:

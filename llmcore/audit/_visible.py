@@ -31,7 +31,7 @@ from llmcore.audit._compare import Prepared
 from llmcore.audit.report import RequestRecord
 from llmcore.audit.usage import RecordedUsage
 
-__all__ = ["SERVER_TOOLS", "no_breakpoints", "not_visible", "server_side"]
+__all__ = ["SERVER_TOOLS", "no_breakpoints", "not_visible", "server_side", "visible_label"]
 
 SERVER_TOOLS: Final = (
     "web_search",
@@ -91,9 +91,15 @@ def not_visible(
         The label for a request with server-side state or a server-side tool (always), or for
         the first request of its scope whose recorded read exceeds ``maximum``.
     """
-    found = server_side(prep)
-    if found is not None:
-        return found
+    return visible_label(server_side(prep), usage, maximum, first)
+
+
+def visible_label(
+    server: str | None, usage: RecordedUsage | None, maximum: int, first: bool
+) -> str | None:
+    """:func:`not_visible` from the request's :func:`server_side` reason (``--jobs`` merges)."""
+    if server is not None:
+        return server
     if first and usage is not None and usage.cache_read_tokens > maximum:
         return (
             "not visible in the input: the cache was warm before the recording's first request"

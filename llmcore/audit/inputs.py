@@ -42,7 +42,7 @@ Leaves out: auditing (:func:`llmcore.audit.audit_bodies`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -58,13 +58,27 @@ from llmcore.audit.report import AuditInput, AuditInputError
 from llmcore.audit.usage import read_response, usage_of
 from llmcore.errors import EncodingError
 
-__all__ = ["ENVELOPE_KEYS", "STDIN_NAME", "read_inputs", "read_path", "read_stdin"]
+__all__ = [
+    "ENVELOPE_KEYS",
+    "STDIN_NAME",
+    "envelope_key",
+    "input_files",
+    "read_found",
+    "read_inputs",
+    "read_path",
+    "read_stdin",
+]
 
 STDIN_NAME: Final = "<stdin>"
 """How standard input (``-``) is named in sources and errors."""
 
 _PROTOBUF_TYPES: Final = ("application/grpc", "application/x-protobuf", "application/protobuf")
 _SUFFIXES: Final = frozenset({".yaml", ".yml", ".jsonl", ".json", ".har"})
+
+try:
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - orjson is a core dependency with a fallback
+    _orjson = None  # type: ignore[assignment]
 
 try:
     _Loader: Any = yaml.CSafeLoader
@@ -93,30 +107,57 @@ def read_inputs(
     """
     inputs: list[AuditInput] = []
     skipped: list[str] = []
-    for path in paths:
-        if stdin is not None and str(path) == "-":
+    for path, named in input_files(paths, stdin is not None):
+        if named is None:
+            assert stdin is not None
             inputs.extend(read_stdin(stdin(), skipped))
+        elif named:
+            inputs.extend(read_path(path, skipped, strict=True))
+        else:
+            inputs.extend(read_found(path, skipped))
+    return inputs, skipped
+
+
+def input_files(paths: Sequence[Path], stdin: bool) -> Iterator[tuple[Path, bool | None]]:
+    """Each input file of ``paths`` in reading order: ``(path, named)``, checked when reached.
+
+    ``named`` is ``True`` for a file named in ``paths``, ``False`` for one found in a folder
+    (only the input suffixes, by relative POSIX path), ``None`` for ``-`` when ``stdin``.
+
+    Raises:
+        AuditInputError: (when that path is reached) It is missing, or neither a regular file
+            nor a folder.
+    """
+    for path in paths:
+        if stdin and str(path) == "-":
+            yield path, None
         elif path.is_dir():
             files = sorted(
                 (p for p in path.rglob("*") if p.is_file()),
                 key=lambda p: p.relative_to(path).as_posix(),
             )
             for file in files:
-                if file.suffix.lower() not in _SUFFIXES:
-                    continue  # a README, a license, code: not an input at all
-                try:  # one bad file found in a folder is listed, never the end of the run
-                    found = read_path(file, skipped, strict=False)
-                except AuditInputError as exc:
-                    skipped.append(f"{exc.location or file}: {exc.message}")
-                    continue
-                inputs.extend(replace(one, skippable=True) for one in found)
+                if file.suffix.lower() in _SUFFIXES:  # not a README, a license, code
+                    yield file, False
         elif path.is_file():
-            inputs.extend(read_path(path, skipped, strict=True))
+            yield path, True
         elif path.exists():
             raise AuditInputError("not a regular file or folder", location=str(path))
         else:
             raise AuditInputError("no such file or folder", location=str(path))
-    return inputs, skipped
+
+
+def read_found(file: Path, skipped: list[str]) -> list[AuditInput]:
+    """Read a file found in a folder: one bad file is listed in ``skipped``, never the end.
+
+    Its inputs are :attr:`~AuditInput.skippable`.
+    """
+    try:
+        found = read_path(file, skipped, strict=False)
+    except AuditInputError as exc:
+        skipped.append(f"{exc.location or file}: {exc.message}")
+        return []
+    return [replace(one, skippable=True) for one in found]
 
 
 def read_path(path: Path, skipped: list[str], *, strict: bool = True) -> list[AuditInput]:
@@ -198,6 +239,36 @@ ENVELOPE_KEYS: Final = frozenset(
 
 No request body of any shape has a top-level ``body``, so the line is never read as one; a
 line with ``body`` and any other key is refused (ambiguous), naming ``file:line``."""
+
+
+def envelope_key(line: bytes) -> str | None:
+    """The ``conversation`` of a JSONL line that is an envelope, else ``None``, without the rest.
+
+    The key :func:`read_path` gives the line's input (:attr:`AuditInput.conversation_key`) for
+    every line it reads without error, found by one parse (orjson where it reads the line,
+    else :func:`llmcore.jsonbytes.loads`); ``llmcore audit --jobs`` partitions a keyed log by
+    it. Never raises: a line :func:`read_path` refuses gets ``None`` (its error comes from the
+    worker that reads it).
+    """
+    if b'"body"' not in line:
+        return None
+    try:
+        value = _fast_loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(value, dict) or "body" not in value:
+        return None
+    key = value.get("conversation")
+    return key if isinstance(key, str) else None
+
+
+def _fast_loads(line: bytes) -> Any:
+    if _orjson is not None:
+        try:
+            return _orjson.loads(line)
+        except _orjson.JSONDecodeError:
+            pass  # a lone surrogate, a huge integer: the strict reader decides
+    return jsonbytes.loads(line)
 
 
 def _jsonl_line(line: bytes, file: str, number: int) -> AuditInput:

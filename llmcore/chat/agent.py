@@ -31,20 +31,15 @@ from llmcore.errors import LLMCoreError, SessionError
 from llmcore.messages import Text
 from llmcore.providers.base import ParsedResponse, Provider
 from llmcore.runner import Runner, TurnResult
-from llmcore.session import Session
+from llmcore.session import Session, user_prompts
 from llmcore.transport import Transport
 from llmcore.usage import Cost, Usage
 
 from .interrupt import TurnGuard
+from .prompt import SYSTEM_PROMPT
 from .tools import WorkspaceTools
 
 __all__ = ["HELP", "SYSTEM_PROMPT", "Chat", "Display", "Echo", "status_line"]
-
-SYSTEM_PROMPT: Final = (
-    "You are a coding agent working in the user's workspace. Use the tools list_files, "
-    "read_file, write_file and view_image; paths are relative to the workspace."
-)
-"""The base system prompt (the resume block, when there is one, follows it)."""
 
 HELP: Final = (
     ("/save", "save the session now (summary call) and write a checkpoint"),
@@ -201,8 +196,12 @@ class Chat:
         self.display = display or Display(console)
         self.guard = TurnGuard()
         self.on_reset = on_reset
-        self.turns = 0
         self._refresh_prompt()
+
+    @property
+    def turns(self) -> int:
+        """The session's turn count: its history's user prompts (it continues after a resume)."""
+        return user_prompts(self.session.conversation.history)
 
     def _refresh_prompt(self) -> None:
         self.runner.system = self.session.system_prompt(SYSTEM_PROMPT)
@@ -265,7 +264,6 @@ class Chat:
             except LLMCoreError as exc:
                 self.say(f"error: {exc}", "red")
                 return
-            self.turns += 1
             self._track()
             problem = self._persist(result)
             self.say(self._status(result), "dim")

@@ -28,7 +28,8 @@ def main() -> None:
     """Run the ``llmcore`` command; one line on stderr, exit 2, without the ``cli`` extra.
 
     ``llmcore --version`` alone is answered before typer is imported, with or without the
-    extra.
+    extra, and so is the plain ``llmcore body FILE -p PROVIDER``
+    (:func:`llmcore.cli._body_run.fast_body`; the same bytes and the same error lines).
     """
     if sys.argv[1:] == ["--version"]:  # answered without the application (and its extra)
         _print_version()
@@ -37,6 +38,12 @@ def main() -> None:
     if missing is not None:
         print(f"llmcore: the command line {missing}", file=sys.stderr)
         sys.exit(EXIT_MISSING_EXTRA)
+    if sys.argv[1:2] == ["body"]:  # the plain form starts without typer (_body_run)
+        from llmcore.cli._body_run import fast_body
+
+        code = fast_body(sys.argv[1:])
+        if code is not None:
+            sys.exit(code)
     from llmcore.cli._app import app
 
     app()

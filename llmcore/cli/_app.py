@@ -59,7 +59,7 @@ COMMANDS: Final[dict[str, tuple[str, str]]] = {
     ),
     "chat": (
         "llmcore.cli.chat",
-        "A terminal agent over the workspace, with sessions (S1–S6); the emulator by default.",
+        "A terminal agent over a folder, with saved sessions; a demo model by default.",
     ),
 }
 """Each command, in help order: the module whose ``register(app)`` adds it, and the first

@@ -23,19 +23,24 @@ from typing import TYPE_CHECKING, Annotated, Any, Final, NoReturn, ParamSpec, Ty
 import typer
 from typer.core import TyperArgument, TyperGroup
 
+from llmcore.cli._body_run import CommandError
 from llmcore.cli._extras import missing_extra
 from llmcore.errors import LLMCoreError
 
 if TYPE_CHECKING:
+    from llmcore.cloud.base import CloudEndpoint
     from llmcore.transport import HTTPTransport
 
 __all__ = [
     "EXIT_USAGE",
     "BaseUrlOption",
+    "CLOUDS",
+    "EndpointOption",
     "ModelOption",
     "OneLineErrorGroup",
     "RecordOption",
     "base_url_transport",
+    "cloud_transport",
     "fail",
     "fail_status",
     "log_to_stderr",
@@ -106,13 +111,13 @@ def require_extra(command: str, *extras: str) -> None:
 
 
 def one_line_errors(command: Callable[P, R]) -> Callable[P, R]:
-    """Turn any :class:`~llmcore.errors.LLMCoreError` the command raises into one line, exit 2."""
+    """Turn an ``LLMCoreError`` or ``CommandError`` the command raises into one line, exit 2."""
 
     @wraps(command)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return command(*args, **kwargs)
-        except LLMCoreError as exc:
+        except (LLMCoreError, CommandError) as exc:
             raise fail(str(exc)) from None
 
     return wrapper
@@ -230,3 +235,47 @@ def base_url_transport(name: str, base_url: str) -> HTTPTransport:
 
     key = os.environ.get(get_provider(name).endpoint.api_key_env) or "none"
     return HTTPTransport(base_urls={name: base_url}, api_keys={name: key})
+
+
+CLOUDS: Final = ("vertex", "bedrock", "azure")
+"""The ``--endpoint`` choices: Anthropic on Vertex AI or Bedrock, OpenAI on Azure."""
+
+EndpointOption = Annotated[
+    str | None,
+    typer.Option(
+        "--endpoint",
+        metavar="CLOUD",
+        help="The provider's API on a cloud: vertex, bedrock or azure.",
+    ),
+]
+"""``--endpoint`` as the commands that call a model declare it."""
+
+
+def cloud_transport(name: str, cloud: str, base_url: str | None) -> HTTPTransport:
+    """Return a transport that sends provider ``name``'s requests through cloud ``cloud``.
+
+    The endpoint reads its settings and credentials from the environment
+    (:mod:`llmcore.cloud`); ``base_url`` replaces its host (an emulator's).
+
+    Raises:
+        typer.Exit: An unknown cloud, one that does not serve ``name``, or missing settings
+            (code 2, one line printed).
+    """
+    from llmcore.cloud import AnthropicBedrock, AnthropicVertex, AzureOpenAI
+    from llmcore.transport import HTTPTransport
+
+    makers: dict[str, Callable[[], CloudEndpoint]] = {
+        "vertex": lambda: AnthropicVertex(base_url=base_url and base_url.rstrip("/") + "/v1"),
+        "bedrock": lambda: AnthropicBedrock(base_url=base_url),
+        "azure": lambda: AzureOpenAI(endpoint=base_url),
+    }
+    if cloud not in makers:
+        raise fail(f"--endpoint: unknown endpoint {cloud!r}; one of {', '.join(CLOUDS)}")
+    try:
+        endpoint = makers[cloud]()
+    except LLMCoreError as exc:
+        raise fail(f"--endpoint {cloud}: {exc}") from None
+    if name not in endpoint.providers:
+        serves = ", ".join(sorted(endpoint.providers))
+        raise fail(f"--endpoint {cloud} serves {serves}, not {name}")
+    return HTTPTransport(endpoints={name: endpoint})

@@ -13,6 +13,7 @@ EXTRAS: Final[dict[str, tuple[str, ...]]] = {
     "cli": ("typer", "rich", "prompt_toolkit"),
     "emulator": ("starlette", "uvicorn", "httptools"),
     "bench": ("starlette", "uvicorn", "httptools", "matplotlib"),
+    "scale": ("dask", "distributed", "pyarrow", "fsspec"),
 }
 """Each extra of ``pyproject.toml`` and the top-level modules of it the commands import."""
 

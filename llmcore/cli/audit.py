@@ -18,7 +18,9 @@ with ``interactions:`` or ``---``; errors name it ``<stdin>``. ``--group file|pr
 overrides how requests are grouped; ``--exemptions FILE`` marks intended breaks (with their
 reasons) that then do not fail the run. Token figures from the bodies are estimates and are
 labelled so; where a cassette recorded the responses, their reported usage (input, cache read,
-cache write) and the recorded hit rate are shown beside the theoretical maximum.
+cache write) and the recorded hit rate are shown beside the theoretical maximum. ``--jobs N``
+audits in N worker processes (default: every core, for 8 MiB of input or more), partitioned by
+file and conversation key, with the report of one process (:mod:`llmcore.audit.jobs`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from __future__ import annotations
 import errno
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TextIO
 
@@ -245,18 +248,21 @@ def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
-def _width(report: AuditReport, out: TextIO) -> int | None:
-    """Terminal width on a terminal; else wide enough that no row wraps (files, pipes)."""
-    if out.isatty():
-        return None
-    source = max((len(r.source) for r in report.requests), default=10)
-    where = max((len(_where(r)) for r in report.requests), default=10)
-    verdict = max((len(r.verdict) + 12 for r in report.requests), default=10)
-    return max(120, source + where + verdict + 120)
+def _layout(report: AuditReport, out: TextIO) -> None:
+    """The table on a terminal (its width), else the plain layout of :mod:`llmcore.audit.plain`."""
+    if not out.isatty():
+        from llmcore.audit.plain import plain_lines
+
+        out.write("".join(f"{line}\n" for line in plain_lines(report, _summary(report), _where)))
+        return
+    console = _console(out, None)
+    console.print(_table(report, console.width))
+    for line in _summary(report):
+        console.print(line, markup=False, soft_wrap=True)
 
 
 def audit_command(
-    paths: list[Path],
+    paths: Sequence[Path | str],
     provider: str | None,
     as_json: bool,
     *,
@@ -264,6 +270,10 @@ def audit_command(
     group: str | None = None,
     exemptions: Path | None = None,
     allow_empty: bool = False,
+    jobs: int | None = 1,
+    engine: str | None = None,
+    scheduler: str | None = None,
+    columns: Sequence[str] = (),
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
@@ -278,6 +288,12 @@ def audit_command(
         exemptions: An exemptions file (:mod:`llmcore.audit.exemptions`), or ``None``.
         allow_empty: A run that audits no request lists what it skipped on ``out`` and exits
             :data:`EXIT_STABLE` (unless ``strict``), for hooks run on one cassette at a time.
+        jobs: Worker processes (:func:`llmcore.audit.jobs.audit_jobs`; the same report);
+            ``None``: every core for inputs of 8 MiB or more; ``1``: this process.
+        engine: ``"dask"`` audits on a Dask cluster (:func:`llmcore.audit.engine.audit_dask`;
+            paths may be fsspec URLs), or ``None``.
+        scheduler: The Dask scheduler's address; ``None`` starts a local cluster.
+        columns: ``FIELD=COLUMN`` Parquet column names (:class:`~llmcore.audit.engine.Columns`).
         out: Where the report goes (default stdout).
         err: Where a bad-input line goes (default stderr).
 
@@ -289,12 +305,12 @@ def audit_command(
     """
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
-    from llmcore.audit import audit_paths
     from llmcore.audit.exemptions import apply_exemptions, load_exemptions, unmatched_exemptions
 
     try:
         exempt = load_exemptions(exemptions) if exemptions is not None else ()
-        report = apply_exemptions(audit_paths(paths, provider, _read_stdin, group=group), exempt)
+        on = (engine, scheduler, columns)
+        report = apply_exemptions(_audit(paths, provider, group, jobs, on), exempt)
         for i in unmatched_exemptions(report, exempt):
             print(
                 f"llmcore: warning: {exemptions}: entries[{i}]: file {exempt[i].file!r} matched"
@@ -320,6 +336,61 @@ def audit_command(
             return EXIT_STABLE if report.stable else EXIT_BREAK
     print("llmcore: " + " ".join(message.split()), file=err)
     return EXIT_INPUT
+
+
+def _audit(
+    paths: Sequence[Path | str],
+    provider: str | None,
+    group: str | None,
+    jobs: int | None,
+    cluster: tuple[str | None, str | None, Sequence[str]],
+) -> AuditReport:
+    """The report: from this process (``jobs`` 1), worker processes or a cluster (the same)."""
+    engine, scheduler, columns = cluster
+    if engine is not None or scheduler is not None:
+        return _on_cluster(paths, provider, group, engine, scheduler, columns)
+    local = [Path(p) for p in paths]
+    if jobs == 1:
+        from llmcore.audit import audit_paths
+
+        return audit_paths(local, provider, _read_stdin, group=group)
+    from llmcore.audit.jobs import audit_jobs
+
+    return audit_jobs(local, provider, _read_stdin, group=group, jobs=jobs)
+
+
+def _on_cluster(
+    paths: Sequence[Path | str],
+    provider: str | None,
+    group: str | None,
+    engine: str | None,
+    scheduler: str | None,
+    columns: Sequence[str],
+) -> AuditReport:
+    """The report from a Dask cluster (``--engine dask``, ``--scheduler``)."""
+    from llmcore.audit import AuditInputError
+
+    if engine not in (None, "dask"):
+        raise AuditInputError(f"unknown engine {engine!r} (expected: dask)", location="--engine")
+    from llmcore.audit.engine import Columns, audit_dask
+
+    names: dict[str, str] = {}
+    for one in columns:
+        name, sep, column = one.partition("=")
+        if not sep or name not in Columns.__dataclass_fields__ or not column:
+            raise AuditInputError(
+                f"expected FIELD=COLUMN with FIELD one of {', '.join(Columns.__dataclass_fields__)}"
+                f", not {one!r}",
+                location="--column",
+            )
+        names[name] = column
+    return audit_dask(
+        [str(p) for p in paths],
+        scheduler=scheduler,
+        provider=provider,
+        group=group,
+        columns=Columns(**names),
+    )
 
 
 def _outcome(
@@ -394,10 +465,7 @@ def _print(report: AuditReport, as_json: bool, out: TextIO) -> None:
         if as_json:
             out.write(report.to_json().decode("utf-8") + "\n")
         else:
-            console = _console(out, _width(report, out))
-            console.print(_table(report, console.width))
-            for line in _summary(report):
-                console.print(line, markup=False, soft_wrap=True)
+            _layout(report, out)
         out.flush()
     except OSError as exc:
         _detach(out)
@@ -429,7 +497,7 @@ def _os_error(exc: OSError) -> str:
 
 def audit(
     paths: Annotated[
-        list[Path],
+        list[str],
         typer.Argument(
             metavar="PATH",
             help=(
@@ -466,7 +534,7 @@ def audit(
             metavar="RULE",
             help=(
                 f"Override the grouping: {', '.join(GROUPINGS)} (default: a conversation key"
-                " when the traffic carries one, else within each cassette file, else by the"
+                " when the traffic carries one, else within each cassette file, else by"
                 " longest shared run)."
             ),
         ),
@@ -482,6 +550,49 @@ def audit(
             ),
         ),
     ] = False,
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            "--jobs",
+            "-j",
+            metavar="N",
+            min=1,
+            help=(
+                "Worker processes (default: every core, for inputs of 8 MiB or more); the"
+                " report is the same as with --jobs 1 (this process)."
+            ),
+        ),
+    ] = None,
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            "--engine",
+            metavar="ENGINE",
+            help=(
+                "dask: audit .jsonl, .jsonl.gz and .parquet files (local or fsspec URLs) on a"
+                " Dask cluster (needs the 'scale' extra)."
+            ),
+        ),
+    ] = None,
+    scheduler: Annotated[
+        str | None,
+        typer.Option(
+            "--scheduler",
+            metavar="ADDRESS",
+            help="The Dask scheduler (tcp://host:8786); default: a local cluster.",
+        ),
+    ] = None,
+    columns: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--column",
+            metavar="F=NAME",
+            help=(
+                "FIELD=NAME: the Parquet column of body, conversation, usage, time or status"
+                " (--engine dask)."
+            ),
+        ),
+    ] = None,
     exemptions: Annotated[
         Path | None,
         typer.Option(
@@ -504,6 +615,10 @@ def audit(
             exemptions=exemptions,
             strict=strict,
             allow_empty=allow_empty,
+            jobs=jobs,
+            engine=engine,
+            scheduler=scheduler,
+            columns=columns or (),
         )
     )
 

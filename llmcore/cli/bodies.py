@@ -15,24 +15,24 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
 from llmcore import jsonbytes
+from llmcore.cli._body_run import STDIN as _STDIN
+from llmcore.cli._body_run import is_stdin as _is_stdin
+from llmcore.cli._body_run import read_stdin as _read_stdin
+from llmcore.cli._body_run import run_body
+from llmcore.cli._body_run import warn_shape as _warn_shape
+from llmcore.cli._body_run import write_stdout as _write_stdout
 from llmcore.cli._common import fail, one_line_errors
-from llmcore.cli._stdout import silence_stdout, stdout_error
-from llmcore.errors import EncodingError, InvalidRequestError, RequestFileError
+from llmcore.errors import EncodingError, RequestFileError
 from llmcore.providers import PROVIDER_NAMES, get_provider
-
-if TYPE_CHECKING:
-    from llmcore.request import Request
 
 __all__ = ["register"]
 
 _IMPORTABLE = ("anthropic", "openai-chat", "openai-responses")
-_STDIN = "<stdin>"
-"""How standard input (``-``) is named in errors."""
 
 ProviderOption = Annotated[
     str,
@@ -59,76 +59,7 @@ def body(
     provider: ProviderOption,
 ) -> None:
     """Write exactly the body bytes PROVIDER would be sent (no trailing newline)."""
-    from llmcore.requestfile import load_request_file, parse_json_bytes, parse_request_value
-
-    chosen = get_provider(provider)
-    if _is_stdin(request):
-        name = _STDIN
-        loaded = parse_request_value(parse_json_bytes(_read_stdin(), name), name)
-    else:
-        name = str(request)
-        loaded = load_request_file(request)
-    _say_rejected(loaded, name)
-    try:
-        built = chosen.build_body(loaded)
-    except (InvalidRequestError, EncodingError) as exc:
-        where = f"{name}: $.{exc.location}" if exc.location else f"{name}: $"
-        raise type(exc)(exc.message, location=where) from None
-    _warn_shape(built, provider, name, "built")
-    _write_stdout(built)
-
-
-def _say_rejected(request: Request, name: str) -> None:
-    """Print what providers refuse in ``request``, one line each; in strict mode, fail.
-
-    Raises:
-        ProviderRejectsError: ``LLMCORE_STRICT`` is on (one line, exit 2), for the first.
-    """
-    from llmcore.checks import check_request, is_strict
-    from llmcore.errors import ProviderRejectsError
-
-    findings = check_request(request, pairing=False)  # build_body names an unpaired call
-    if findings and is_strict():
-        location, problem = findings[0]
-        raise ProviderRejectsError(problem, location=f"{name}: $.{location}")
-    for location, problem in findings:
-        print(f"llmcore: warning: {name}: $.{location}: {problem}", file=sys.stderr)
-
-
-def _warn_shape(data: bytes, provider: str, name: str, done: str) -> None:
-    """Print a warning when ``data`` is shaped for another provider than ``provider``."""
-    from llmcore.audit import wire_conflict
-
-    warning = wire_conflict(data, provider, name=name, done=done)
-    if warning is not None:
-        print(f"llmcore: warning: {warning}", file=sys.stderr)
-
-
-def _is_stdin(path: Path) -> bool:
-    return str(path) == "-"
-
-
-def _read_stdin() -> bytes:
-    """All of standard input's bytes (at most 64 MiB); a failed read is a one-line error."""
-    from llmcore.safeio import MAX_FILE, read_stream_at_most
-
-    if sys.stdin is None:  # started with standard input closed (`<&-`)
-        raise RequestFileError("cannot read (standard input is closed)", location=_STDIN)
-    try:
-        return read_stream_at_most(sys.stdin.buffer.read, limit=MAX_FILE, name=_STDIN)
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise RequestFileError(f"cannot read ({reason})", location=_STDIN) from None
-
-
-def _write_stdout(data: bytes) -> None:
-    """Write ``data`` to stdout and flush, turning a failed write into a one-line error."""
-    try:
-        sys.stdout.buffer.write(data)
-        sys.stdout.buffer.flush()
-    except OSError as exc:
-        silence_stdout()
-        raise fail(stdout_error(exc)) from None
+    run_body(str(request), provider)
 
 
 def _recorded_body(path: Path, name: str) -> tuple[Any, bytes | None]:

@@ -4,16 +4,24 @@ The terminal agent of SPEC S1–S6 (R2): a session per workspace (``llmcore.sess
 ``llmcore-chat``), the built-in workspace tools (:mod:`llmcore.chat.tools`) and the loop of
 :mod:`llmcore.chat.agent`. Where the model is:
 
-* default — the emulator (:class:`llmcore.emulator.Emulator`, built-in agent script) started
-  in-process on loopback: no key, nothing leaves the machine;
+* default — the emulator (:class:`llmcore.emulator.Emulator`) started in-process on loopback
+  with the demo model (:data:`llmcore.chat.demo.DEMO_SCRIPT`: it answers what the user types
+  and works on the files the user names; it writes only a file the user asked for): no key,
+  nothing leaves the machine;
 * ``--live --provider P [--model M]`` — the real API (key from ``ANTHROPIC_API_KEY``,
   ``OPENAI_API_KEY`` or ``OPENROUTER_API_KEY``; a missing key is one line, exit 2);
-* ``--base-url URL`` — any compatible endpoint (the key from the same variable, or ``none``).
+* ``--base-url URL`` — any compatible endpoint (the key from the same variable, or ``none``);
+* ``--endpoint vertex|bedrock|azure`` — the provider's API on a cloud (:mod:`llmcore.cloud`;
+  settings and credentials from the environment, ``--base-url`` for its host).
 
 With a terminal, lines are read with prompt_toolkit (line editing; history in the project's
 folder, ``<project>/history``: each line scrubbed of secrets, the file 0600, removed by
 ``/reset``; ``--no-history`` keeps none, :mod:`llmcore.chat.history`); otherwise with
-``input()``. ``--resume``/``--no-resume`` answers the resume question without asking. Ctrl+C
+``input()``. ``--resume``/``--no-resume`` answers the resume question without asking;
+``--list`` prints the project's saved sessions (id, last active, messages, summary line; newest
+first) and exits; ``--session ID`` resumes that one (an unknown id is one line naming the known
+ones, exit 2). A session opened and left without a message is not kept. The status line's turn
+number is the session's (it continues after a resume). Ctrl+C
 (at the prompt or mid-turn) and Ctrl+D leave, saving the session (a turn cut short is not
 kept); exit code 130 after Ctrl+C.
 
@@ -36,8 +44,10 @@ import typer
 
 from llmcore.cli._common import (
     BaseUrlOption,
+    EndpointOption,
     ModelOption,
     base_url_transport,
+    cloud_transport,
     fail,
     require_extra,
 )
@@ -59,10 +69,16 @@ HOLD_ENV: Final = "LLMCORE_CHAT_TEST_HOLD"
 
 
 @contextmanager
-def _endpoint(name: str, live: bool, base_url: str | None) -> Iterator[tuple[HTTPTransport, str]]:
+def _endpoint(
+    name: str, live: bool, base_url: str | None, cloud: str | None = None
+) -> Iterator[tuple[HTTPTransport, str]]:
     """Yield the transport and a description of where it sends."""
     from llmcore.transport import HTTPTransport
 
+    if cloud:
+        with cloud_transport(name, cloud, base_url) as transport:
+            yield transport, f"{cloud} endpoint"
+        return
     if base_url:
         with base_url_transport(name, base_url) as transport:
             yield transport, base_url
@@ -75,10 +91,11 @@ def _endpoint(name: str, live: bool, base_url: str | None) -> Iterator[tuple[HTT
             yield transport, "live API"
         return
     require_extra("chat", "emulator")
+    from llmcore.chat.demo import DEMO_SCRIPT
     from llmcore.emulator import Emulator
 
     with (
-        Emulator() as emulator,
+        Emulator(script=DEMO_SCRIPT) as emulator,
         HTTPTransport(
             base_urls={name: emulator.base_url}, api_keys={name: "emulator"}
         ) as transport,
@@ -154,6 +171,8 @@ class ChatSetup:
     """Reads one line after a prompt; raises ``EOFError`` at the end."""
     resume: bool | None = None
     """The answer to the resume question, or ``None`` to ask."""
+    session_id: str | None = None
+    """Resume this saved session without asking (``--session``)."""
     forget_history: Callable[[], None] | None = None
     """What ``/reset`` calls to remove the prompt history, if there is one."""
 
@@ -168,12 +187,19 @@ def chat_command(
     base_url: str | None,
     resume: bool | None,
     history: bool = True,
+    endpoint: str | None = None,
+    session_id: str | None = None,
+    list_sessions: bool = False,
 ) -> int:
     """Run ``llmcore chat``; return the exit code (0, or 130 after Ctrl+C).
 
     Raises:
         typer.Exit: Bad options, or a missing API key (code 2, one line printed).
+        SessionError: ``session_id`` is not a saved session's (the known ids named) or its
+            file cannot be read; the session folder cannot be listed.
     """
+    if list_sessions:
+        return _list(workspace, config_dir)
     if provider not in PROVIDER_NAMES:
         raise fail(f"--provider: unknown provider {provider!r}; one of {', '.join(PROVIDER_NAMES)}")
     if not workspace.is_dir():
@@ -189,14 +215,34 @@ def chat_command(
     setup = ChatSetup(
         workspace=workspace, config_dir=config_dir, provider=provider,
         model=model or LIVE_MODELS[provider], console=console, read_line=read_line,
-        resume=resume, forget_history=forget,
+        resume=resume, forget_history=forget, session_id=session_id,
     )  # fmt: skip
     try:
-        with _endpoint(provider, live, base_url) as (transport, where):
+        with _endpoint(provider, live, base_url, endpoint) as (transport, where):
             return run_chat(setup, transport, where)
     except KeyboardInterrupt:  # while the endpoint starts or stops
         console.print("\nInterrupted.", highlight=False)
         return 130
+
+
+def _list(workspace: Path, config_dir: Path | None) -> int:
+    """``--list``: one line per saved session of ``workspace``'s project, newest first."""
+    if not workspace.is_dir():
+        raise fail(f"--workspace: {workspace}: not a folder")
+    from llmcore.session import ProjectPaths, SessionStore, list_sessions
+
+    store = SessionStore(ProjectPaths.for_workspace(workspace, app=APP, config=config_dir))
+    listing = list_sessions(store)
+    if not listing.sessions:
+        print(f"No saved sessions for {workspace.resolve()}.")
+    else:
+        print(f"{'session':<12}  {'last active':<20}  {'messages':>12}  summary")
+        for info in listing.sessions:
+            print(info.line().rstrip())
+        print("Resume one with: llmcore chat --session ID")
+    for problem in listing.problems:
+        print(f"not listed: {problem}", file=sys.stderr)
+    return 0
 
 
 def run_chat(setup: ChatSetup, transport: Transport, where: str) -> int:
@@ -241,6 +287,7 @@ def _run(setup: ChatSetup, transport: Transport, where: str, started: list[Sessi
         say=say,
         config=setup.config_dir,
         runner=plain,
+        session_id=setup.session_id,
     )
     started.append(session)
     with session:
@@ -254,8 +301,10 @@ def _run(setup: ChatSetup, transport: Transport, where: str, started: list[Sessi
             head = f"Resumed session {session.session_id} ({count} messages of history)"
         say(f"{head} · {provider} {model} · {where} · /help")
         chat.loop()
-    if not session.suppressed:
+    if session.saved:
         say(f"Session {session.session_id} saved.")
+    elif not session.suppressed:
+        say("Nothing to save: no message in this session.")
 
 
 def chat(
@@ -282,6 +331,7 @@ def chat(
     ] = "anthropic",
     model: ModelOption = None,
     base_url: BaseUrlOption = None,
+    endpoint: EndpointOption = None,
     resume: Annotated[
         bool | None,
         typer.Option(
@@ -297,12 +347,23 @@ def chat(
             show_default=False,
         ),
     ] = True,
+    session_id: Annotated[
+        str | None,
+        typer.Option("--session", metavar="ID", help="Resume this saved session (ids: --list)."),
+    ] = None,
+    list_sessions: Annotated[
+        bool,
+        typer.Option(
+            "--list", metavar="", help="List the saved sessions of the workspace and exit."
+        ),
+    ] = False,
 ) -> None:
-    """A terminal agent over the workspace, with sessions (S1–S6); the emulator by default."""
+    """A terminal agent over a folder, with saved sessions; a demo model by default."""
     try:
         code = chat_command(
             workspace=workspace, config_dir=config_dir, live=live, provider=provider,
-            model=model, base_url=base_url, resume=resume, history=history,
+            model=model, base_url=base_url, resume=resume, history=history, endpoint=endpoint,
+            session_id=session_id, list_sessions=list_sessions,
         )  # fmt: skip
     except LLMCoreError as exc:
         raise fail(str(exc)) from None

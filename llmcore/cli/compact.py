@@ -1,4 +1,4 @@
-"""``llmcore compact ARCHIVE [--dry-run] [--yes] [--provider P] [--model M] [--base-url URL]``.
+"""``llmcore compact ARCHIVE [--dry-run] [--yes] [-p P] [--model M] [--base-url U] [--endpoint C]``.
 
 C1–C3 for an archive folder (SPEC R2): open it, print the compaction plan and its cost preview
 (C2), then — after confirmation, or with ``--yes`` — make the one summarization call
@@ -6,7 +6,9 @@ C1–C3 for an archive folder (SPEC R2): open it, print the compaction plan and 
 preview and exits 0 without any model call. The provider and model default to the archive's;
 the API key comes from the provider's environment variable (``ANTHROPIC_API_KEY``,
 ``OPENAI_API_KEY``, ``OPENROUTER_API_KEY``); ``--base-url`` sends to any compatible endpoint
-(e.g. ``llmcore emulate``'s). Without a terminal to ask on, ``--yes`` is required.
+(e.g. ``llmcore emulate``'s); ``--endpoint vertex|bedrock|azure`` sends through that cloud
+(:mod:`llmcore.cloud`, settings from the environment). Without a terminal to ask on,
+``--yes`` is required.
 
 Exit 0: compacted, or the dry run / a declined confirmation. Exit 2 (one line on stderr): no
 archive or an unreadable one, compaction not offered (the reason), a failed call or an empty
@@ -23,8 +25,10 @@ import typer
 
 from llmcore.cli._common import (
     BaseUrlOption,
+    EndpointOption,
     ModelOption,
     base_url_transport,
+    cloud_transport,
     fail,
     one_line_errors,
 )
@@ -61,6 +65,7 @@ def compact_command(
     model: str | None = None,
     base_url: str | None = None,
     confirm: bool | None = None,
+    endpoint: str | None = None,
 ) -> int:
     """Run ``llmcore compact``; return the exit code (errors: one line on stderr, exit 2).
 
@@ -72,6 +77,7 @@ def compact_command(
         model: The model of the call (default: the archive's).
         base_url: Send to this base URL instead of the provider's.
         confirm: The answer to the question (tests); ``None`` asks on the terminal.
+        endpoint: A cloud endpoint (``vertex``, ``bedrock``, ``azure``) to send through.
 
     Raises:
         typer.Exit: With code 2 for every error (one line printed).
@@ -98,7 +104,7 @@ def compact_command(
     if not yes and not _confirmed(confirm):
         print("Not compacted.")
         return 0
-    with _transport(name, base_url) as transport:
+    with _transport(name, base_url, endpoint) as transport:
         runner = Runner(provider=get_provider(name), model=plan.model, transport=transport)
         outcome = run_compaction(conversation, runner, plan)
     store.save(conversation)
@@ -121,10 +127,12 @@ def _confirmed(answer: bool | None) -> bool:
     return typer.confirm("Compact now?")
 
 
-def _transport(name: str, base_url: str | None) -> HTTPTransport:
-    """The transport of the call: the provider's own, or ``--base-url``'s."""
+def _transport(name: str, base_url: str | None, endpoint: str | None) -> HTTPTransport:
+    """The transport of the call: the provider's own, ``--endpoint``'s or ``--base-url``'s."""
     from llmcore.transport import HTTPTransport
 
+    if endpoint:
+        return cloud_transport(name, endpoint, base_url)
     return base_url_transport(name, base_url) if base_url else HTTPTransport()
 
 
@@ -148,11 +156,18 @@ def compact(
     ] = None,
     model: ModelOption = None,
     base_url: BaseUrlOption = None,
+    endpoint: EndpointOption = None,
 ) -> None:
     """Summarize every turn but the last two of ARCHIVE with one model call (C1–C3)."""
     try:
         code = compact_command(
-            archive, dry_run=dry_run, yes=yes, provider=provider, model=model, base_url=base_url
+            archive,
+            dry_run=dry_run,
+            yes=yes,
+            provider=provider,
+            model=model,
+            base_url=base_url,
+            endpoint=endpoint,
         )
     except LLMCoreError as exc:
         raise fail(str(exc)) from None

@@ -240,9 +240,7 @@ class Engine:
         check_thinking(body, raw)
         plan = self.anthropic.plan(body, org, self.clock.now(), spans)
         turn = anthropic_turn(body)
-        reply = self.script.reply_for(
-            turn.first_user_text, turn.index, tools_offered=bool(body.get("tools"))
-        )
+        reply = self.script.reply_to("anthropic", body, turn.first_user_text, turn.index)
         reply = obey("anthropic", body, reply)
         if thinking_on(body):
             reply = replace(reply, thinking=thinking_text(turn.first_user_text))
@@ -272,9 +270,7 @@ class Engine:
         now = self.clock.now()
         plan = self.openai.plan("chat", body, [], org, now, spans)
         turn = chat_turn(body)
-        reply = self.script.reply_for(
-            turn.first_user_text, turn.index, tools_offered=bool(body.get("tools"))
-        )
+        reply = self.script.reply_to("chat", body, turn.first_user_text, turn.index)
         reply = obey("chat", body, reply)
         n = body.get("n") or 1
         ident = make_id("chatcmpl-emu", raw, "chat")
@@ -340,9 +336,7 @@ class Engine:
         now = self.clock.now()
         plan = self.openai.plan("responses", body, history, org, now, spans)
         turn = responses_turn(body, history)
-        reply = self.script.reply_for(
-            turn.first_user_text, turn.index, tools_offered=bool(body.get("tools"))
-        )
+        reply = self.script.reply_to("responses", body, turn.first_user_text, turn.index)
         reply = obey("responses", body, reply)
         ident = make_id("resp_emu_", raw, "response", length=32)
         output = output_items(reply, turn)

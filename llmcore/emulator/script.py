@@ -36,6 +36,7 @@ Output tokens of a reply are ``ceil(bytes/4)`` of the text, plus for each call
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -125,6 +126,18 @@ class Script:
         if reply.tool_calls and not tools_offered:
             return Reply(text=reply.text or NO_TOOLS_TEXT)
         return reply
+
+    def reply_to(
+        self, shape: str, body: Mapping[str, Any], first_user_text: str, turn: int
+    ) -> Reply:
+        """Return the reply to a validated request ``body`` of wire ``shape``.
+
+        ``shape`` is ``"anthropic"``, ``"chat"`` or ``"responses"``. The emulator calls this;
+        a script's replies depend only on ``first_user_text`` and ``turn`` (:meth:`reply_for`),
+        while a subclass may read the whole request (``llmcore chat``'s demo model answers
+        what the user typed).
+        """
+        return self.reply_for(first_user_text, turn, tools_offered=bool(body.get("tools")))
 
 
 MAX_ARGUMENT_DEPTH = 64

@@ -3,6 +3,9 @@
 Routes: ``POST /v1/messages`` (Anthropic Messages), ``POST /v1/chat/completions`` (OpenAI Chat
 Completions), ``POST /v1/responses`` (OpenAI Responses). Anthropic clients use
 :attr:`Emulator.base_url`; OpenAI clients use :attr:`Emulator.openai_base_url` (``…/v1``).
+The same wire APIs' cloud endpoints (Vertex AI, Bedrock InvokeModel, Azure OpenAI) are served
+by :mod:`llmcore.emulator.cloud`: :attr:`Emulator.vertex_base_url`, :attr:`Emulator.base_url`
+as Bedrock's ``endpoint_url`` and Azure's ``azure_endpoint``.
 API keys are not checked; the key a client sends (``x-api-key`` or ``Authorization``) names its
 organization, and caches are per organization (PROVIDER-RULES §1.2). Anthropic requests need
 the ``anthropic-version`` header, as the real API does.
@@ -31,6 +34,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from llmcore._served import Served, StartStop
 from llmcore.emulator.clock import Clock
+from llmcore.emulator.cloud import cloud_routes
 from llmcore.emulator.engine import Engine, Prepared
 from llmcore.emulator.errors import EmulatorError, Rejection, Shape
 from llmcore.emulator.limits import (
@@ -224,6 +228,7 @@ def build_app(
         for path, shape, handle in endpoints
     ]
     routes += extra_routes(engine, limits, in_flight)  # count_tokens, models, batches, …
+    routes += cloud_routes(engine, gate.wait, limits, in_flight, _answer)  # Vertex, Bedrock, Azure
     missing = not_found_handler(engine)  # JSON 404 / 405 in the provider's shape
     app = Starlette(routes=routes, exception_handlers={404: missing, 405: missing})
     return AccessLog(app) if access_log else app
@@ -291,6 +296,11 @@ class Emulator(StartStop):
     @property
     def openai_base_url(self) -> str:
         """``http://127.0.0.1:PORT/v1`` — the OpenAI base URL (``/chat/completions``, …)."""
+        return self.base_url + "/v1"
+
+    @property
+    def vertex_base_url(self) -> str:
+        """``http://127.0.0.1:PORT/v1`` — the Vertex AI base URL (``/projects/…:rawPredict``)."""
         return self.base_url + "/v1"
 
     def _config(self) -> dict[str, Any]:

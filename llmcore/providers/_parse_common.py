@@ -7,7 +7,6 @@ shapes; this holds only what is the same everywhere.
 
 from __future__ import annotations
 
-import email.utils
 import time
 from collections.abc import Mapping
 from typing import Any, Final
@@ -137,6 +136,8 @@ def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -
         return max(0.0, float(value))
     except ValueError:
         pass
+    import email.utils  # an HTTP date is rare; the module costs a third of `llmcore body`'s start
+
     try:
         moment = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):

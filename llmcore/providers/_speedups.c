@@ -1,11 +1,12 @@
 /*
- * llmcore.providers._speedups: the history's wire pieces for Anthropic Messages and OpenAI Chat
- * Completions, written in C.
+ * llmcore.providers._speedups: the history's wire pieces for Anthropic Messages, OpenAI Chat
+ * Completions and OpenAI Responses, written in C.
  *
  * Each function writes the pieces of a run of history messages (each message's JSON values,
  * each after a comma: SPEC P2, llmcore/providers/history.py) into one bytes object. The key
  * order and every rule are those of the Python encoders (llmcore/providers/anthropic/encode.py,
- * llmcore/providers/openai_chat/encode.py); strings are escaped as json.encoder's
+ * llmcore/providers/openai_chat/encode.py, llmcore/providers/openai_responses/encode.py); strings
+ * are escaped as json.encoder's
  * encode_basestring does (ensure_ascii=False: quote, backslash and C0 controls, the controls
  * that have one as \b \f \n \r \t, the others as \u00xx). A message this module does not write
  * itself (one with an encoding option, a type or value the Python encoder handles otherwise) is
@@ -15,11 +16,12 @@
  * error raised is the Python encoder's, and the hooks run after every field of a content value
  * is read, in the Python encoder's order, so a hook's error is raised where it raises it.
  *
- * Both functions take (messages: tuple, first: int, options: dict, slow, hooks: tuple[,
+ * Each function takes (messages: tuple, first: int, options: dict, slow, hooks: tuple[,
  * prefix: bytes, suffix: bytes]):
  *   messages  the run of messages; message k has history index first + k;
  *   options   the encoding options by history index (Anthropic writes a TTL option, a cache
- *             breakpoint, itself; any other non-None option goes to slow);
+ *             breakpoint, itself; any other non-None option, Responses' carried output items
+ *             included, goes to slow);
  *   slow      slow(index, message, option) -> bytes, that message's piece;
  *   hooks     (Text, Image, ToolCall, ToolResult, wire_id, arguments_json, id_max, safe_ids,
  *              error_part): the content classes (exact types only), the provider's id rewrite
@@ -917,30 +919,14 @@ anthropic_message(Writer *w, PyObject *role, PyObject *content, PyObject *option
 /* ---------------------------------------------------------------------------------------- */
 /* OpenAI Chat Completions (openai_chat/encode.py, wire_messages).                            */
 
+static int w_data_url(Writer *w, PyObject *part);
+
 static int
 chat_image_part(Writer *w, PyObject *part, int *first)
 {
     CHECK(w_item(w, first, ",\"content\":["));
-    CHECK(W_LIT(w, "{\"type\":\"image_url\",\"image_url\":{\"url\":\"data:"));
-    int result = 0;
-    PyObject *mime = read_attr(part, s_mime_type, &result);
-    if (mime == NULL) {
-        return result;
-    }
-    /* The Python encoder copies the URL as is only when its head needs no escape (data_url);
-       else it escapes the whole URL, base64 included, so such a mime type is left to it. */
-    result = FALLBACK;
-    if (PyUnicode_CheckExact(mime) && PyUnicode_IS_ASCII(mime)) {
-        const unsigned char *chars = PyUnicode_1BYTE_DATA(mime);
-        Py_ssize_t n = PyUnicode_GET_LENGTH(mime);
-        if (find_escape(chars, 0, n) == n) {
-            result = w_write(w, (const char *)chars, n);
-        }
-    }
-    Py_DECREF(mime);
-    CHECK(result);
-    CHECK(W_LIT(w, ";base64,"));
-    CHECK(w_base64(w, part));
+    CHECK(W_LIT(w, "{\"type\":\"image_url\",\"image_url\":{\"url\":\""));
+    CHECK(w_data_url(w, part));
     return W_LIT(w, "\"}}");
 }
 
@@ -1029,6 +1015,154 @@ chat_message(Writer *w, PyObject *role, PyObject *content, PyObject *option, con
         CHECK(W_LIT(w, "]"));
     }
     return W_LIT(w, "}");
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* OpenAI Responses: one item per user message, assistant part, tool result                   */
+/* (openai_responses/encode.py, _items).                                                      */
+
+/* Write an image's data: URL, data:<mime>;base64,<data>, inside a JSON string. The Python
+   encoder copies it as is only when its head needs no escape (data_url); else it escapes the
+   whole URL, base64 included, so such a mime type is left to it. */
+static int
+w_data_url(Writer *w, PyObject *part)
+{
+    CHECK(W_LIT(w, "data:"));
+    int result = 0;
+    PyObject *mime = read_attr(part, s_mime_type, &result);
+    if (mime == NULL) {
+        return result;
+    }
+    result = FALLBACK;
+    if (PyUnicode_CheckExact(mime) && PyUnicode_IS_ASCII(mime)) {
+        const unsigned char *chars = PyUnicode_1BYTE_DATA(mime);
+        Py_ssize_t n = PyUnicode_GET_LENGTH(mime);
+        if (find_escape(chars, 0, n) == n) {
+            result = w_write(w, (const char *)chars, n);
+        }
+    }
+    Py_DECREF(mime);
+    CHECK(result);
+    CHECK(W_LIT(w, ";base64,"));
+    return w_base64(w, part);
+}
+
+/* A Text part's item or part, `head` + its text + `}`, when its text is sent (not empty); a
+   list's comma first when `first` is not NULL (w_item). */
+static int
+w_sent_text(Writer *w, PyObject *part, int *first, const char *head)
+{
+    int result = 0;
+    PyObject *text = sent_text(part, &result);
+    if (text == NULL) {
+        return result;
+    }
+    result = first != NULL ? w_item(w, first, "") : 0;
+    if (result == 0) {
+        result = w_cstr(w, head);
+    }
+    if (result == 0) {
+        result = w_str(w, text);
+    }
+    Py_DECREF(text);
+    return result != 0 ? result : W_LIT(w, "}");
+}
+
+/* {"type":"message","role":"user","content":[parts]}: input_text and input_image parts. */
+static int
+responses_user(Writer *w, PyObject *content, const Hooks *h)
+{
+    CHECK(W_LIT(w, ",{\"type\":\"message\",\"role\":\"user\",\"content\":["));
+    int first = 1;
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(content); k++) {
+        PyObject *part = PyTuple_GET_ITEM(content, k);
+        PyTypeObject *type = Py_TYPE(part);
+        if (type == h->text) {
+            CHECK(w_sent_text(w, part, &first, "{\"type\":\"input_text\",\"text\":"));
+        }
+        else if (type == h->image) {
+            CHECK(w_item(w, &first, ""));
+            CHECK(W_LIT(w, "{\"type\":\"input_image\",\"image_url\":\""));
+            CHECK(w_data_url(w, part));
+            CHECK(W_LIT(w, "\",\"detail\":\"auto\"}"));
+        }
+        else {
+            return FALLBACK; /* a tool call or result in a user message: the Python error */
+        }
+    }
+    return W_LIT(w, "]}");
+}
+
+static const CallShape RESPONSES_CALL = {
+    ",", "{\"type\":\"function_call\",\"call_id\":", ",\"name\":", ",\"arguments\":", "}", 1, 0,
+};
+
+/* An assistant message: a message item per sent text, a function_call item per tool call. */
+static int
+responses_assistant(Writer *w, PyObject *content, const Hooks *h)
+{
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(content); k++) {
+        PyObject *part = PyTuple_GET_ITEM(content, k);
+        PyTypeObject *type = Py_TYPE(part);
+        if (type == h->text) {
+            CHECK(w_sent_text(w, part, NULL,
+                              ",{\"type\":\"message\",\"role\":\"assistant\",\"content\":"));
+        }
+        else if (type == h->tool_call) {
+            int first = 1; /* the shape's opening is the item's comma */
+            CHECK(w_tool_call(w, part, h, &first, &RESPONSES_CALL));
+        }
+        else {
+            return FALLBACK; /* an image or a tool result: the Python error */
+        }
+    }
+    return 0;
+}
+
+/* A tool message: a function_call_output item per result (an empty output allowed). */
+static int
+responses_results(Writer *w, PyObject *content, const Hooks *h)
+{
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(content); k++) {
+        PyObject *part = PyTuple_GET_ITEM(content, k);
+        if (Py_TYPE(part) != h->tool_result) {
+            return FALLBACK;
+        }
+        ResultFields r;
+        CHECK(read_result(part, &r));
+        int result = W_LIT(w, ",{\"type\":\"function_call_output\",\"call_id\":");
+        if (result == 0) {
+            result = w_id(w, r.call_id, h);
+        }
+        if (result == 0) {
+            result = W_LIT(w, ",\"output\":");
+        }
+        if (result == 0) {
+            result = r.text != NULL ? w_result_text(w, &r) : W_LIT(w, "\"\"");
+        }
+        clear_result(&r);
+        CHECK(result);
+        CHECK(W_LIT(w, "}"));
+    }
+    return 0;
+}
+
+static int
+responses_message(Writer *w, PyObject *role, PyObject *content, PyObject *option, const Hooks *h)
+{
+    if (option != Py_None) {
+        return FALLBACK; /* carried output items: Python splices their raw text */
+    }
+    if (PyUnicode_Compare(role, s_user) == 0) {
+        return responses_user(w, content, h);
+    }
+    if (PyUnicode_Compare(role, s_assistant) == 0) {
+        return responses_assistant(w, content, h);
+    }
+    if (PyUnicode_Compare(role, s_tool) == 0) {
+        return responses_results(w, content, h);
+    }
+    return FALLBACK;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -1186,6 +1320,12 @@ static PyObject *
 chat_pieces(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     return encode_run(args, nargs, chat_message, "chat_pieces");
+}
+
+static PyObject *
+responses_pieces(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    return encode_run(args, nargs, responses_message, "responses_pieces");
 }
 
 static PyObject *
@@ -1351,6 +1491,9 @@ static PyMethodDef methods[] = {
     {"chat_pieces", (PyCFunction)(void (*)(void))chat_pieces, METH_FASTCALL,
      "chat_pieces(messages, first, options, slow, hooks[, prefix, suffix]) -> bytes: "
      "Chat pieces (between prefix and suffix)."},
+    {"responses_pieces", (PyCFunction)(void (*)(void))responses_pieces, METH_FASTCALL,
+     "responses_pieces(messages, first, options, slow, hooks[, prefix, suffix]) -> bytes: "
+     "Responses pieces (between prefix and suffix)."},
     {"escape", escape, METH_O,
      "escape(utf8: bytes) -> bytes: the JSON string literal of UTF-8 text (for tests)."},
     {"history_ok", (PyCFunction)(void (*)(void))history_ok, METH_FASTCALL,
@@ -1365,7 +1508,7 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT,
     "llmcore.providers._speedups",
-    "The history's wire pieces for Anthropic and Chat, written in C (see history.py).",
+    "The history's wire pieces for Anthropic, Chat and Responses, written in C (history.py).",
     -1,
     methods,
     NULL,

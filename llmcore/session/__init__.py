@@ -5,7 +5,8 @@ A terminal agent keeps one session per project under
 drives (see :mod:`.session`). Modules: :mod:`.paths` (layout and id/path checks),
 :mod:`.record` (schema 3 and its codec), :mod:`.store` (atomic files, pointers, conflicts),
 :mod:`.scrub` (secrets), :mod:`.drift` (manifest and drift), :mod:`.resume` (the S3 block),
-:mod:`.summary` (the tail and the extraction call), :mod:`.checkpoints`, :mod:`.startup`.
+:mod:`.summary` (the tail and the extraction call), :mod:`.checkpoints`, :mod:`.startup`,
+:mod:`.listing` (the saved sessions, ``llmcore chat --list``).
 The ``llmcore chat`` command is not here.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from .checkpoints import CheckpointInfo, Checkpoints
 from .drift import Drift, build_manifest, detect_drift
+from .listing import SessionInfo, SessionListing, list_sessions, user_prompts
 from .paths import SESSION_ID_PATTERN, ProjectPaths, check_session_id, safe_relative
 from .record import SCHEMA_VERSION, SessionRecord, decode_record, encode_record
 from .resume import build_resume_block
@@ -35,6 +37,8 @@ __all__ = [
     "ProjectPaths",
     "SaveOutcome",
     "Session",
+    "SessionInfo",
+    "SessionListing",
     "SessionRecord",
     "SessionStore",
     "build_manifest",
@@ -45,7 +49,9 @@ __all__ = [
     "encode_record",
     "extract",
     "find_secrets",
+    "list_sessions",
     "safe_relative",
     "scrub",
     "scrub_text",
+    "user_prompts",
 ]

@@ -14,8 +14,13 @@
   this project; ``say`` shows ``Previous session found (last active: YYYY-MM-DD HH:MM UTC)``
   and ``ask("Resume previous session? [Y/n]")`` decides. Yes keeps the id and files, rebuilds
   the trimmed history (:func:`~llmcore.session.summary.rebuild_history`), checks drift (S4) and
-  builds the resume block once (S3). No starts a new session; the old file stays (orphaned).
-  Either way an exited terminal's pointer that offered it is removed.
+  builds the resume block once (S3). No starts a new session; the old file stays, and
+  :func:`~llmcore.session.listing.list_sessions` (``llmcore chat --list``) still lists it.
+  ``session_id=`` resumes that saved session without asking (``llmcore chat --session ID``).
+  An exited terminal's pointer that offered a session is removed when this one resumes it, or,
+  after a No, at this session's first save.
+* **An empty session is not kept**: a new session that has had no turn is not written at exit,
+  so opening and leaving without a message never hides the previous session.
 * **Saving**: after each completed turn (:meth:`Session.record_turn`), on ``/save``
   (:meth:`Session.save`) and at exit (:meth:`Session.close`, also from ``with`` on an
   exception or ``KeyboardInterrupt``), unless the session was just reset. ``/save`` and exit
@@ -47,7 +52,8 @@ from llmcore.runner import Runner, TurnResult
 
 from .checkpoints import CheckpointInfo, Checkpoints
 from .drift import Drift, build_manifest, detect_drift, file_sha256
-from .paths import ProjectPaths, new_session_id, safe_relative
+from .listing import list_sessions
+from .paths import ProjectPaths, check_session_id, new_session_id, safe_relative
 from .record import Phase, SessionRecord, format_time
 from .resume import build_resume_block, display_time
 from .startup import find_previous, process_alive
@@ -104,6 +110,8 @@ class Session:
         self.spec_file = spec_file
         self.template_dir = template_dir
         self._token = token
+        self._release: int | None = None
+        """An exited terminal's pointer to remove when this one first writes its own."""
         self.resume_block = ""
         """The resume-context block (S3): set once at resume, ``""`` otherwise and after reset."""
         self.drift: Drift | None = None
@@ -141,6 +149,7 @@ class Session:
         token: Callable[[int], str] | None = None,
         spec_file: str = "agent_spec.md",
         template_dir: str | None = None,
+        session_id: str | None = None,
     ) -> Session:
         """Start the session of ``workspace``: resume the previous one or begin a new one (S2).
 
@@ -157,6 +166,13 @@ class Session:
             token: Random hex of n bytes for new ids (injected by tests).
             spec_file: The agent specification file, workspace-relative.
             template_dir: A template folder ``/reset`` offers to delete, workspace-relative.
+            session_id: Resume this saved session without asking (``None``: offer the
+                previous one, S2).
+
+        Raises:
+            SessionIdError: ``session_id`` is not 12 lowercase hex digits.
+            SessionNotFoundError: No saved session has ``session_id`` (the known ids named).
+            SessionReadError: The file of ``session_id`` is corrupt, a symlink or unreadable.
         """
         paths = ProjectPaths.for_workspace(workspace, app=app, config=config)
         session = cls(
@@ -170,19 +186,39 @@ class Session:
             template_dir=template_dir,
         )
         session.store.remove_leftovers(alive, session.pid)  # a killed save's temporary files
+        if session_id is not None:
+            session._resume_chosen(check_session_id(session_id, "--session"), say)
+            return session
         found = find_previous(session.store, session.pid, alive=alive, say=say)
         if found is not None:
             last = display_time(found.loaded.record.updated_at)
             say(f"Previous session found (last active: {last})")
+            if found.pointer_pid != session.pid:  # an exited terminal's: taken or declined
+                session._release = found.pointer_pid
             if ask(RESUME_QUESTION):
                 session._resume(found.loaded.record, found.loaded.base)
-            try:
-                session.store.write_pointer(session.pid, session.session_id)
-                if found.pointer_pid != session.pid:  # an exited terminal's: taken or declined
-                    session.store.delete_pointer(found.pointer_pid)
-            except (SessionError, OSError) as exc:  # the agent still starts
-                say(f"The session pointer could not be updated: {exc}")
+                session._take_pointer(say)
         return session
+
+    def _resume_chosen(self, session_id: str, say: Callable[[str], None]) -> None:
+        loaded = self.store.load(session_id)
+        if loaded is None:
+            raise list_sessions(self.store).not_found(session_id, str(self.store.paths.sessions))
+        self._resume(loaded.record, loaded.base)
+        self._take_pointer(say)
+
+    def _take_pointer(self, say: Callable[[str], None]) -> None:
+        """Point this terminal's pointer at the session; drop the exited one it replaces."""
+        try:
+            self._write_pointer()
+        except (SessionError, OSError) as exc:  # the agent still starts
+            say(f"The session pointer could not be updated: {exc}")
+
+    def _write_pointer(self) -> None:
+        self.store.write_pointer(self.pid, self.session_id)
+        if self._release is not None:
+            self.store.delete_pointer(self._release)
+            self._release = None
 
     def _resume(self, record: SessionRecord, base: str) -> None:
         self._adopt(record)
@@ -202,6 +238,11 @@ class Session:
         self.tracked = {path for path, _ in record.file_manifest}
         self.checkpoint_count = record.checkpoint_count
         self.phase = record.phase
+
+    @property
+    def saved(self) -> bool:
+        """Whether the session has a file on disk that auto-save keeps (not after a reset)."""
+        return self.base != NO_FILE and not self.suppressed
 
     # ------------------------------------------------------------------ the prompt
 
@@ -256,7 +297,7 @@ class Session:
         """
         extraction, failure = self._extract() if summarize else (None, None)
         self.base = self.store.save(self._record(), self.base)
-        self.store.write_pointer(self.pid, self.session_id)
+        self._write_pointer()
         self.suppressed = False
         return SaveOutcome(
             path=self.store.paths.session_file(self.session_id),
@@ -281,8 +322,12 @@ class Session:
         return self.save(summarize=False)
 
     def close(self, *, summarize: bool = True) -> SaveOutcome | None:
-        """Auto-save at exit (normal, Ctrl+C or crash), unless the session was just reset."""
-        if self.suppressed:
+        """Auto-save at exit (normal, Ctrl+C or crash).
+
+        Not after a reset (S2), nor for a new session that was never saved and has no turn:
+        an empty session never becomes the previous one.
+        """
+        if self.suppressed or (self.base == NO_FILE and not self.conversation.history):
             return None
         return self.save(summarize=summarize)
 

@@ -16,6 +16,7 @@ from pydantic_ai import messages as pm
 
 from llmcore.adapters import anthropic, openai_chat, pydantic_ai
 from llmcore.errors import LLMCoreError, RequestFileError
+from tests.examples import examples
 
 KEYS = st.sampled_from(
     ["role", "content", "type", "text", "tool_calls", "tool_call_id", "id", "function", "name"]
@@ -39,8 +40,13 @@ VALUES = st.recursive(
 READERS = {"openai-chat": openai_chat.to_history, "anthropic": anthropic.to_history}
 
 
+@pytest.mark.full_count
 @pytest.mark.parametrize("name", sorted(READERS))
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=examples(full=150, sample=40),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(value=st.lists(VALUES, max_size=4) | VALUES)
 def test_any_message_list_gives_a_history_or_a_typed_error(name: str, value: Any) -> None:
     try:

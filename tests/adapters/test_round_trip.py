@@ -12,6 +12,7 @@ from hypothesis import given, settings
 
 from llmcore.adapters import anthropic, openai_chat, pydantic_ai
 from tests.adapters.helpers import check_round_trip, histories
+from tests.examples import examples
 
 CASES = {
     "openai-chat": (
@@ -35,8 +36,9 @@ CASES = {
 }
 
 
+@pytest.mark.full_count
 @pytest.mark.parametrize("form", sorted(CASES))
-@settings(max_examples=200)
+@settings(max_examples=examples(full=200, sample=60))
 @given(drawn=histories())
 def test_history_to_framework_form_and_back_is_the_identity(form, drawn):
     write, read, arguments_as_text, merge_tool_messages = CASES[form]

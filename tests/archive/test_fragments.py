@@ -22,6 +22,7 @@ from llmcore.archive.images import DigestCache, kept_images
 from llmcore.errors import EncodingError
 from llmcore.messages import Image, Message, Text
 from tests.archive.helpers import conversation
+from tests.examples import examples
 from tests.strategies import images, omitted_images, texts, user_messages
 
 _KEYS = st.text(max_size=6)
@@ -46,7 +47,8 @@ def _outcome(write: Any, value: Any, indent: int | None) -> bytes | type[Excepti
     return result
 
 
-@settings(max_examples=400)
+@pytest.mark.full_count
+@settings(max_examples=examples(full=400, sample=150))
 @given(value=_VALUES, indent=st.sampled_from([None, 2]))
 def test_float_free_sorted_writer_writes_what_dumps_sorted_writes(value, indent):
     expected = _outcome(jsonbytes.dumps_sorted, value, indent)

@@ -28,6 +28,7 @@ from llmcore.messages import Image, Message, Text
 from llmcore.providers import PROVIDER_NAMES, get_provider
 from llmcore.usage import Cost, Usage
 from tests.archive.conftest import memory_root
+from tests.examples import examples
 from tests.strategies import conversations
 
 
@@ -78,9 +79,10 @@ _SECTIONS = st.lists(
 )
 
 
+@pytest.mark.full_count
 @pytest.mark.parametrize("provider_name", PROVIDER_NAMES)
 @settings(
-    max_examples=150,
+    max_examples=examples(full=150, sample=50),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

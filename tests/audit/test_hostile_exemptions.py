@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from llmcore.audit.exemptions import Exemption, ExemptionError, load_exemptions, parse_exemptions
 from llmcore.cli.audit import EXIT_INPUT, audit_command
+from tests.examples import examples
 
 from .test_exemptions import broken  # noqa: F401  (the fixture)
 
@@ -42,7 +43,8 @@ ENTRIES = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@pytest.mark.full_count
+@settings(max_examples=examples(full=150, sample=40), deadline=None)
 @given(VALUES | ENTRIES)
 def test_any_value_gives_exemptions_or_a_typed_error_naming_the_entry(value: object) -> None:
     try:

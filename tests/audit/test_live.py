@@ -6,7 +6,8 @@ import gzip
 import json
 from pathlib import Path
 
-from hypothesis import given
+import pytest
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmcore import jsonbytes
@@ -14,6 +15,7 @@ from llmcore.audit import LiveAudit, audit_paths
 from llmcore.audit.live import RecordWriter, record_line
 from llmcore.audit.tap import UsageTap
 from llmcore.audit.usage import usage_of
+from tests.examples import examples
 
 
 def _body(first: str, *turns: str, system: str = "sys") -> bytes:
@@ -36,6 +38,8 @@ ANTHROPIC_SSE = (
 )
 
 
+@pytest.mark.full_count
+@settings(max_examples=examples(full=2000, sample=200))
 @given(st.lists(st.integers(min_value=1, max_value=len(ANTHROPIC_SSE) - 1), max_size=12))
 def test_usage_read_from_a_stream_does_not_depend_on_its_chunking(cuts: list[int]) -> None:
     tap = UsageTap("text/event-stream")

@@ -6,11 +6,13 @@ import json
 import string
 from typing import Any
 
+import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from llmcore import jsonbytes
 from llmcore.audit import Verdict, audit_bodies, first_difference, normalize_body
+from tests.examples import examples
 
 from . import _bodies as b
 
@@ -52,7 +54,8 @@ def _cached(messages: list[dict[str, Any]], where: list[int]) -> list[dict[str, 
     return out
 
 
-@settings(max_examples=300)
+@pytest.mark.full_count
+@settings(max_examples=examples(full=300, sample=100))
 @given(conversations(), st.data())
 def test_appending_messages_never_reports_a_break(messages, data):
     cuts = sorted(data.draw(st.sets(st.integers(1, len(messages)), min_size=1)))
@@ -68,7 +71,8 @@ def test_appending_messages_never_reports_a_break(messages, data):
     assert all(r.lost_bytes == 0 and r.lost_tokens == 0 for r in report.requests)
 
 
-@settings(max_examples=300)
+@pytest.mark.full_count
+@settings(max_examples=examples(full=300, sample=100))
 @given(conversations(min_size=3), st.data())
 def test_a_single_byte_change_in_an_earlier_message_is_found_at_that_byte(messages, data):
     n = len(messages)
@@ -138,7 +142,8 @@ ROOTS = st.tuples(st.dictionaries(KEYS, PAIRS, min_size=1, max_size=3), MARKERS)
 """A JSON object, and the same with cache_control / prompt_cache_breakpoint members added."""
 
 
-@settings(max_examples=200)
+@pytest.mark.full_count
+@settings(max_examples=examples(full=200, sample=80))
 @given(ROOTS, st.sampled_from([(",", ":"), (", ", ": ")]), st.booleans())
 def test_normalization_deletes_exactly_the_breakpoint_members(pair, separators, ascii_only):
     plain, marked = pair

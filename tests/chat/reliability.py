@@ -357,7 +357,7 @@ def _judge(place: Place, outcome: _Outcome, row: ChatRow, what: str, baseline: i
     elif os.WIFEXITED(outcome.status) and os.WEXITSTATUS(outcome.status) not in (0, 130):
         row.unexpected += 1
         row.note(f"{what}: exit code {os.WEXITSTATUS(outcome.status)}")
-    shown = "turn 1 ·" in outcome.output
+    shown = "turn 2 ·" in outcome.output  # the session's second turn (the first ran before)
     texts = _user_texts(place)
     if texts is None:
         row.torn += 1

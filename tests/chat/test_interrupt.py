@@ -6,6 +6,7 @@ from __future__ import annotations
 import signal
 import sys
 import threading
+from collections.abc import Iterator
 
 import pytest
 
@@ -15,6 +16,21 @@ pytestmark = pytest.mark.skipif(
     threading.current_thread() is not threading.main_thread(),
     reason="signals reach only the main thread",
 )
+
+
+@pytest.fixture(autouse=True)
+def _foreground_sigint() -> Iterator[None]:
+    """Python's own SIGINT handler, as in a terminal's foreground, restored after each test.
+
+    A process started in the background by a non-interactive shell inherits SIGINT ignored
+    (POSIX, "Signals and Error Handling"), and then :meth:`TurnGuard.deferred` rightly leaves the
+    block as it is; these tests are about the foreground, so they set the handler themselves.
+    """
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def test_ctrl_c_while_the_turn_is_blocked_is_taken_at_once_and_the_turn_dropped() -> None:
@@ -108,3 +124,13 @@ def test_off_the_main_thread_the_work_runs_in_place() -> None:
     thread.start()
     thread.join()
     assert seen == [thread]
+
+
+def test_with_sigint_ignored_the_block_runs_as_it_is_and_the_signal_stays_ignored() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a background job of a non-interactive shell
+    guard = TurnGuard()
+    with guard.deferred():
+        signal.raise_signal(signal.SIGINT)
+        assert guard.run(threading.current_thread) is threading.main_thread()
+    assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    assert not guard.cancelled.is_set()

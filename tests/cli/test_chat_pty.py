@@ -113,9 +113,24 @@ def test_first_start_turn_save_exit_then_resume_yes_shows_drift_then_no_starts_n
     child.sendline("/resume")
     child.expect("No resume context")
     child.expect("you>")
+    child.sendline("/exit")
+    child.expect("Nothing to save: no message in this session.")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert _paths(tmp_path).session_file(first).is_file()  # the old file is left
+    assert not _paths(tmp_path).session_file(second).exists()  # an empty session is not kept
+
+    child = _spawn(tmp_path)  # so the real session is still the one offered
+    child.expect(r"Resume previous session\? \[Y/n\]")
+    child.sendline("y")
+    assert _started(child, "Resumed") == first
+    child.sendline("what is here?")
+    child.expect(r"turn 2 · \d+ requests? · ")  # the session's second turn, not the process's first
+    child.expect(r"hit rate (\d+\.\d)%")
+    assert float(child.match.group(1)) > 0  # a new emulator: the turn's 2nd request reads the 1st
+    child.expect("you>")
     _exit(child)
-    assert _paths(tmp_path).session_file(first).is_file()  # the old file is left (orphaned)
-    assert _paths(tmp_path).session_file(second).is_file()
 
 
 def test_ctrl_c_mid_turn_saves_the_session_without_the_cut_turn(

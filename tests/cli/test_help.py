@@ -106,12 +106,15 @@ def test_the_chat_page_shows_the_defaults_and_the_negative_flag() -> None:
         ),
         ("--model", "-m", "MODEL", "The model."),
         ("--base-url", "URL", "A compatible endpoint, e.g. the emulator's."),
+        ("--endpoint", "CLOUD", "The provider's API on a cloud: vertex, bedrock or azure."),
         ("--resume", "--no-resume", "Answer the resume question without asking."),
         (
             "--history",
             "--no-history",
             "Keep the prompt history (scrubbed, 0600) in the project folder.",
         ),
+        ("--session", "ID", "Resume this saved session (ids: --list)."),
+        ("--list", "List the saved sessions of the workspace and exit."),
         ("--help", "Show this message and exit."),
     ]
 

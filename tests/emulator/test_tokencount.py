@@ -6,7 +6,8 @@ import base64
 import struct
 import zlib
 
-from hypothesis import given
+import pytest
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmcore.emulator.prefix import measure
@@ -18,6 +19,7 @@ from llmcore.emulator.tokencount import (
     text_tokens,
     tool_prompt_tokens,
 )
+from tests.examples import examples
 
 
 def png(width: int, height: int) -> str:
@@ -44,6 +46,8 @@ def webp(width: int, height: int) -> str:
     return base64.b64encode(b"RIFF" + struct.pack("<I", 30) + b"WEBP" + vp8x).decode()
 
 
+@pytest.mark.full_count
+@settings(max_examples=examples(full=2000, sample=150))
 @given(
     width=st.integers(min_value=1, max_value=8000),
     height=st.integers(min_value=1, max_value=8000),
@@ -121,6 +125,8 @@ def test_openai_function_tokens_follow_the_cookbook() -> None:
     assert openai_tool_tokens(flat) == openai_tool_tokens(tool)
 
 
+@pytest.mark.full_count
+@settings(max_examples=examples(full=2000, sample=200))
 @given(st.text(max_size=400))
 def test_text_tokens_are_bounded_by_the_characters(text: str) -> None:
     count = text_tokens(text)
@@ -131,6 +137,8 @@ def test_text_tokens_are_bounded_by_the_characters(text: str) -> None:
 _WORDS = st.text(alphabet=st.sampled_from("abcXYZé漢 \n0123456789"), min_size=1, max_size=200)
 
 
+@pytest.mark.full_count
+@settings(max_examples=examples(full=2000, sample=200))
 @given(_WORDS, _WORDS)
 def test_text_tokens_of_a_concatenation_are_near_the_sum(a: str, b: str) -> None:
     # words, digits and spaces: splitting a text in two changes at most the pieces at the cut

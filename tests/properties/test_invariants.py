@@ -124,7 +124,7 @@ def check_reopen(
 
 @pytest.mark.full_count
 @pytest.mark.parametrize("provider", PROVIDER_NAMES)
-@settings(max_examples=examples(full=2000, sample=250))
+@settings(max_examples=examples(full=2000, sample=100))
 @given(data=st.data())
 def test_p4_p5_encode_cache(provider, data):
     conversation = data.draw(conversations(provider), label="conversation")
@@ -134,8 +134,9 @@ def test_p4_p5_encode_cache(provider, data):
     check_reopen(provider, conversation, save_at, bodies)
 
 
+@pytest.mark.full_count
 @pytest.mark.parametrize("provider", PROVIDER_NAMES)
-@settings(max_examples=6)
+@settings(max_examples=examples(full=6, sample=2))
 @given(data=st.data())
 def test_p4_p5_encode_cache_with_a_1mb_result(provider, data):
     conversation = data.draw(conversations(provider, huge=True), label="conversation")

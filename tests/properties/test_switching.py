@@ -4,7 +4,7 @@ All 12 ordered pairs of ``anthropic``, ``openai-chat``, ``openai-responses`` and
 each over generated conversations with a save and reopen through the archive between the
 providers; the checks are in :mod:`tests.properties.switching`. Examples per pair are fixed
 (:data:`EXAMPLES`, whatever the profile's ``max_examples``; its other settings, e.g. the ``ci``
-profile's ``derandomize``, apply), so the 12 pairs stay near 20 s on two workers.
+profile's ``derandomize``, apply), so the pairs stay near 10 s on two workers.
 ``benchmarks/bench_switching.py`` runs the same check and prints the 12-pair matrix.
 """
 
@@ -19,10 +19,11 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
+from tests.examples import examples
 from tests.properties.switching import PAIRS, check_switch
 
-EXAMPLES = 40
-"""Examples per ordered pair."""
+EXAMPLES = examples(full=40, sample=12)
+"""Examples per ordered pair: a sample here, the full count in ``bench_properties.py``."""
 
 _FOLDERS: dict[tuple[str, str], Path] = {}
 
@@ -40,6 +41,7 @@ def test_all_twelve_ordered_pairs_are_covered():
     assert len(PAIRS) == 12 and len(set(PAIRS)) == 12
 
 
+@pytest.mark.full_count
 @pytest.mark.parametrize(("source", "target"), PAIRS, ids=[f"{a}->{b}" for a, b in PAIRS])
 @settings(max_examples=EXAMPLES)
 @given(data=st.data())

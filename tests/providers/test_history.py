@@ -16,6 +16,7 @@ from llmcore.providers import get_provider
 from llmcore.providers import history as history_module
 from llmcore.providers.history import EncodeCache, check_request, history_array, wire_array
 from llmcore.request import Params, Request
+from tests.examples import examples
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 8
 OPTIONS = st.dictionaries(
@@ -34,7 +35,8 @@ def shared_prefix(a: tuple[Message, ...], b: tuple[Message, ...]) -> int:
     return size
 
 
-@settings(max_examples=300)
+@pytest.mark.full_count
+@settings(max_examples=examples(full=300, sample=100))
 @given(st.data())
 def test_only_new_messages_and_messages_whose_option_changed_are_encoded(data):
     cache = EncodeCache()
@@ -125,7 +127,8 @@ def outcome(request: Request, cache: EncodeCache | None) -> tuple[str, str | Non
     return None
 
 
-@settings(max_examples=500)
+@pytest.mark.full_count
+@settings(max_examples=examples(full=500, sample=150))
 @given(valid_history(), st.data())
 def test_checks_that_skip_known_messages_find_what_a_full_check_finds(history, data):
     cache = EncodeCache()
@@ -204,8 +207,9 @@ def drawn_message(data: st.DataObject, number: int) -> Message:
     return Message.user(text) if kind == "user" else Message.assistant(text)
 
 
+@pytest.mark.full_count
 @pytest.mark.parametrize("provider", list(MODELS))
-@settings(max_examples=75)
+@settings(max_examples=examples(full=75, sample=30))
 @given(data=st.data())
 def test_incremental_bodies_equal_cold_bodies_through_edits_truncations_and_moves(provider, data):
     """Appends, edits in the middle, truncations, reopens, moved breakpoints and carried data:
@@ -275,7 +279,8 @@ def cold_array(messages: tuple[Message, ...], options: dict[int, object]) -> byt
     )
 
 
-@settings(max_examples=200)
+@pytest.mark.full_count
+@settings(max_examples=examples(full=200, sample=50))
 @given(st.data())
 def test_an_array_kept_from_a_build_keeps_its_bytes_and_later_builds_stay_right(data):
     """A kept array holds a view of the cache's buffer: later builds (which then cannot resize

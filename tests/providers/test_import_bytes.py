@@ -13,10 +13,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hypothesis import given
+import pytest
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmcore import Message, Request, Tool, ToolCall, ToolResult, get_provider, jsonbytes
+from tests.examples import examples
 
 SPACED = b'{"p": "a", "n" : [1, 2.50],\n "s": "\\u00e9"}'
 
@@ -87,6 +89,8 @@ _OBJECTS = st.builds(
 )
 
 
+@pytest.mark.full_count
+@settings(max_examples=examples(full=2000, sample=200))
 @given(_OBJECTS)
 def test_any_argument_object_survives_anthropic_import(arguments: bytes) -> None:
     body = get_provider("anthropic").build_body(_request(arguments))

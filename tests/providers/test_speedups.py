@@ -20,13 +20,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmcore import jsonbytes
-from llmcore.errors import InvalidRequestError
+from llmcore.errors import InvalidMessageError, InvalidRequestError
 from llmcore.messages import Image, Message, Text, ToolCall, ToolResult
 from llmcore.providers import get_provider
 from llmcore.providers import history as history_module
 from llmcore.providers.anthropic import encode as anthropic_encode
 from llmcore.providers.history import EncodeCache
 from llmcore.providers.openai_chat import encode as chat_encode
+from llmcore.providers.openai_responses import encode as responses_encode
 from llmcore.request import Params, Request
 from tests.examples import examples
 from tests.strategies import conversations
@@ -42,6 +43,7 @@ def test_the_extension_is_built_in_this_checkout():
     assert speedups is not None
     assert anthropic_encode._NATIVE.function == "anthropic_pieces"
     assert chat_encode._NATIVE.function == "chat_pieces"
+    assert responses_encode._NATIVE.function == "responses_pieces"
 
 
 @contextmanager
@@ -126,7 +128,7 @@ def tool_history(call_id: str, result: bytes, *, is_error: bool = False) -> tupl
     )
 
 
-@pytest.mark.parametrize("provider", ["anthropic", "openai-chat"])
+@pytest.mark.parametrize("provider", ["anthropic", "openai-chat", "openai-responses"])
 @pytest.mark.parametrize(
     ("call_id", "result", "is_error"),
     [
@@ -134,6 +136,7 @@ def tool_history(call_id: str, result: bytes, *, is_error: bool = False) -> tupl
         ("id with space/\u00ef", b'x\xff"\\\x01', True),  # rewritten id, invalid UTF-8
         ("c" * 300, b"", True),  # over both limits; an empty error result
         ("c" * 41, b"", False),  # over Chat's limit only; an empty result
+        ("c" * 65, b"x", False),  # over Responses' limit too
         ("", b"\n" * 40, False),  # an empty id is rewritten by both
     ],
 )
@@ -147,7 +150,7 @@ def test_ids_results_and_images_are_written_as_python_writes_them(
 
 
 @pytest.mark.parametrize("arguments", [b"", b"  \n", b"[1]", b'{"a": 1e999}', b"{\xff}", b"nul"])
-@pytest.mark.parametrize("provider", ["anthropic", "openai-chat"])
+@pytest.mark.parametrize("provider", ["anthropic", "openai-chat", "openai-responses"])
 def test_arguments_that_are_no_json_object_are_wrapped_as_python_wraps_them(provider, arguments):
     request = Request(
         model="m",
@@ -166,7 +169,7 @@ class LoudText(Text):
     """A content class of the caller's own: the C writer leaves the message to Python."""
 
 
-@pytest.mark.parametrize("provider", ["anthropic", "openai-chat"])
+@pytest.mark.parametrize("provider", ["anthropic", "openai-chat", "openai-responses"])
 def test_a_message_holding_a_subclass_is_written_by_python_after_c_wrote_part_of_it(provider):
     messages = (
         Message.user("first"),
@@ -177,6 +180,77 @@ def test_a_message_holding_a_subclass_is_written_by_python_after_c_wrote_part_of
     with pure_python():
         assert built == get_provider(provider).build_body(request)
     assert b'"b"' in built
+
+
+_PARTS = st.one_of(
+    st.builds(Text, text=st.sampled_from(["", "a", 'q"\\\n', "\u00e9\U0001f600", "\x00\x1f"])),
+    st.just(Image(data=PNG, mime_type="image/png")),
+    st.builds(  # bytes with no signature keep any declared type, even one to escape
+        Image,
+        data=st.sampled_from([b"", b"no signature"]),
+        mime_type=st.sampled_from(["image/png", 'x"y', "\u00e9/b", "a\nb"]),
+    ),
+    st.builds(
+        ToolCall,
+        id=st.sampled_from(["c1", "", "c" * 65, "id with space"]),
+        name=st.sampled_from(["f", 'na"me']),
+        arguments=st.sampled_from([b'{"a":1}', b"", b"[1]", b"{\xff}", b'{"a":"\xc3\xa9"}']),
+    ),
+    st.builds(
+        ToolResult,
+        call_id=st.sampled_from(["c1", "c" * 70]),
+        tool_name=st.just("f"),
+        content=st.sampled_from([b"", b"ok", b'x\xff"\\\x01']),
+        is_error=st.booleans(),
+    ),
+)
+"""Any content case in any message, so every shape and every refusal of a role is drawn."""
+
+
+def _message_or_none(role: str, parts: list[object]) -> Message | None:
+    try:
+        return Message(role=role, content=tuple(parts))  # type: ignore[arg-type]
+    except InvalidMessageError:  # a case the model refuses (an empty user message)
+        return None
+
+
+_ANY_MESSAGE = st.builds(
+    _message_or_none,
+    st.sampled_from(["user", "assistant", "tool"]),
+    st.lists(_PARTS, min_size=1, max_size=4),
+).filter(lambda message: message is not None)
+
+
+@pytest.mark.full_count
+@settings(max_examples=examples(full=3000, sample=200), deadline=None)
+@given(
+    messages=st.lists(_ANY_MESSAGE, max_size=6),
+    carried=st.sets(st.integers(0, 5), max_size=2),
+)
+def test_responses_histories_written_in_c_are_written_as_python_writes_them(messages, carried):
+    """Every history of any parts (cold and piece by piece): C's bytes, or Python's error."""
+    messages = tuple(messages)
+    options = {i: ('{"type":"reasoning","id":"rs_1"}',) for i in carried if i < len(messages)}
+    slow = slow_of(responses_encode)
+    hooks = responses_encode._NATIVE.hooks
+
+    def python() -> bytes:
+        return b"".join(slow(i, m, options.get(i)) for i, m in enumerate(messages))
+
+    try:
+        expected: bytes | type[Exception] = python()
+    except InvalidRequestError:
+        expected = InvalidRequestError
+    try:
+        written: bytes | type[Exception] = speedups.responses_pieces(
+            messages, 0, options, slow, hooks
+        )
+    except InvalidRequestError:
+        written = InvalidRequestError
+    assert written == expected
+    if isinstance(expected, bytes):  # the body around them, as a cold build writes it
+        around = speedups.responses_pieces(messages, 0, options, slow, hooks, b"[", b"]")
+        assert around == b"[" + expected[1:] + b"]"
 
 
 def hooks_of(module, **changed):
@@ -322,7 +396,7 @@ def test_repeated_writes_and_errors_leave_no_memory_behind():
     assert after - before < 64 * 1024  # 200 rounds of ~200 KB each would leak megabytes
 
 
-@pytest.mark.parametrize("provider", ["anthropic", "openai-chat"])
+@pytest.mark.parametrize("provider", ["anthropic", "openai-chat", "openai-responses"])
 def test_a_cached_build_writes_new_messages_in_c_and_marked_ones_in_python(provider):
     p = get_provider(provider)
     messages = (*tool_history("c1", b"r"), Message.assistant("done"), Message.user("next"))

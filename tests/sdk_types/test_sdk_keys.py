@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from llmcore.errors import UnsupportedContentError
 from llmcore.providers import PROVIDER_NAMES, get_provider
 from llmcore.providers.base import EncodeCache
+from tests.examples import examples
 from tests.sdk_types.keycheck import ALLOWED, check_body
 from tests.strategies import conversations
 
@@ -57,8 +58,9 @@ def test_rebuilt_corpus_bodies_fit_sdk_types(api):
     assert problems == {}
 
 
+@pytest.mark.full_count
 @pytest.mark.parametrize("provider", PROVIDER_NAMES)
-@settings(max_examples=150)
+@settings(max_examples=examples(full=150, sample=50))
 @given(data=st.data())
 def test_generated_bodies_fit_sdk_types(provider, data):
     conversation = data.draw(conversations(provider), label="conversation")

@@ -19,7 +19,8 @@ from tests.examples import examples
 ID = re.compile(r"^[a-f0-9]{12}$")
 
 
-@settings(max_examples=500)
+@pytest.mark.full_count
+@settings(max_examples=examples(full=500, sample=150))
 @given(st.text(max_size=30) | st.from_regex(r"[a-f0-9]{12}", fullmatch=True))
 def test_any_string_not_matching_the_id_regex_is_refused_before_a_path_is_built(value):
     paths = ProjectPaths(sessions=Path("/nonexistent/sessions"))
@@ -59,7 +60,7 @@ def test_config_root_is_platformdirs_or_the_override(tmp_path, monkeypatch):
 
 
 @pytest.mark.full_count
-@settings(max_examples=examples(full=2000, sample=400))
+@settings(max_examples=examples(full=2000, sample=150))
 @given(st.lists(st.sampled_from(["a", "..", ".", "/", "b", "\\", "C:", "\x00"]), max_size=6))
 def test_safe_relative_never_keeps_dotdot_or_absolute(parts):
     path = "".join(p if p in ("/",) else p + "/" for p in parts).rstrip("/")

@@ -9,11 +9,11 @@ import pytest
 
 from llmcore.archive import ConversationState
 from llmcore.compaction import SUMMARY_HEAD
-from llmcore.errors import SessionConflictError, SessionError
+from llmcore.errors import SessionConflictError, SessionError, SessionIdError, SessionNotFoundError
 from llmcore.messages import Message, Text, ToolCall, ToolResult
 from llmcore.providers.base import ParsedResponse
 from llmcore.runner import Runner
-from llmcore.session import RECENT_MESSAGES, RESUME_QUESTION, Session
+from llmcore.session import RECENT_MESSAGES, RESUME_QUESTION, Session, list_sessions
 from llmcore.session.summary import parse_extraction, split_history
 from llmcore.usage import Usage
 
@@ -154,10 +154,52 @@ def test_resume_no_starts_new_and_leaves_the_old_file(terminal, runner):
     with terminal.start() as second:
         assert second.session_id != first.session_id and second.conversation.history == ()
         assert second.resume_block == ""
-    assert old.read_bytes() == before  # orphaned, kept
+        _turn(second, runner, "y")
+    assert old.read_bytes() == before  # kept, and still listed
     assert second.store.read_pointer(100) == second.session_id
+    assert list_sessions(second.store).ids() == (second.session_id, first.session_id)
     terminal.pid, terminal.answer, terminal.said = 101, True, []
     assert terminal.start().session_id == second.session_id  # the newer one is offered
+
+
+def test_an_empty_new_session_is_not_kept_and_never_hides_the_previous_one(terminal, runner):
+    with terminal.start() as first:
+        _turn(first, runner, "real work")
+    terminal.pid, terminal.answer = 101, False  # answer n, then /exit without a message
+    with terminal.start() as empty:
+        assert empty.session_id != first.session_id
+    assert not empty.saved and empty.close() is None
+    assert empty.store.load(empty.session_id) is None
+    assert list_sessions(empty.store).ids() == (first.session_id,)
+    terminal.pid, terminal.answer, terminal.said = 102, True, []
+    resumed = terminal.start()
+    assert len(terminal.said) == 1 and terminal.said[0].startswith("Previous session found")
+    assert resumed.session_id == first.session_id and resumed.saved
+    assert resumed.conversation.history == first.conversation.history
+
+
+def test_a_chosen_session_is_resumed_without_asking_and_an_unknown_id_names_the_known_ones(
+    terminal, runner
+):
+    with terminal.start() as first:
+        _turn(first, runner, "first task")
+    terminal.pid, terminal.answer = 101, False
+    with terminal.start() as second:
+        _turn(second, runner, "second task")
+    terminal.pid, terminal.asked = 102, []
+    chosen = terminal.start(session_id=first.session_id)
+    assert terminal.asked == [] and chosen.session_id == first.session_id
+    assert chosen.conversation.history == first.conversation.history
+    assert chosen.resume_block.startswith("# Resumed Session Context")
+    assert chosen.store.read_pointer(102) == first.session_id
+    with pytest.raises(SessionNotFoundError) as caught:
+        terminal.start(session_id="0123456789ab")
+    assert caught.value.message == (
+        "no saved session '0123456789ab'; known sessions (newest first): "
+        f"{second.session_id}, {first.session_id}"
+    )
+    with pytest.raises(SessionIdError):
+        terminal.start(session_id="../../etc")
 
 
 def test_exit_saves_on_exception_and_ctrl_c(terminal, runner):
@@ -408,3 +450,22 @@ def test_sigkill_loses_at_most_the_turn_in_flight(terminal, workspace, config):
         "turn 1",
         "ok",
     ]
+
+
+def test_the_listing_reports_a_bad_file_and_refuses_a_symlinked_folder(terminal, runner, tmp_path):
+    with terminal.start() as session:
+        _turn(session, runner, "keep me")
+    store = session.store
+    (store.paths.sessions / "0123456789ab.json").write_text("{not json")
+    (store.paths.sessions / "notes.json").write_text("{}")  # not a session id: not read
+    listing = list_sessions(store)
+    assert listing.ids() == (session.session_id,)
+    (info,) = listing.sessions
+    assert (info.messages, info.turns, info.summary) == (2, 1, "keep me")
+    assert len(listing.problems) == 1 and "0123456789ab.json" in listing.problems[0]
+    assert (store.paths.sessions / "0123456789ab.json").read_text() == "{not json"  # kept
+    moved = tmp_path / "elsewhere"
+    store.paths.sessions.rename(moved)
+    store.paths.sessions.symlink_to(moved)
+    with pytest.raises(SessionError, match="symlink"):
+        list_sessions(store)

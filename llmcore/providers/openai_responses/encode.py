@@ -85,6 +85,7 @@ from llmcore.providers import _import_common as imp
 from llmcore.providers.base import (
     Carry,
     EncodeCache,
+    NativePieces,
     arguments_json,
     check_request,
     data_url,
@@ -189,6 +190,14 @@ def _message_values(index: int, message: Message, option: Hashable) -> list[Any]
     return _items(message)
 
 
+_NATIVE: Final = NativePieces(
+    "responses_pieces",
+    (Text, Image, ToolCall, ToolResult, wire_id, arguments_text, _ID_MAX, False, None),
+)
+""":func:`_message_values` written in C (:class:`~llmcore.providers.history.NativePieces`); a
+message with carried output items is written by Python."""
+
+
 def _message_options(request: Request, carry: Carry | None) -> dict[int, Hashable]:
     options: dict[int, Hashable] = {}
     for index, texts in (carry or {}).items():
@@ -259,6 +268,6 @@ def build_body(
     _check_params(request.params)
     body = _head(request)
     options = _message_options(request, carry)
-    body["input"] = history_array(request.messages, options, _message_values, cache)
+    body["input"] = history_array(request.messages, options, _message_values, cache, native=_NATIVE)
     _tail(request, body)
     return jsonbytes.dumps(body)

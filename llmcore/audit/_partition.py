@@ -1,0 +1,424 @@
+"""One partition of an audit, run where the work is: a worker process or a cluster's worker.
+
+A partition is a set of files and JSONL lines closed under the auditor's grouping scopes (a
+cassette file, a conversation key, the whole input for requests without one): no request of
+it can join a conversation, or chain to a response, outside it. :func:`run_task` audits one
+with the same :class:`~llmcore.audit.Auditor` the in-process path runs, minus what spans
+every partition — the theoretical maximum (one trie per provider and model, across
+conversations), the request and conversation numbers, the input order of skips and
+warnings — which it hands, per request, to the merge (:mod:`llmcore.audit._merge`) as a
+:class:`Row`.
+
+Request numbers inside a partition's texts (``joined: … with request 7``) are the partition's
+own, written between two marks the merge replaces with the input's numbers: the marks hold
+the NUL character and a random 128-bit token per process, which no recorded text holds.
+
+Leaves out: choosing the partitions and running them (:mod:`llmcore.audit.jobs`,
+:mod:`llmcore.audit.engine`), merging (:mod:`llmcore.audit._merge`).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import pickle
+import secrets
+import struct
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, BinaryIO, Final
+
+from llmcore.audit._auditor import Auditor
+from llmcore.audit._compare import Prepared
+from llmcore.audit._maximum import Entry, Maximum, entry_of
+from llmcore.audit._visible import server_side
+from llmcore.audit.inputs import _jsonl_line, read_found, read_path, read_stdin
+from llmcore.audit.report import AuditInput, AuditInputError, RequestRecord
+
+__all__ = [
+    "MARK",
+    "FileNote",
+    "Row",
+    "Stream",
+    "Task",
+    "TaskResult",
+    "Unit",
+    "inline_rows",
+    "rows_of",
+    "run_task",
+    "start_worker",
+    "tail_rows",
+]
+
+MARK: Final = f"\x00{secrets.token_hex(16)}:"
+"""Opens a partition's own request number in a text; :data:`_CLOSE` closes it."""
+_CLOSE: Final = "\x00"
+
+Position = tuple[int, int]
+"""Where an input stands in the whole input: (file number, input or line number in the file)."""
+
+_SPILL_ROWS: Final = 200
+"""Rows per frame of a spill file (the merge reads a frame once it is whole)."""
+
+
+class _Ref(int):
+    """A partition's own request number; formats between the marks (see the module)."""
+
+    __slots__ = ()
+
+    def __format__(self, spec: str) -> str:
+        return f"{MARK}{int(self)}{_CLOSE}"
+
+    def __str__(self) -> str:
+        return self.__format__("")
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """One file of a partition, or the share of a keyed JSONL file's lines it holds."""
+
+    ordinal: int
+    """The file's number in the input order."""
+    path: str
+    """The file (``<stdin>`` for standard input)."""
+    named: bool | None
+    """``True``: named on the command line (an error ends the run); ``False``: found in a
+    folder (listed and passed over); ``None``: standard input (:attr:`data`)."""
+    lines: tuple[tuple[int, int, int], ...] | None = None
+    """For a keyed JSONL file split by conversation key: (byte offset, length, line number)
+    of each line this partition reads; ``None``: the whole file."""
+    data: bytes | None = None
+    """Standard input's bytes, read by the caller."""
+    rows: tuple[tuple[int, bytes], ...] | None = None
+    """Lines carried in the task, with their numbers (a cluster engine read them); ``None``:
+    read from :attr:`path`."""
+    skip: str | None = None
+    """A file found in a folder that a first pass found unreadable: listed, not read."""
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """A partition to audit (picklable)."""
+
+    number: int
+    """The task's number (rows are merged in input order, whatever the task)."""
+    units: tuple[Unit, ...]
+    """Its files and line shares, in input order."""
+    provider: str | None
+    """The ``--provider`` of the run."""
+    group: str | None
+    """The ``--group`` of the run."""
+    spill: str | None = None
+    """A file to write the rows to as they come (:func:`tail_rows`), or ``None`` to return
+    them with the result."""
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One request of a partition: its record so far, or why it was passed over."""
+
+    position: Position
+    """Where the input stands in the whole input."""
+    record: RequestRecord | None
+    """The record with the partition's own numbers and no maximum yet; ``None``: skipped."""
+    entry: Entry | None = None
+    """What the maximum needs (``None`` for a rejected request, which has none)."""
+    server: str | None = None
+    """Its :func:`~llmcore.audit._visible.server_side` reason."""
+    first: bool = False
+    """Whether it is the first of its scope for its provider and model."""
+    skipped: str | None = None
+    """For a body found in a folder that the auditor cannot read: the skip line."""
+
+
+@dataclass(frozen=True, slots=True)
+class FileNote:
+    """What reading one unit found: skips, and the error that ends the run or the file."""
+
+    ordinal: int
+    """The file's number."""
+    line: int
+    """The line of :attr:`error` (0 unless a JSONL line share failed)."""
+    skipped: tuple[str, ...]
+    """Interactions and files passed over while reading, in order."""
+    error: BaseException | None = None
+    """A named file that cannot be read: the run's error, unless an earlier file has one."""
+    partial: bool = False
+    """A file found in a folder whose line share failed after other lines were audited: the
+    merge runs again without the file (it is passed over whole, as in one process)."""
+
+
+@dataclass(slots=True)
+class TaskResult:
+    """What a task gives back to the merge."""
+
+    number: int
+    """The task's number."""
+    mark: str
+    """The process's :data:`MARK`."""
+    notes: list[FileNote] = field(default_factory=list)
+    """One per unit read."""
+    error: tuple[Position, BaseException] | None = None
+    """The first request the auditor refused (not a skippable one), and where."""
+    warnings: list[tuple[Position, str, str]] = field(default_factory=list)
+    """``--provider`` warnings: where first met, the file they name, the line."""
+    rows: list[Row] | None = None
+    """The rows, when not spilled."""
+    spill: str | None = None
+    """The file holding the rows (pickled lists), when spilled."""
+    count: int = 0
+    """How many rows."""
+
+
+_NONE: Final = Maximum(maximum=0, ideal=0, breakpoints=0)
+
+
+class _PartAuditor(Auditor):
+    """The auditor with its own request numbers and the maximum left to the merge."""
+
+    def __init__(self, provider: str | None, group: str | None) -> None:
+        super().__init__(provider, group)
+        self.pending: tuple[Entry, str | None, bool] | None = None
+
+    def _next_index(self) -> int:
+        return _Ref(len(self._records))
+
+    def _maximum(self, prep: Prepared, inp: AuditInput, first: bool) -> tuple[Maximum, str | None]:
+        self.pending = (entry_of(prep), server_side(prep), first)
+        return _NONE, None
+
+    def row(self, item: AuditInput, position: Position) -> Row:
+        """Audit ``item``; raise what :meth:`Auditor.add` raises."""
+        self.pending = None
+        record = self.add(item)
+        entry, server, first = self.pending or (None, None, False)
+        return Row(position, record, entry, server, first)
+
+    def warning_count(self) -> int:
+        return len(self._warnings)
+
+    def last_warning(self) -> tuple[str, str]:
+        key = next(reversed(self._warnings))
+        return key, self._warnings[key]
+
+
+_HEADER: Final = struct.Struct(">Q")
+"""A spill file's frame: its length (8 bytes, big-endian), then a pickle; length 0 ends it."""
+
+
+class _Sink:
+    """Collects rows; with a spill file, writes them as they come, in flushed frames.
+
+    The first frame is the process's :data:`MARK`, then lists of rows; an empty frame ends the
+    file, so the merge can read the rows while the task runs (:func:`tail_rows`).
+    """
+
+    def __init__(self, task: Task) -> None:
+        self.rows: list[Row] = []
+        self.count = 0
+        self._file: BinaryIO | None = None
+        self.path = task.spill
+        if task.spill is not None:
+            self._file = open(task.spill, "wb")  # noqa: SIM115 - closed in close()
+            self._frame(MARK)
+
+    def _frame(self, value: object) -> None:
+        assert self._file is not None
+        data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        self._file.write(_HEADER.pack(len(data)) + data)
+        self._file.flush()
+
+    def add(self, row: Row) -> None:
+        self.rows.append(row)
+        self.count += 1
+        if self._file is not None and len(self.rows) >= _SPILL_ROWS:
+            self._frame(self.rows)
+            self.rows = []
+
+    def close(self) -> list[Row] | None:
+        if self._file is None:
+            return self.rows
+        if self.rows:
+            self._frame(self.rows)
+        self._file.write(_HEADER.pack(0))
+        self._file.close()
+        self.rows = []
+        return None
+
+
+Stream = Iterator[tuple[int, str, Row]]
+"""A task's rows in order, each with the task's number and its process's :data:`MARK`."""
+
+
+def inline_rows(result: TaskResult) -> Stream:
+    """The rows a task returned."""
+    for row in result.rows or ():
+        yield result.number, result.mark, row
+
+
+def tail_rows(number: int, path: str, running: Callable[[], bool], wait: float = 0.002) -> Stream:
+    """A spill file's rows, read while its task still writes it; the file is deleted after.
+
+    Args:
+        number: The task's number.
+        path: Its spill file.
+        running: Whether the task still runs: a frame not yet whole is waited for while it
+            does; once it has stopped, the rows end at the last whole frame (a task that
+            failed gives its error with its result).
+        wait: Seconds between two looks at a frame not yet whole.
+    """
+    while not os.path.exists(path):
+        if not running() and not os.path.exists(path):
+            return
+        time.sleep(wait)
+    try:
+        with open(path, "rb") as file:
+            mark: str | None = None
+            while (frame := _next_frame(file, running, wait)) is not None:
+                if mark is None:
+                    mark = frame
+                    continue
+                for row in frame:
+                    yield number, mark, row
+    finally:
+        os.unlink(path)
+
+
+def _next_frame(file: BinaryIO, running: Callable[[], bool], wait: float) -> Any:
+    """The next frame's value, or ``None`` at the end (an empty frame, or a stopped task)."""
+    start = file.tell()
+    while True:
+        stopped = not running()  # looked at before reading: a stopped task wrote everything
+        head = file.read(_HEADER.size)
+        if len(head) == _HEADER.size:
+            (size,) = _HEADER.unpack(head)
+            if size == 0:
+                return None
+            data = file.read(size)
+            if len(data) == size:
+                return pickle.loads(data)
+        if stopped:
+            return None
+        file.seek(start)
+        time.sleep(wait)
+
+
+def _lines(unit: Unit) -> Iterator[tuple[int, bytes]]:
+    """A line share's lines, read one at a time, with their numbers.
+
+    Raises:
+        AuditInputError: The file cannot be read (names it).
+    """
+    if unit.rows is not None:
+        yield from unit.rows
+        return
+    assert unit.lines is not None
+    try:
+        with open(unit.path, "rb") as file:
+            for offset, length, number in unit.lines:
+                file.seek(offset)
+                yield number, file.read(length)
+    except OSError as exc:
+        raise AuditInputError(f"cannot read: {exc.strerror}", location=unit.path) from exc
+
+
+def _whole(unit: Unit, skipped: list[str]) -> list[AuditInput]:
+    if unit.named is None:
+        assert unit.data is not None
+        return read_stdin(unit.data, skipped)
+    if unit.named:
+        return read_path(Path(unit.path), skipped, strict=True)
+    return read_found(Path(unit.path), skipped)
+
+
+def start_worker() -> None:
+    """Set up a worker process of ``--jobs``: the collector runs less often.
+
+    A partition's objects live until its task ends, so collecting the youngest generation
+    every 100,000 allocations instead of 700 saves about a tenth of the scan's time and frees
+    nothing later than the task's end would.
+    """
+    gc.set_threshold(100_000, 50, 100)
+
+
+def run_task(task: Task) -> TaskResult:
+    """Audit one partition (see the module); the same function for ``--jobs`` and the engine.
+
+    Never raises for bad input: a file that cannot be read, and the first request the auditor
+    refuses, are returned where they stand, for the merge to raise the one an in-process run
+    would (the first unreadable file before any refused request: reading comes first there).
+    """
+    auditor = _PartAuditor(task.provider, task.group)
+    sink = _Sink(task)
+    result = TaskResult(number=task.number, mark=MARK)
+    try:
+        for unit in task.units:
+            note = _run_unit(unit, auditor, sink, result)
+            result.notes.append(note)
+            if note.error is not None:
+                break  # the run ends with this error or an earlier file's
+    finally:
+        result.rows = sink.close()
+    result.spill, result.count = sink.path, sink.count
+    return result
+
+
+def _run_unit(unit: Unit, auditor: _PartAuditor, sink: _Sink, result: TaskResult) -> FileNote:
+    """Read one unit and audit its inputs (after a refused request, only read)."""
+    if unit.skip is not None:
+        return FileNote(unit.ordinal, 0, (unit.skip,))
+    skipped: list[str] = []
+    line = 0
+    try:
+        if unit.lines is not None or unit.rows is not None:
+            for line, data in _lines(unit):
+                inp = _jsonl_line(data, unit.path, line)
+                inp = inp if unit.named else replace(inp, skippable=True)
+                _audit(auditor, inp, (unit.ordinal, line), sink, result)
+        else:
+            for k, inp in enumerate(_whole(unit, skipped)):
+                _audit(auditor, inp, (unit.ordinal, k), sink, result)
+    except AuditInputError as exc:
+        if unit.named is not False:
+            return FileNote(unit.ordinal, line, tuple(skipped), error=exc)
+        skipped.append(f"{exc.location or unit.path}: {exc.message}")
+        split = unit.lines is not None or unit.rows is not None
+        return FileNote(unit.ordinal, line, tuple(skipped), partial=split)
+    return FileNote(unit.ordinal, 0, tuple(skipped))
+
+
+def _audit(
+    auditor: _PartAuditor, inp: AuditInput, position: Position, sink: _Sink, result: TaskResult
+) -> None:
+    """Audit one input into ``sink``: a refused one is a skip row or the task's error."""
+    if result.error is not None:
+        return
+    count = auditor.warning_count()
+    try:
+        row = auditor.row(inp, position)
+    except AuditInputError as exc:
+        if inp.skippable:
+            sink.add(Row(position, None, skipped=f"{exc.location}: {exc.message}"))
+        else:
+            result.error = (position, exc)
+        return
+    except Exception as exc:  # an unknown provider name, or a bug: raised where it stands
+        result.error = (position, exc)
+        return
+    if auditor.warning_count() > count:
+        result.warnings.append((position, *auditor.last_warning()))
+    sink.add(row)
+
+
+def rows_of(streams: list[Stream]) -> Stream:
+    """Every task's rows merged into input order (each task's rows are in order)."""
+    import heapq
+
+    def keyed(stream: Stream) -> Iterator[tuple[Position, int, str, Row]]:
+        for number, mark, row in stream:
+            yield row.position, number, mark, row
+
+    for _pos, number, mark, row in heapq.merge(*(keyed(s) for s in streams)):
+        yield number, mark, row

@@ -1,0 +1,339 @@
+"""``llmcore audit --jobs N``: the audit of many files or a keyed log in worker processes.
+
+The input is partitioned where the auditor's grouping allows (:mod:`llmcore.audit._partition`):
+
+* each cassette or HAR file is one partition (its requests are grouped within the file);
+* a JSONL file's lines that carry an envelope ``conversation`` are partitioned by that key
+  (one conversation's lines stay together, in order, whatever file they are in); its other
+  lines, corpus cases and plain bodies (``.json``) and standard input are grouped across the
+  whole input, so they form one partition together;
+* under ``--group file`` every file is a partition; under ``--group key`` or ``prefix`` the
+  whole input is one (keys and chains cross files there).
+
+Partitions are packed into tasks of similar size, run by a process pool (``forkserver`` where
+the platform has it, else ``spawn``: workers import only the auditor) and merged in input
+order into the report one process gives (:mod:`llmcore.audit._merge`): the same records, the
+same numbers and texts, the same skips, warnings and errors. The parent reads a keyed JSONL
+file once to find each line's key and keeps (offset, length, line) per line, never the lines;
+workers read their lines themselves and write large results to a temporary folder.
+
+Leaves out: the cluster engine (:mod:`llmcore.audit.engine`), which runs the same
+:func:`~llmcore.audit._partition.run_task`.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Final
+
+from llmcore.audit._merge import Again, Merge, merge_results
+from llmcore.audit._partition import (
+    Task,
+    TaskResult,
+    Unit,
+    rows_of,
+    run_task,
+    start_worker,
+    tail_rows,
+)
+from llmcore.audit.inputs import STDIN_NAME, envelope_key, input_files
+from llmcore.audit.report import AuditInputError, AuditReport
+
+__all__ = ["AUTO_MIN_BYTES", "audit_jobs", "cores", "plan"]
+
+AUTO_MIN_BYTES: Final = 8 * 1024 * 1024
+"""Below this much input, the default (``jobs=None``) audits in the calling process: starting
+workers costs more than it saves."""
+
+_CHUNK: Final = 8 * 1024 * 1024
+"""Bytes read at a time while finding a keyed JSONL file's lines."""
+
+
+def cores() -> int:
+    """The cores this process may run on (its CPU affinity where the platform tells it)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - macOS, Windows
+        return max(1, os.cpu_count() or 1)
+
+
+@dataclass(slots=True)
+class _Plan:
+    """The partitions of an input: one shared one, key buckets and files of their own."""
+
+    shared: list[Unit] = field(default_factory=list)
+    """Units whose requests may group across the input (and everything, under key/prefix)."""
+    keys: dict[str, list[Unit]] = field(default_factory=dict)
+    """Conversation key → its line shares."""
+    key_bytes: dict[str, int] = field(default_factory=dict)
+    """Conversation key → bytes of its lines."""
+    own: list[tuple[int, Unit]] = field(default_factory=list)
+    """Files that are a partition of their own, with their sizes."""
+    planned: tuple[int, BaseException] | None = None
+    """A path error met while listing (file number, error); nothing after it is read."""
+    size: int = 0
+    """Bytes of input."""
+
+
+def plan(
+    paths: Sequence[Path],
+    group: str | None,
+    stdin: Callable[[], bytes] | None = None,
+    skips: dict[int, str] | None = None,
+) -> _Plan:
+    """Partition ``paths`` (see the module); ``skips`` passes files over whole, by number."""
+    out = _Plan()
+    skips = skips or {}
+    ordinal = -1
+    files = input_files(paths, stdin is not None)
+    while True:
+        try:
+            path, named = next(files)
+        except StopIteration:
+            break
+        except (AuditInputError, OSError) as exc:
+            out.planned = (ordinal + 1, exc)
+            break
+        ordinal += 1
+        _place(out, ordinal, path, named, group, stdin, skips.get(ordinal))
+    return out
+
+
+def _place(
+    out: _Plan,
+    ordinal: int,
+    path: Path,
+    named: bool | None,
+    group: str | None,
+    stdin: Callable[[], bytes] | None,
+    skip: str | None,
+) -> None:
+    """Put one file into the plan."""
+    if named is None:
+        assert stdin is not None
+        data = stdin()
+        out.size += len(data)
+        out.shared.append(Unit(ordinal, STDIN_NAME, None, data=data))
+        return
+    unit = Unit(ordinal, str(path), named, skip=skip)
+    try:
+        size = path.stat().st_size
+    except OSError:
+        size = 0  # the worker names the error
+    out.size += size
+    suffix = path.suffix.lower()
+    if group in ("key", "prefix") or skip is not None:
+        out.shared.append(unit)
+    elif group == "file" or suffix in (".yaml", ".yml", ".har"):
+        out.own.append((size, unit))
+    elif suffix == ".jsonl":
+        _split(out, unit)
+    else:
+        out.shared.append(unit)
+
+
+def _split(out: _Plan, unit: Unit) -> None:
+    """Share a JSONL file's lines out by envelope key (the others stay shared)."""
+    lines: dict[str | None, list[tuple[int, int, int]]] = {}
+    try:
+        for offset, line, number in _file_lines(unit.path):
+            key = envelope_key(line)
+            lines.setdefault(key, []).append((offset, len(line), number))
+            if key is not None:
+                out.key_bytes[key] = out.key_bytes.get(key, 0) + len(line)
+    except OSError:
+        out.shared.append(unit)  # the worker reads it again and names the error
+        return
+    if set(lines) <= {None}:
+        out.shared.append(unit)  # no keys: the whole file, read as one
+        return
+    for key, found in lines.items():
+        share = replace(unit, lines=tuple(found))
+        if key is None:
+            out.shared.append(share)
+        else:
+            out.keys.setdefault(key, []).append(share)
+
+
+def _file_lines(path: str) -> Iterator[tuple[int, bytes, int]]:
+    """(offset, line, number) of each non-blank line (CR LF ends one too), read in chunks."""
+    number = 0
+    offset = 0
+    rest = b""
+    with open(path, "rb") as file:
+        while True:
+            chunk = file.read(_CHUNK)
+            data = rest + chunk if rest else chunk
+            if not chunk:
+                if data:
+                    number += 1
+                    yield from _line(offset, data, number)
+                return
+            start = 0
+            while (end := data.find(b"\n", start)) >= 0:
+                number += 1
+                yield from _line(offset + start, data[start:end], number)
+                start = end + 1
+            offset += start
+            rest = data[start:]
+
+
+def _line(offset: int, line: bytes, number: int) -> Iterator[tuple[int, bytes, int]]:
+    line = line.removesuffix(b"\r")
+    if line.strip():
+        yield offset, line, number
+
+
+def _tasks(
+    p: _Plan, provider: str | None, group: str | None, jobs: int, spill: str | None
+) -> list[Task]:
+    """Pack the partitions into tasks of similar size, the largest first."""
+    buckets: list[tuple[int, list[Unit]]] = []
+    if p.keys:  # the largest keys first, each to the least loaded bucket
+        count = min(len(p.keys), jobs)  # one per worker: all run, and merge, at once
+        sizes, parts = [0] * count, [list[Unit]() for _ in range(count)]
+        for key in sorted(p.keys, key=lambda k: (-p.key_bytes[k], k)):
+            i = min(range(count), key=lambda n: (sizes[n], n))
+            sizes[i] += p.key_bytes[key]
+            parts[i].extend(p.keys[key])
+        buckets = list(zip(sizes, parts, strict=True))
+    target = max(1, p.size // (jobs * 4))
+    run: list[Unit] = []
+    run_size = 0
+    for size, unit in p.own:
+        run.append(unit)
+        run_size += size
+        if run_size >= target:
+            buckets.append((run_size, run))
+            run, run_size = [], 0
+    if run:
+        buckets.append((run_size, run))
+    if p.shared:
+        buckets.append((p.size, p.shared))  # its size is unknown: started first
+    buckets.sort(key=lambda b: -b[0])
+    return [
+        Task(
+            number=n,
+            units=tuple(_merged(units)),
+            provider=provider,
+            group=group,
+            spill=None if spill is None else os.path.join(spill, f"task-{n}.rows"),
+        )
+        for n, (_size, units) in enumerate(buckets)
+    ]
+
+
+def _merged(units: list[Unit]) -> list[Unit]:
+    """A task's units in input order, a file's line shares joined into one (lines in order)."""
+    by_file: dict[int, Unit] = {}
+    for unit in units:
+        known = by_file.get(unit.ordinal)
+        if known is None or known.lines is None or unit.lines is None:
+            by_file[unit.ordinal] = unit
+        else:
+            joined = tuple(sorted((*known.lines, *unit.lines), key=lambda x: x[2]))
+            by_file[unit.ordinal] = replace(known, lines=joined)
+    return [by_file[k] for k in sorted(by_file)]
+
+
+def audit_jobs(
+    paths: Sequence[Path],
+    provider: str | None = None,
+    stdin: Callable[[], bytes] | None = None,
+    *,
+    group: str | None = None,
+    jobs: int | None = None,
+    processes: bool = True,
+) -> AuditReport:
+    """:func:`llmcore.audit.audit_paths` in ``jobs`` worker processes: the same report.
+
+    Args:
+        paths: Cassettes, JSONL, corpus cases, HAR files or folders of them, in order.
+        provider: A provider for every body, or ``None`` to read each body's shape.
+        stdin: Supplies the bytes a path ``-`` stands for.
+        group: The grouping override (:data:`~llmcore.audit.GROUPINGS`).
+        jobs: Worker processes; ``None``: every core (:func:`cores`), and the calling
+            process alone below :data:`AUTO_MIN_BYTES` of input; ``1``: the calling process
+            (:func:`~llmcore.audit.audit_paths` itself).
+        processes: ``False`` runs the tasks of ``jobs`` workers one after another in the
+            calling process (the same partitions and merge, without the processes: tests).
+
+    Raises:
+        AuditInputError: As :func:`~llmcore.audit.audit_paths`, the same error (file, line).
+        UnknownProviderError: ``provider`` is not a known name.
+    """
+    from llmcore.audit._auditor import Auditor
+
+    Auditor(provider, group)  # an unknown grouping is refused before any file is read
+    if jobs is not None and jobs < 1:
+        raise AuditInputError(f"--jobs must be 1 or more, not {jobs}", location="--jobs")
+    skips: dict[int, str] = {}
+    read = _once(stdin)
+    while True:
+        p = plan(paths, group, read, skips)
+        workers = jobs if jobs is not None else (cores() if p.size >= AUTO_MIN_BYTES else 1)
+        if workers == 1 and processes:
+            from llmcore.audit import audit_paths
+
+            return audit_paths(paths, provider, read, group=group)
+        with tempfile.TemporaryDirectory(prefix="llmcore-audit-") as spill:
+            tasks = _tasks(p, provider, group, workers, spill if processes else None)
+            results, merged = _run(tasks, workers if processes else 1, group)
+            try:
+                return merge_results(results, group, p.planned, merged)
+            except Again as again:
+                skips.update(again.skips)
+
+
+def _once(stdin: Callable[[], bytes] | None) -> Callable[[], bytes] | None:
+    """``stdin`` read at most once (a second pass gets the same bytes)."""
+    if stdin is None:
+        return None
+    got: list[bytes] = []
+
+    def read() -> bytes:
+        if not got:
+            got.append(stdin())
+        return got[0]
+
+    return read
+
+
+def _run(
+    tasks: list[Task], workers: int, group: str | None
+) -> tuple[list[TaskResult], Merge | None]:
+    """Run the tasks: in this process for one worker, else in a process pool.
+
+    With a pool, the rows are merged while the tasks run (each task writes its spill file as
+    it goes), so the merge's share overlaps the workers'.
+    """
+    if workers == 1 or len(tasks) <= 1:
+        return [run_task(replace(task, spill=None)) for task in tasks], None
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+    if "forkserver" in methods:
+        context.set_forkserver_preload(["llmcore.audit._partition"])
+    merged = Merge(group)
+    count = min(workers, len(tasks))
+    with ProcessPoolExecutor(count, context, initializer=start_worker) as pool:
+        futures = [pool.submit(run_task, task) for task in tasks]
+        streams = [
+            tail_rows(task.number, task.spill, _running(future))
+            for task, future in zip(tasks, futures, strict=True)
+            if task.spill is not None
+        ]
+        merged.add_all(rows_of(streams))
+        return [future.result() for future in futures], merged
+
+
+def _running(future: Future[TaskResult]) -> Callable[[], bool]:
+    """Whether ``future``'s task still runs (or waits to)."""
+    return lambda: not future.done()

@@ -1,0 +1,155 @@
+"""A generated gateway log: JSONL envelopes of interleaved agent conversations, keyed.
+
+Each conversation sends growing histories (Anthropic Messages or OpenAI Chat), with a system
+prompt and tools shared by many conversations (so the theoretical maximum crosses keys), and
+now and then an edited earlier message (a break), a retry, a rejected request (status 500 or
+no response), recorded usage and send times. Some lines are plain bodies with no envelope
+(grouped across the whole input). Used by the ``--jobs`` and
+engine tests (small counts) and ``benchmarks/bench_audit_scale.py`` (a size in bytes).
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+from llmcore import jsonbytes
+
+WORDS = (
+    "cache prefix request body token stable history message provider tool result image "
+    "archive session turn byte order key value compaction summary breakpoint model"
+).split()
+
+
+def _text(rng: random.Random, words: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(words))
+
+
+def _systems(rng: random.Random, count: int) -> list[str]:
+    return [f"You are agent {i}. " + _text(rng, 300) for i in range(count)]
+
+
+def _tools() -> list[dict[str, Any]]:
+    return [
+        {
+            "name": f"tool_{i}",
+            "description": f"Does thing {i} with the workspace.",
+            "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}},
+        }
+        for i in range(3)
+    ]
+
+
+class _Conversation:
+    def __init__(self, rng: random.Random, key: str, system: str, shape: str) -> None:
+        self.rng = rng
+        self.key = key
+        self.system = system
+        self.shape = shape
+        self.messages: list[dict[str, Any]] = []
+        self.last: bytes | None = None
+
+    def next_body(self, answer_words: int) -> bytes:
+        rng = self.rng
+        if self.messages:
+            self.messages.append({"role": "assistant", "content": _text(rng, answer_words)})
+        self.messages.append({"role": "user", "content": _text(rng, answer_words // 2 + 1)})
+        if len(self.messages) > 3 and rng.random() < 0.08:  # an edited earlier message: a break
+            self.messages[1] = {"role": "assistant", "content": _text(rng, 5)}
+        if self.shape == "anthropic":
+            messages = [dict(m) for m in self.messages]
+            last = messages[-1]
+            last["content"] = [
+                {"type": "text", "text": last["content"], "cache_control": {"type": "ephemeral"}}
+            ]
+            body: dict[str, Any] = {
+                "model": "claude-sonnet-4-5",
+                "max_tokens": 1024,
+                "system": [{"type": "text", "text": self.system}],
+                "tools": _tools(),
+                "messages": messages,
+            }
+        else:
+            body = {
+                "model": "gpt-4.1",
+                "messages": [{"role": "system", "content": self.system}, *self.messages],
+            }
+        return jsonbytes.dumps(body)
+
+
+def _usage(shape: str, rng: random.Random) -> dict[str, int]:
+    if shape == "anthropic":
+        return {
+            "input_tokens": rng.randint(1, 50),
+            "cache_read_input_tokens": rng.randint(0, 4000),
+            "cache_creation_input_tokens": rng.randint(0, 400),
+            "output_tokens": 20,
+        }
+    return {"prompt_tokens": rng.randint(100, 5000), "completion_tokens": 20}
+
+
+def _line(conv: _Conversation, body: bytes, rng: random.Random, when: float) -> bytes:
+    roll = rng.random()
+    if roll < 0.05:  # a plain body, grouped across the whole input
+        return body
+    envelope: dict[str, Any] = {"conversation": conv.key, "body": body.decode()}
+    if roll < 0.08:
+        envelope["status"] = rng.choice([500, None])
+    else:
+        envelope["status"] = 200
+        envelope["usage"] = _usage(conv.shape, rng)
+    envelope["time"] = when
+    return jsonbytes.dumps(envelope)
+
+
+def keyed_log(
+    seed: int,
+    *,
+    conversations: int = 4,
+    turns: int = 4,
+    answer_words: int = 40,
+    size: int | None = None,
+) -> bytes:
+    """The log's bytes; with ``size``, conversations are added until it holds that many bytes.
+
+    Args:
+        seed: The random seed (the same seed gives the same bytes).
+        conversations: How many conversations run at once.
+        turns: Requests per conversation.
+        answer_words: Words per assistant answer (a user message has half).
+        size: A target size in bytes, or ``None`` for exactly ``conversations``.
+    """
+    rng = random.Random(seed)
+    systems = _systems(rng, 3)
+    lines: list[bytes] = []
+    total = 0
+    when = 1_800_000_000.0
+    made = 0
+    while made < conversations or (size is not None and total < size):
+        group = [
+            _Conversation(
+                rng, f"c{made + i}", rng.choice(systems), rng.choice(["anthropic", "chat"])
+            )
+            for i in range(conversations)
+        ]
+        made += conversations
+        for _turn in range(turns):
+            for conv in rng.sample(group, len(group)):
+                body = conv.next_body(answer_words)
+                if conv.last is not None and rng.random() < 0.04:
+                    body = conv.last  # a retry: the same bytes again
+                conv.last = body
+                when += rng.random() * 20
+                line = _line(conv, body, rng, when)
+                lines.append(line)
+                total += len(line) + 1
+                if size is not None and total >= size:
+                    return b"\n".join(lines) + b"\n"
+    return b"\n".join(lines) + b"\n"
+
+
+def write_keyed_log(path: Path, seed: int, **options: Any) -> Path:
+    """Write :func:`keyed_log` to ``path`` and return it."""
+    path.write_bytes(keyed_log(seed, **options))
+    return path

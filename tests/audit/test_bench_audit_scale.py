@@ -1,0 +1,23 @@
+"""A small sample of ``benchmarks/bench_audit_scale.py``: its rows, floors and equality checks."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from benchmarks.bench_audit_scale import REAL, measure, write_log
+
+
+def test_a_small_keyed_log_and_cassette_folder_give_every_row(tmp_path: Path) -> None:
+    log = tmp_path / "gateway.jsonl"
+    write_log(log, 100_000)
+    assert 100_000 <= log.stat().st_size < 200_000
+    result = measure("keyed JSONL", [log], 1, None, True)
+    rows = {r["row"]: r for r in result["rows"]}
+    assert list(rows) == ["floor: read bytes", "floor: parse only", "--jobs 1", "--jobs 2"]
+    assert rows["--jobs 2"]["equal_to_jobs_1"] is True
+    assert rows["floor: parse only"]["requests_per_s"] > 0 and result["requests"] > 20
+    folder = tmp_path / "cassettes"
+    shutil.copytree(REAL / "llm-gemini", folder)
+    cassettes = measure("cassettes", [folder], 1, None, False)
+    assert {r["row"]: r["equal_to_jobs_1"] for r in cassettes["rows"]}["--jobs 2"] is True

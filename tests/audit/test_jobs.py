@@ -1,0 +1,174 @@
+"""``llmcore audit --jobs N``: partitioned audits give the report of one process, byte for byte.
+
+Most tests run the partitions and the merge in this process (``processes=False``: the same
+tasks a pool runs); one runs a real pool of 2 workers through the command line.
+"""
+
+from __future__ import annotations
+
+import io
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from llmcore import jsonbytes
+from llmcore.audit import AuditInputError, audit_paths
+from llmcore.audit.jobs import audit_jobs, plan
+from llmcore.cli.audit import audit_command
+
+from .keyed_logs import keyed_log, write_keyed_log
+
+REAL = Path(__file__).resolve().parent.parent / "real_traffic"
+
+
+def _same(paths: list[Path], jobs: int = 3, group: str | None = None) -> None:
+    one = audit_paths(paths, group=group)
+    many = audit_jobs(paths, group=group, jobs=jobs, processes=False)
+    assert many.to_json() == one.to_json()
+
+
+def test_the_real_traffic_folder_partitioned_gives_the_same_report() -> None:
+    report = audit_jobs([REAL], jobs=4, processes=False)
+    assert report.to_json() == audit_paths([REAL]).to_json()
+    assert len(report.requests) > 300 and report.skipped
+
+
+def test_a_keyed_log_is_split_by_key_and_gives_the_same_report(tmp_path: Path) -> None:
+    path = write_keyed_log(tmp_path / "log.jsonl", 7, conversations=6, turns=6)
+    p = plan([path], None)
+    assert len(p.keys) == 6 and p.shared  # plain lines stay together
+    one = audit_paths([path])
+    assert one.breaks and one.rejected and one.recorded and one.counts()["retry"]
+    assert len({r.conversation for r in one.requests}) > 1
+    _same([path])
+
+
+def test_cross_key_maximum_is_merged_in_input_order(tmp_path: Path) -> None:
+    # two keys sharing a long system prompt: the second conversation's first request reads
+    # the prefix the first one wrote (the maximum spans partitions)
+    system = "shared " * 2000
+    lines = [
+        jsonbytes.dumps(
+            {
+                "conversation": key,
+                "body": jsonbytes.dumps(
+                    {
+                        "model": "gpt-4.1",
+                        "messages": [
+                            {"role": "system", "content": system},
+                            {"role": "user", "content": f"question {key}"},
+                        ],
+                    }
+                ).decode(),
+            }
+        )
+        for key in ("a", "b")
+    ]
+    path = tmp_path / "two.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    report = audit_jobs([path], jobs=2, processes=False)
+    assert report.requests[1].max_cacheable_tokens > 1000
+    assert report.to_json() == audit_paths([path]).to_json()
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    conversations=st.integers(1, 4),
+    turns=st.integers(1, 4),
+    jobs=st.integers(2, 4),
+    group=st.sampled_from([None, "file", "key", "prefix"]),
+)
+def test_partitioned_reports_equal_one_process(
+    tmp_path_factory: pytest.TempPathFactory,
+    seed: int,
+    conversations: int,
+    turns: int,
+    jobs: int,
+    group: str | None,
+) -> None:
+    folder = tmp_path_factory.mktemp("logs")
+    for n in range(2):
+        data = keyed_log(seed + n, conversations=conversations, turns=turns, answer_words=8)
+        (folder / f"log{n}.jsonl").write_bytes(data)
+    _same([folder], jobs=jobs, group=group)
+
+
+def test_a_cassette_folder_with_logs_and_skips_gives_the_same_report(tmp_path: Path) -> None:
+    folder = tmp_path / "mixed"
+    shutil.copytree(REAL / "llm-anthropic", folder / "cassettes")
+    write_keyed_log(folder / "gateway.jsonl", 3, conversations=3, turns=3)
+    (folder / "broken.yaml").write_text("interactions: [\n")
+    (folder / "notes.json").write_text('{"neither": 1}')
+    _same([folder], jobs=2)
+
+
+def test_an_unreadable_keyed_file_found_in_a_folder_is_skipped_whole(tmp_path: Path) -> None:
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    data = keyed_log(9, conversations=3, turns=4)
+    bad = b'{"conversation": "c1", "body": "{}", "extra": 1}'
+    (folder / "a.jsonl").write_bytes(data + bad + b"\n")
+    write_keyed_log(folder / "b.jsonl", 4, conversations=2, turns=2)
+    report = audit_jobs([folder], jobs=2, processes=False)
+    assert any("ambiguous line" in line for line in report.skipped)
+    assert {r.file for r in report.requests} == {str(folder / "b.jsonl")}
+    assert report.to_json() == audit_paths([folder]).to_json()
+
+
+def _error(paths: list[Path], **options: object) -> AuditInputError:
+    with pytest.raises(AuditInputError) as caught:
+        audit_jobs(paths, **options)  # type: ignore[arg-type]
+    return caught.value
+
+
+def test_errors_are_the_ones_one_process_raises(tmp_path: Path) -> None:
+    good = write_keyed_log(tmp_path / "a.jsonl", 1, conversations=3, turns=3)
+    lines = keyed_log(2, conversations=3, turns=3).splitlines()
+    lines[5] = b'{"conversation": "c0", "body": 7}'  # a refused envelope, in one key's share
+    lines[7] = b'{"conversation": "c2", "body": "{}", "oops": 1}'
+    bad = tmp_path / "b.jsonl"
+    bad.write_bytes(b"\n".join(lines) + b"\n")
+    with pytest.raises(AuditInputError) as caught:
+        audit_paths([good, bad])
+    expected = caught.value
+    got = _error([good, bad], jobs=3, processes=False)
+    assert (type(got), got.location, got.message) == (
+        type(expected),
+        expected.location,
+        expected.message,
+    )
+    assert got.location == f"{bad}:6"
+    # reading comes first: a missing file after a refused body is the error
+    body = tmp_path / "c.jsonl"
+    body.write_bytes(b'{"model": "x"}\n')
+    missing = _error([body, tmp_path / "nope.jsonl"], jobs=2, processes=False)
+    assert missing.message == "no such file or folder"
+
+
+def test_the_command_line_with_two_worker_processes(tmp_path: Path) -> None:
+    path = write_keyed_log(tmp_path / "log.jsonl", 1, conversations=6, turns=6)
+    shutil.copytree(REAL / "llm-anthropic", tmp_path / "cassettes")
+    outputs = []
+    for jobs in (1, 2):
+        out, err = io.StringIO(), io.StringIO()
+        code = audit_command(
+            [tmp_path / "cassettes", path], None, True, jobs=jobs, out=out, err=err
+        )
+        outputs.append((code, out.getvalue(), err.getvalue()))
+    assert outputs[0] == outputs[1]
+    assert outputs[0][0] == 1 and '"requests"' in outputs[0][1]
+
+
+def test_a_worker_error_reaches_the_command_line_as_one_line(tmp_path: Path) -> None:
+    lines = keyed_log(2, conversations=3, turns=3).splitlines()
+    lines[4] = b'{"conversation": "c1", "body": "not json"}'
+    bad = tmp_path / "b.jsonl"
+    bad.write_bytes(b"\n".join(lines) + b"\n")
+    out, err = io.StringIO(), io.StringIO()
+    assert audit_command([bad], None, False, jobs=2, out=out, err=err) == 2
+    assert err.getvalue().startswith(f"llmcore: {bad}:5: ")
+    assert err.getvalue().count("\n") == 1 and out.getvalue() == ""

@@ -9,13 +9,21 @@ proxy: requests per second. Last, the live audit's memory (tracemalloc) after 1,
 10,000 conversations, each a different 1 KB first message: bounded by ``max_conversations``
 (1,000), the second figure is about the first. Writes ``results/bench_proxy.json``.
 
-Run: ``python benchmarks/bench_proxy.py [--requests 200] [--clients 4] [--seconds 3]``.
+``--instant`` puts an upstream that answers at once in the emulator's place: what is left is
+the proxy's own cost (streamed cases are then plain JSON too; writes
+``results/bench_proxy_instant.json``). ``--before DIR`` runs a second proxy from another
+checkout's source (``PYTHONPATH=DIR``) in the same rounds: the columns ``before`` beside the
+proxy of this tree, for a change's effect.
+
+Run: ``python benchmarks/bench_proxy.py [--requests 200] [--clients 4] [--seconds 3]
+[--before DIR] [--instant]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -23,6 +31,7 @@ import threading
 import time
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import httpx
 from rich.console import Console
@@ -36,11 +45,34 @@ EMULATOR = (
     "import sys; from llmcore.cli.emulate import emulate_command; "
     "sys.exit(emulate_command(0, None))"
 )
+INSTANT = """
+import socket, uvicorn
+ANSWER = b'{"object": "chat.completion", "usage": {"prompt_tokens": 10, "completion_tokens": 1}}'
+async def app(scope, receive, send):
+    if scope["type"] != "http":
+        return
+    while (await receive()).get("more_body"):
+        pass
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(ANSWER))]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": ANSWER})
+sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+sock.bind(("127.0.0.1", 0))
+sock.listen(512)
+print(f"anthropic base URL http://127.0.0.1:{sock.getsockname()[1]} ", flush=True)
+config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", ws="none")
+uvicorn.Server(config).run(sockets=[sock])
+"""
+"""``--instant``: an upstream that answers every request at once with a fixed JSON body, so
+the added latency is the proxy's own (the emulator's work, and its spread, left out)."""
 
 
-def start(args: list[str], marker: str, stream: str) -> tuple[subprocess.Popen[str], str]:
+def start(
+    args: list[str], marker: str, stream: str, source: Path = ROOT
+) -> tuple[subprocess.Popen[str], str]:
+    env = {**os.environ, "PYTHONPATH": str(source)}
     proc = subprocess.Popen(
-        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT
+        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=source, env=env
     )
     pipe = proc.stdout if stream == "stdout" else proc.stderr
     assert pipe is not None
@@ -50,7 +82,7 @@ def start(args: list[str], marker: str, stream: str) -> tuple[subprocess.Popen[s
 
 def body(size: int, stream: bool, n: int) -> bytes:
     text = "Rules of the house. " * max(1, size // 20)
-    value = {
+    value: dict[str, Any] = {
         "model": "gpt-4o",
         "messages": [
             {"role": "system", "content": text},
@@ -86,19 +118,17 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
 
 
-def latency(direct: str, proxy: str, requests: int) -> list[dict[str, object]]:
+def latency(urls: dict[str, str], requests: int) -> list[dict[str, Any]]:
+    """p50/p99 per case and URL; each round sends one request to each, in a rotating order."""
     rows = []
+    names = list(urls)
     for size in (200, 300_000):
         for stream in (False, True):
-            times: dict[str, list[float]] = {"direct": [], "proxy": []}
+            times: dict[str, list[float]] = {name: [] for name in names}
             with client() as http:
                 for n in range(requests):
-                    for name, url in (
-                        (("direct", direct), ("proxy", proxy))
-                        if n % 2
-                        else (("proxy", proxy), ("direct", direct))
-                    ):
-                        times[name].append(timed(http, url, body(size, stream, n)))
+                    for name in names[n % len(names) :] + names[: n % len(names)]:
+                        times[name].append(timed(http, urls[name], body(size, stream, n)))
             rows.append(
                 {
                     "body": "300 KB" if size > 1000 else "small",
@@ -151,68 +181,64 @@ def memory() -> dict[str, float]:
     return out
 
 
+def table(rows: list[dict[str, Any]], names: list[str], requests: int, instant: bool) -> Table:
+    """Direct p50/p99, then each proxy's p50/p99 and the p50/p99 it adds."""
+    upstream = "an instant upstream" if instant else "the emulator"
+    out = Table(
+        title=f"llmcore proxy vs direct to {upstream} ({requests} requests each, interleaved)"
+    )
+    columns = ["body", "stream", "direct p50 ms", "direct p99 ms"]
+    for name in names:
+        columns += [f"{name} p50 ms", f"{name} added p50", f"{name} p99 ms", f"{name} added p99"]
+    for column in columns:
+        out.add_column(column, justify="right")
+    for row in rows:
+        d50, d99 = float(row["direct_p50"]), float(row["direct_p99"])
+        cells = [str(row["body"]), "yes" if row["stream"] else "no", f"{d50:.2f}", f"{d99:.2f}"]
+        for name in names:
+            p50, p99 = float(row[f"{name}_p50"]), float(row[f"{name}_p99"])
+            cells += [f"{p50:.2f}", f"{p50 - d50:+.2f}", f"{p99:.2f}", f"{p99 - d99:+.2f}"]
+        out.add_row(*cells)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--before", type=Path, help="another checkout: its proxy beside this one")
+    parser.add_argument("--instant", action="store_true", help="an upstream that answers at once")
     args = parser.parse_args()
-    emulator, direct = start([sys.executable, "-c", EMULATOR], "anthropic base URL ", "stdout")
-    proxy_proc, proxy = start(
-        [sys.executable, "-m", "llmcore", "proxy", "--upstream", direct], "listening: ", "stderr"
-    )
+    upstream = INSTANT if args.instant else EMULATOR
+    emulator, direct = start([sys.executable, "-c", upstream], "anthropic base URL ", "stdout")
+    command = [sys.executable, "-m", "llmcore", "proxy", "--upstream", direct]
+    procs = {"proxy": start(command, "listening: ", "stderr")}
+    if args.before is not None:
+        procs = {"before": start(command, "listening: ", "stderr", args.before), **procs}
+    urls = {"direct": direct, **{name: url for name, (_, url) in procs.items()}}
     try:
-        rows = latency(direct, proxy, args.requests)
-        rates = {
-            "direct": throughput(direct, args.clients, args.seconds),
-            "proxy": throughput(proxy, args.clients, args.seconds),
-        }
+        rows = latency(urls, args.requests)
+        rates = {name: throughput(url, args.clients, args.seconds) for name, url in urls.items()}
     finally:
-        for proc in (proxy_proc, emulator):
+        for proc, _ in procs.values():
             proc.terminate()
             proc.wait()
+        emulator.terminate()
+        emulator.wait()
     mem = memory()
-    table = Table(
-        title=f"llmcore proxy vs direct to the emulator ({args.requests} requests each,"
-        " interleaved)"
+    console = Console(width=200)
+    console.print(table(rows, list(procs), args.requests, args.instant))
+    shown = ", ".join(
+        f"{name} {rate:.0f} req/s ({rate / rates['direct']:.0%})" for name, rate in rates.items()
     )
-    for name in (
-        "body",
-        "stream",
-        "direct p50 ms",
-        "proxy p50 ms",
-        "added p50 ms",
-        "direct p99 ms",
-        "proxy p99 ms",
-        "added p99 ms",
-    ):
-        table.add_column(name, justify="right")
-    for row in rows:
-        d50, p50, d99, p99 = (
-            float(row[k]) for k in ("direct_p50", "proxy_p50", "direct_p99", "proxy_p99")
-        )  # type: ignore[arg-type]
-        table.add_row(
-            str(row["body"]),
-            "yes" if row["stream"] else "no",
-            f"{d50:.2f}",
-            f"{p50:.2f}",
-            f"{p50 - d50:+.2f}",
-            f"{d99:.2f}",
-            f"{p99:.2f}",
-            f"{p99 - d99:+.2f}",
-        )
-    console = Console()
-    console.print(table)
-    console.print(
-        f"throughput, {args.clients} clients, small bodies: direct {rates['direct']:.0f} req/s,"
-        f" proxy {rates['proxy']:.0f} req/s ({rates['proxy'] / rates['direct']:.0%})"
-    )
+    console.print(f"throughput, {args.clients} clients, small bodies: {shown}")
     console.print(
         f"live audit memory: {mem['after_1000_MB']:.1f} MB after 1,000 conversations,"
         f" {mem['after_10000_MB']:.1f} MB after 10,000 "
         f"(peak {mem['peak_MB']:.1f} MB; {mem['conversations_kept']:.0f} kept)"
     )
-    out = ROOT / "results" / "bench_proxy.json"
+    out = ROOT / "results" / ("bench_proxy_instant.json" if args.instant else "bench_proxy.json")
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps({"latency": rows, "throughput": rates, "memory": mem}, indent=2))
 

@@ -22,6 +22,7 @@ Leaves out: reading files (:mod:`llmcore.audit.inputs`).
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Final
@@ -43,10 +44,13 @@ from llmcore.audit.report import (
 )
 from llmcore.errors import EncodingError
 
-__all__ = ["TOO_DEEP", "Auditor", "audit_bodies"]
+__all__ = ["TOO_DEEP", "UNNAMED_KEPT", "Auditor", "audit_bodies"]
 
 TOO_DEEP: Final = "request body is nested too deeply to audit (Python's recursion limit)"
 """Why a body nested deeper than the scanner and walkers can recurse is refused."""
+UNNAMED_KEPT: Final = 256
+"""Responses requests added without a response id whose answer can still name it
+(:meth:`Auditor.responded`), latest kept."""
 
 Scope = tuple[str, ...]
 """A grouping boundary: ``("prefix",)``, ``("file", name)`` or ``("key", key)``."""
@@ -137,6 +141,7 @@ class Auditor:
             )
         self._group_by = group
         self._responses: dict[tuple[str | None, str], tuple[_Conversation, Prepared]] = {}
+        self._unnamed: OrderedDict[int, tuple[_Conversation, Prepared, str | None]] = OrderedDict()
         self._latest: dict[tuple[Scope, str], _Conversation] = {}
         self._provider = provider
         self._cache = ItemCache()
@@ -194,6 +199,24 @@ class Auditor:
             anthropic=_shape.anthropic_rules(provider, model, body),
         )
         return self._judge(prep, inp)
+
+    def responded(self, index: int, response_id: str) -> bool:
+        """Name the response to request ``index`` once it has come (live traffic).
+
+        A later Responses request whose ``previous_response_id`` is ``response_id`` then joins
+        that request's conversation, as for a recorded response's id
+        (:attr:`~llmcore.audit.report.AuditInput.response_id`). Only the latest
+        :data:`UNNAMED_KEPT` Responses requests added without an id can be named.
+
+        Returns:
+            Whether request ``index`` was named.
+        """
+        found = self._unnamed.pop(index, None)
+        if found is None:
+            return False
+        conv, prep, file = found
+        self._responses[self._response_key(file, response_id)] = (conv, prep)
+        return True
 
     def _next_index(self) -> int:
         """The index of the next request (a worker of ``--jobs`` numbers its own)."""
@@ -430,6 +453,10 @@ class Auditor:
         self._index(conv, old)
         if inp.response_id is not None:
             self._responses[self._response_key(inp.file, inp.response_id)] = (conv, prep)
+        elif prep.provider == "openai-responses":  # its answer may name it (:meth:`responded`)
+            self._unnamed[prep.index] = (conv, prep, inp.file)
+            if len(self._unnamed) > UNNAMED_KEPT:
+                self._unnamed.popitem(last=False)
         verdict = Verdict.NEW if previous is None else Verdict.STABLE
         detail = None
         if change is None and previous is not None and previous.body.text == prep.body.text:

@@ -135,7 +135,7 @@ class _Hooks:
         return _Answer(self, observation, response.status_code, tap)
 
     def done(self, observation: Observation, status: int, tap: UsageTap) -> None:
-        self.audit.answered(observation, status, tap.finish())
+        self.audit.answered(observation, status, tap.finish(), tap.response_id)
 
 
 def _wanted(request: Any) -> bool:

@@ -218,7 +218,7 @@ def _jsonl(path: Path, data: bytes) -> list[AuditInput]:
 
 
 ENVELOPE_KEYS: Final = frozenset(
-    {"body", "conversation", "status", "usage", "time", "provider", "path"}
+    {"body", "conversation", "status", "usage", "time", "provider", "path", "response_id"}
 )
 """A JSONL line that is an object with a ``"body"`` is an envelope, read by these fields:
 
@@ -232,7 +232,10 @@ ENVELOPE_KEYS: Final = frozenset(
 * ``time``: when it was sent, ISO 8601 text or seconds since the epoch (enables TTLs);
 * ``path`` and ``provider``: the request path and the provider name, which together decide the
   wire shape (:attr:`AuditInput.uri`), as the record of ``llmcore proxy --record`` and
-  ``llmcore emulate --record`` writes them (:mod:`llmcore.audit.live`).
+  ``llmcore emulate --record`` writes them (:mod:`llmcore.audit.live`);
+* ``response_id``: the answer's id, a string (OpenAI Responses' ``resp_…``): a later line whose
+  body's ``previous_response_id`` names it continues this line's conversation, as for a
+  cassette's recorded response id.
 
 No request body of any shape has a top-level ``body``, so the line is never read as one; a
 line with ``body`` and any other key is refused (ambiguous), naming ``file:line``."""
@@ -331,6 +334,11 @@ def _envelope(plain: AuditInput, value: dict[str, Any], where: str) -> AuditInpu
     if path is not None and not isinstance(path, str):
         raise AuditInputError(f"envelope 'path' is {_kind(path)}, not a string", location=where)
     provider = provider if isinstance(provider, str) else None
+    response_id = value.get("response_id")
+    if response_id is not None and not isinstance(response_id, str):
+        raise AuditInputError(
+            f"envelope 'response_id' is {_kind(response_id)}, not a string", location=where
+        )
     return replace(
         plain,
         body=data,
@@ -340,6 +348,7 @@ def _envelope(plain: AuditInput, value: dict[str, Any], where: str) -> AuditInpu
         usage=usage,
         timestamp=_timestamp(value.get("time"), f"{where}: time"),
         uri=record_uri(provider, path) if path else None,
+        response_id=response_id,
     )
 
 

@@ -19,7 +19,9 @@ as each answer ends::
 conversation's number (``live-3``); ``body`` is the request body as a JSON value when that
 value written compactly gives back its exact bytes, else as a JSON string of its exact bytes;
 ``status`` is the answer's HTTP status (0: no answer); ``usage`` the provider's ``usage`` object
-as received (``null``: none); ``time`` when the request arrived, UTC. No header is ever written,
+as received (``null``: none); ``time`` when the request arrived, UTC; ``response_id``, only
+for an answer that has one the auditor joins on (OpenAI Responses' ``resp_…``: a later
+``previous_response_id`` naming it continues this conversation). No header is ever written,
 so credentials never reach the record. ``llmcore audit FILE`` reads these lines as envelopes
 (:data:`llmcore.audit.inputs.ENVELOPE_KEYS`) with the same verdicts.
 
@@ -29,6 +31,7 @@ Leaves out: HTTP (:mod:`llmcore.proxy`, :mod:`llmcore.audit.hook`), reading usag
 
 from __future__ import annotations
 
+import bisect
 import threading
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field, replace
@@ -132,6 +135,7 @@ class _Live:
     max_cacheable_tokens: int = 0
     break_count: int = 0
     breaks: deque[tuple[int, str]] = field(default_factory=lambda: deque(maxlen=BREAKS_KEPT))
+    response_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -265,6 +269,7 @@ class LiveAudit:
             self._conversations += 1
             self._by_auditor[record.conversation] = live
         live.last, live.last_number, live.model = inp, number, record.model
+        live.response_id = None
         self._lives[live.number] = live
         self._lives.move_to_end(live.number)
         return live
@@ -283,9 +288,9 @@ class LiveAudit:
         auditor = Auditor(self._provider)
         numbers: list[int] = []
         by_auditor: dict[int, _Live] = {}
-        for live in self._lives.values():
+        for live in self._lives.values():  # least recently active first: numbers increase
             try:
-                record = auditor.add(live.last)
+                record = auditor.add(replace(live.last, response_id=live.response_id))
             except AuditInputError:  # pragma: no cover - it was read once already
                 continue
             numbers.append(live.last_number)
@@ -293,17 +298,36 @@ class LiveAudit:
             live.auditor = record.conversation
         self._auditor, self._numbers, self._by_auditor = auditor, numbers, by_auditor
 
-    def answered(self, observation: Observation, status: int, usage: dict[str, Any] | None) -> None:
-        """Count the usage the answer to ``observation`` reported (a status ≥ 400 counts none)."""
+    def answered(
+        self,
+        observation: Observation,
+        status: int,
+        usage: dict[str, Any] | None,
+        response_id: str | None = None,
+    ) -> None:
+        """Count the usage the answer to ``observation`` reported (a status ≥ 400 counts none).
+
+        ``response_id``: the answer's id (an OpenAI Responses ``resp_…``): a later request whose
+        ``previous_response_id`` names it joins this conversation
+        (:meth:`~llmcore.audit.Auditor.responded`), across the auditor's rebuilds for the
+        latest answer of each conversation kept.
+        """
         got = usage_of(usage) if status < 400 else None
-        if got is None:
-            return
         with self._lock:
             live = self._lives.get(observation.conversation)
-            if live is not None:
+            if response_id is not None and status < 400:
+                self._name(observation.number, response_id, live)
+            if got is not None and live is not None:
                 live.answered += 1
                 live.input_tokens += got.input_tokens
                 live.cache_read_tokens += got.cache_read_tokens
+
+    def _name(self, number: int, response_id: str, live: _Live | None) -> None:
+        at = bisect.bisect_left(self._numbers, number)  # request numbers, in increasing order
+        if at < len(self._numbers) and self._numbers[at] == number:
+            self._auditor.responded(at, response_id)
+        if live is not None and live.last_number == number:
+            live.response_id = response_id  # kept across a rebuild
 
     def rows(self) -> list[ConversationRow]:
         """Every conversation kept, in order of first appearance."""
@@ -343,9 +367,14 @@ def _body_value(body: bytes) -> jsonbytes.Raw | str:
     return body.decode("utf-8", errors="replace")
 
 
-def record_line(observation: Observation, status: int, usage: dict[str, Any] | None) -> bytes:
+def record_line(
+    observation: Observation,
+    status: int,
+    usage: dict[str, Any] | None,
+    response_id: str | None = None,
+) -> bytes:
     """One line of the record for ``observation`` and its answer (no newline; no header)."""
-    line = {
+    line: dict[str, Any] = {
         "conversation": observation.key,
         "body": _body_value(observation.body),
         "status": status,
@@ -354,6 +383,8 @@ def record_line(observation: Observation, status: int, usage: dict[str, Any] | N
         "provider": observation.provider or observation.record.provider,
         "path": observation.path,
     }
+    if response_id is not None:
+        line["response_id"] = response_id
     try:
         return jsonbytes.dumps(line)
     except EncodingError:  # a usage value JSON cannot hold: the usage is left out
@@ -380,9 +411,15 @@ class RecordWriter:
         self._next = 0
         self._waiting: dict[int, bytes] = {}
 
-    def write(self, observation: Observation, status: int, usage: dict[str, Any] | None) -> None:
+    def write(
+        self,
+        observation: Observation,
+        status: int,
+        usage: dict[str, Any] | None,
+        response_id: str | None = None,
+    ) -> None:
         """Add the line for ``observation`` and its answer; write every line now in order."""
-        line = record_line(observation, status, usage) + b"\n"
+        line = record_line(observation, status, usage, response_id) + b"\n"
         with self._lock:
             self._waiting[observation.number] = line
             ready = []

@@ -6,7 +6,9 @@ the ``data:`` lines that carry a ``usage`` object; for a JSON body, the body its
 :data:`MAX_JSON_BYTES`). :meth:`UsageTap.finish` returns the provider's ``usage`` object as
 received (Anthropic's ``message_start`` usage updated by ``message_delta``'s; OpenAI Chat's
 usage chunk; Responses' ``response.completed`` usage), which
-:func:`llmcore.audit.usage.usage_of` turns into :class:`~llmcore.audit.usage.RecordedUsage`.
+:func:`llmcore.audit.usage.usage_of` turns into :class:`~llmcore.audit.usage.RecordedUsage`;
+then :attr:`UsageTap.response_id` is a Responses answer's ``id`` (what a later request's
+``previous_response_id`` names, https://platform.openai.com/docs/api-reference/responses/create).
 The field names follow the providers' API references, listed in :mod:`llmcore.audit.usage`.
 
 ``gzip`` and ``deflate`` bodies are inflated as they pass; another content encoding (``br``,
@@ -39,7 +41,16 @@ class UsageTap:
         content_encoding: The response's ``Content-Encoding`` (``gzip``, ``deflate`` or none).
     """
 
-    __slots__ = ("_events", "_inflater", "_json", "_line", "_size", "_usage", "broken")
+    __slots__ = (
+        "_events",
+        "_inflater",
+        "_json",
+        "_line",
+        "_size",
+        "_usage",
+        "broken",
+        "response_id",
+    )
 
     def __init__(self, content_type: str | None = None, content_encoding: str | None = None):
         encoding = (content_encoding or "").strip().lower()
@@ -57,6 +68,9 @@ class UsageTap:
         self._line = bytearray()
         self._size = 0
         self._usage: dict[str, Any] | None = None
+        self.response_id: str | None = None
+        """An OpenAI Responses answer's ``id`` (``resp_…``), known by :meth:`finish` (a
+        stream's from its first ``response.*`` event carrying the response); else ``None``."""
 
     def feed(self, chunk: bytes) -> None:
         """Read one chunk of the body as received (still compressed, if it was)."""
@@ -100,7 +114,9 @@ class UsageTap:
             start = end + 1
 
     def _line_done(self, line: bytes) -> None:
-        if not line.startswith(b"data:") or b'"usage' not in line:
+        if not line.startswith(b"data:") or (
+            b'"usage' not in line and b'"response.created"' not in line
+        ):
             return
         try:
             event = json.loads(line[5:])
@@ -122,7 +138,10 @@ class UsageTap:
                 self._usage = {**(self._usage or {}), **usage}
         elif isinstance(kind, str) and kind.startswith("response."):  # OpenAI Responses
             response = event.get("response")
-            usage = response.get("usage") if isinstance(response, dict) else None
+            if not isinstance(response, dict):
+                return
+            self._response(response)
+            usage = response.get("usage")
             if isinstance(usage, dict):
                 self._usage = usage
         else:  # an OpenAI Chat chunk (the last one, with stream_options.include_usage)
@@ -147,5 +166,16 @@ class UsageTap:
             return None
         if not isinstance(value, dict):
             return None
+        self._response(value)
         usage = value.get("usage", value.get("usageMetadata"))
         return usage if isinstance(usage, dict) else None
+
+    def _response(self, value: dict[str, Any]) -> None:
+        """Keep a Responses object's ``id`` (``"object": "response"``), the first one seen."""
+        found = value.get("id")
+        if (
+            self.response_id is None
+            and value.get("object") == "response"
+            and isinstance(found, str)
+        ):
+            self.response_id = found

@@ -11,10 +11,12 @@
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
 from functools import wraps
+from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Annotated, Any, Final, NoReturn, ParamSpec, TypeVar
 
@@ -36,9 +38,12 @@ __all__ = [
     "EndpointOption",
     "ModelOption",
     "OneLineErrorGroup",
+    "RecordOption",
     "base_url_transport",
     "cloud_transport",
     "fail",
+    "fail_status",
+    "log_to_stderr",
     "one_line_errors",
     "require_extra",
     "usage_line",
@@ -66,6 +71,31 @@ def fail(message: str) -> typer.Exit:
     """Print ``llmcore: message`` on stderr and return the exit to raise (code 2)."""
     print(f"llmcore: {message}", file=sys.stderr)
     return typer.Exit(EXIT_USAGE)
+
+
+def fail_status(message: str) -> int:
+    """Print ``llmcore: message`` on stderr (one line, as every command does); return 2."""
+    print(f"llmcore: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def log_to_stderr(name: str, level: int) -> None:
+    """Send logger ``name`` to stderr from ``level`` up, one bare line per record (once)."""
+    logger = logging.getLogger(name)
+    if not any(getattr(h, "llmcore_stderr", False) for h in logger.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        handler.llmcore_stderr = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+    logger.setLevel(level)
+    logger.propagate = False
+
+
+RecordOption = Annotated[
+    Path | None,
+    typer.Option(metavar="FILE", help="Append each request as a JSONL line llmcore audit reads."),
+]
+"""``--record FILE`` of ``llmcore proxy`` and ``llmcore emulate`` (:mod:`llmcore.audit.live`)."""
 
 
 def require_extra(command: str, *extras: str) -> None:

@@ -7,12 +7,12 @@ to the ``llmcore`` application. Errors are one line on stderr and exit 2.
 from __future__ import annotations
 
 import logging
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from llmcore.cli._common import RecordOption, fail_status, log_to_stderr
 from llmcore.cli._extras import missing_extra
 
 if TYPE_CHECKING:
@@ -49,48 +49,27 @@ def emulate_command(
     """
     missing = missing_extra("emulator")
     if missing is not None:
-        return _fail(f"emulate {missing}")
+        return fail_status(f"emulate {missing}")
     from llmcore.emulator import Emulator, EmulatorError, ScriptError, load_script
 
     if not 0 <= port <= MAX_PORT:
-        return _fail(f"--port {port} is out of range (0 to {MAX_PORT}; 0 picks a free port)")
+        return fail_status(f"--port {port} is out of range (0 to {MAX_PORT}; 0 picks a free port)")
     try:
         loaded = load_script(script) if script is not None else None
     except ScriptError as exc:
-        return _fail(str(exc))
-    _log_to_stderr(access_log)
+        return fail_status(str(exc))
+    log_to_stderr("llmcore.emulator", logging.INFO if access_log else logging.WARNING)
     try:
         emulator = Emulator(script=loaded, port=port, access_log=access_log, record=record)
     except OSError as exc:
-        return _fail(f"--record {record}: {exc.strerror or exc}")
+        return fail_status(f"--record {record}: {exc.strerror or exc}")
     try:
         emulator.serve_forever(on_ready=_announce)
     except EmulatorError as exc:
-        return _fail(str(exc))
+        return fail_status(str(exc))
     except KeyboardInterrupt:
         pass
     return 0
-
-
-def _fail(message: str) -> int:
-    """Print ``llmcore: message`` on stderr (one line, as every command does); return 2."""
-    print(f"llmcore: {message}", file=sys.stderr)
-    return EXIT_INPUT
-
-
-def _log_to_stderr(access_log: bool) -> None:
-    """Send the ``llmcore.emulator`` logger to stderr, one bare line per record.
-
-    Warnings (a client that left mid-body) always; access lines (INFO) with ``--access-log``.
-    """
-    logger = logging.getLogger("llmcore.emulator")
-    if not any(getattr(h, "llmcore_emulate", False) for h in logger.handlers):
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        handler.llmcore_emulate = True  # type: ignore[attr-defined]
-        logger.addHandler(handler)
-    logger.setLevel(logging.INFO if access_log else logging.WARNING)
-    logger.propagate = False
 
 
 def _announce(emulator: Emulator) -> None:
@@ -115,12 +94,7 @@ def emulate(
             metavar="", help="Print one line per request on stderr (client, status, ms, id)."
         ),
     ] = False,
-    record: Annotated[
-        Path | None,
-        typer.Option(
-            metavar="FILE", help="Append each request as a JSONL line llmcore audit reads."
-        ),
-    ] = None,
+    record: RecordOption = None,
 ) -> None:
     """Run the local provider emulator (Anthropic Messages, OpenAI Chat and Responses)."""
     raise typer.Exit(emulate_command(port, script, access_log, record))

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from llmcore.cli._common import RecordOption, fail_status, log_to_stderr
 from llmcore.cli._extras import missing_extra
 
 if TYPE_CHECKING:
@@ -88,30 +89,30 @@ def proxy_command(upstream: str, listen: str = DEFAULT_LISTEN, record: Path | No
     """
     missing = missing_extra("emulator")
     if missing is not None:
-        return _fail(f"proxy {missing}")
+        return fail_status(f"proxy {missing}")
     try:
         host, port = parse_listen(listen)
     except ValueError as exc:
-        return _fail(str(exc))
+        return fail_status(str(exc))
     from rich.console import Console
 
     from llmcore.proxy import Proxy, ProxyError
 
     terminal = sys.stdout.isatty()
     console = Console(stderr=not terminal)
-    _log_to_stderr()
+    log_to_stderr("llmcore.proxy", logging.WARNING)  # upstream failures
     try:
         server = Proxy(
             upstream, host=host, port=port, record=record, observer=_printer(console, terminal)
         )
     except ProxyError as exc:
-        return _fail(str(exc))
+        return fail_status(str(exc))
     except OSError as exc:
-        return _fail(f"--record {record}: {exc.strerror or exc}")
+        return fail_status(f"--record {record}: {exc.strerror or exc}")
     try:
         _serve(server, console, terminal)
     except ProxyError as exc:
-        return _fail(str(exc))
+        return fail_status(str(exc))
     except KeyboardInterrupt:
         pass
     if not terminal:
@@ -153,23 +154,6 @@ def _printer(console: Console, terminal: bool) -> Any:
     return observed if terminal else plain
 
 
-def _fail(message: str) -> int:
-    print(f"llmcore: {message}", file=sys.stderr)
-    return EXIT_INPUT
-
-
-def _log_to_stderr() -> None:
-    """Send the ``llmcore.proxy`` logger (upstream failures) to stderr, one bare line each."""
-    logger = logging.getLogger("llmcore.proxy")
-    if not any(getattr(h, "llmcore_proxy", False) for h in logger.handlers):
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        handler.llmcore_proxy = True  # type: ignore[attr-defined]
-        logger.addHandler(handler)
-    logger.setLevel(logging.WARNING)
-    logger.propagate = False
-
-
 def proxy(
     upstream: Annotated[
         str,
@@ -182,12 +166,7 @@ def proxy(
         str,
         typer.Option(metavar="HOST:PORT", help="Address to listen on; port 0 picks a free one."),
     ] = DEFAULT_LISTEN,
-    record: Annotated[
-        Path | None,
-        typer.Option(
-            metavar="FILE", help="Append each request as a JSONL line llmcore audit reads."
-        ),
-    ] = None,
+    record: RecordOption = None,
 ) -> None:
     """Forward a client's API traffic, auditing each request's prompt-cache prefix as it passes."""
     raise typer.Exit(proxy_command(upstream, listen, record))

@@ -22,21 +22,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Final
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from llmcore._served import Served, StartStop
 from llmcore.emulator.clock import Clock
 from llmcore.emulator.cloud import cloud_routes
 from llmcore.emulator.converse_routes import converse_routes
@@ -242,7 +240,7 @@ def build_app(
     return AccessLog(app) if access_log else app
 
 
-class Emulator:
+class Emulator(StartStop):
     """The provider emulator as a real HTTP server on 127.0.0.1 (SPEC V2).
 
     Use as a context manager, or call :meth:`start` and :meth:`stop`::
@@ -285,11 +283,7 @@ class Emulator:
             from llmcore.proxy.record import Recording
 
             self.app = self._recording = Recording(self.app, record)
-        self._host = host
-        self._port = port
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
-        self._socket: socket.socket | None = None
+        self._served = Served("emulator", host, port, EmulatorError, self._closed)
 
     @property
     def port(self) -> int:
@@ -298,15 +292,12 @@ class Emulator:
         Raises:
             EmulatorError: The server is not started.
         """
-        if self._socket is None:
-            raise EmulatorError("the emulator is not started")
-        port: int = self._socket.getsockname()[1]
-        return port
+        return self._served.port
 
     @property
     def base_url(self) -> str:
         """``http://127.0.0.1:PORT`` — the Anthropic base URL (POST ``/v1/messages``)."""
-        return f"http://{self._host}:{self.port}"
+        return self._served.base_url
 
     @property
     def openai_base_url(self) -> str:
@@ -327,29 +318,9 @@ class Emulator:
         """
         return self.base_url + "/v1beta"
 
-    def _bind(self) -> uvicorn.Server:
-        # proto=IPPROTO_TCP so asyncio sets TCP_NODELAY on accepted connections (no 40 ms stalls)
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((self._host, self._port))
-        except (OSError, OverflowError) as exc:  # OverflowError: a port outside 0-65535
-            sock.close()
-            raise EmulatorError(f"cannot listen on {self._host}:{self._port}: {exc}") from exc
-        sock.listen(2048)
-        self._socket = sock
-        config = uvicorn.Config(
-            self.app,
-            log_level="warning",
-            access_log=False,  # AccessLog writes the access lines
-            lifespan="off",
-            ws="none",
-            timeout_keep_alive=60,
-            http=head_limits_protocol(self.limits),  # httptools, + header timeout and size
-            loop="auto",  # uvloop when installed
-        )
-        self._server = uvicorn.Server(config)
-        return self._server
+    def _config(self) -> dict[str, Any]:
+        # AccessLog writes the access lines; httptools, + header timeout and size
+        return {"lifespan": "off", "http": head_limits_protocol(self.limits)}
 
     def start(self, timeout: float = 10.0) -> Emulator:
         """Start serving in a background thread; return once it accepts connections.
@@ -357,22 +328,7 @@ class Emulator:
         Raises:
             EmulatorError: Already started, the port is taken, or it did not start in time.
         """
-        if self._thread is not None:
-            raise EmulatorError("the emulator is already started")
-        server = self._bind()
-        thread = threading.Thread(
-            target=server.run, kwargs={"sockets": [self._socket]}, daemon=True, name="emulator"
-        )
-        self._thread = thread
-        thread.start()
-        deadline = threading.Event()
-        waited = 0.0
-        while not server.started:
-            if not thread.is_alive() or waited > timeout:
-                self.stop()
-                raise EmulatorError("the emulator server did not start")
-            deadline.wait(0.01)
-            waited += 0.01
+        self._served.start(self.app, self._config(), timeout)
         return self
 
     def serve_forever(self, on_ready: Callable[[Emulator], None] | None = None) -> None:
@@ -384,30 +340,16 @@ class Emulator:
         Raises:
             EmulatorError: The port is taken.
         """
-        server = self._bind()
-        if on_ready is not None:
-            on_ready(self)
-        try:
-            server.run(sockets=[self._socket] if self._socket else None)
-        finally:
-            self._close_socket()
+        ready = None if on_ready is None else (lambda: on_ready(self))
+        self._served.serve_forever(self.app, self._config(), ready)
 
-    def _close_socket(self) -> None:
-        if self._socket is not None:
-            self._socket.close()
-            self._socket = None
+    def _closed(self) -> None:
         if self._recording is not None:
             self._recording.close()
 
     def stop(self) -> None:
         """Stop the server and wait for its thread (idempotent)."""
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        self._thread = None
-        self._server = None
-        self._close_socket()
+        self._served.stop()
 
     def pause_responses(self) -> None:
         """Hold every response before it starts (lookups still happen); see :attr:`waiting`."""
@@ -430,14 +372,3 @@ class Emulator:
     def reset(self) -> None:
         """Forget every cache entry and stored response."""
         self.engine.reset()
-
-    def __enter__(self) -> Emulator:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

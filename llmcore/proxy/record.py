@@ -1,8 +1,9 @@
 """An ASGI middleware that writes the record of the model requests an app serves (SPEC V6).
 
 ``llmcore emulate --record FILE`` wraps the emulator in :class:`Recording`: each POST to a
-model endpoint is audited once its answer has been sent (:class:`~llmcore.audit.live.LiveAudit`,
-for the conversation key) and written as one line of the record
+model endpoint is audited once its answer has been sent, in the audit thread
+(:class:`~llmcore.proxy.worker.AuditWorker`; :class:`~llmcore.audit.live.LiveAudit`, for the
+conversation key), and written as one line of the record
 (:class:`~llmcore.audit.live.RecordWriter`), the format ``llmcore proxy --record`` writes, with
 the usage read from a copy of the answer's bytes (:class:`~llmcore.audit.tap.UsageTap`). No
 header is recorded.
@@ -17,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from llmcore.audit.live import LiveAudit, RecordWriter, is_model_path
-from llmcore.audit.report import AuditInputError
 from llmcore.audit.tap import UsageTap
+from llmcore.proxy.worker import AuditJob, AuditWorker
 
 __all__ = ["Recording"]
 
@@ -39,6 +40,9 @@ class Recording:
         self.audit = LiveAudit()
         """The audit giving each line its conversation."""
         self.writer = RecordWriter(path)
+        self._worker = AuditWorker(
+            AuditJob(self.audit, self.writer, log_unread=False), name="llmcore-record"
+        )
 
     async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
         """Serve one ASGI scope; a model request's line is written once it is answered."""
@@ -68,16 +72,9 @@ class Recording:
         try:
             await self.app(scope, receiving, sending)
         finally:
-            self._write(b"".join(parts), scope["path"], answer)
-
-    def _write(self, body: bytes, path: str, answer: dict[str, Any]) -> None:
-        try:
-            observation = self.audit.observe(body, path=path)
-        except AuditInputError:
-            return  # a body the auditor cannot read (the emulator refused it too)
-        tap = answer["tap"]
-        self.writer.write(observation, answer["status"], tap.finish() if tap else None)
+            self._worker.put(b"".join(parts), scope["path"], answer["status"], answer["tap"])
 
     def close(self) -> None:
-        """Close the record file."""
+        """Write the lines of every request answered, then close the record file."""
+        self._worker.drain()
         self.writer.close()

@@ -23,22 +23,20 @@ Leaves out: the live table and the command line (:mod:`llmcore.cli.proxy`).
 from __future__ import annotations
 
 import logging
-import socket
-import threading
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Final
 from urllib.parse import urlsplit
 
 import httpx
-import uvicorn
 
 from llmcore import jsonbytes
+from llmcore._served import Served, StartStop
 from llmcore.audit.live import LiveAudit, Observation, RecordWriter, is_model_path
-from llmcore.audit.report import AuditInputError
 from llmcore.audit.tap import UsageTap
 from llmcore.errors import UserError
+from llmcore.proxy.upstream import Answer, Upstream, UpstreamError
+from llmcore.proxy.worker import AuditJob, AuditWorker
 
 __all__ = ["HOP_BY_HOP", "LOG", "Proxy", "ProxyError", "build_app"]
 
@@ -60,7 +58,7 @@ HOP_BY_HOP: Final = frozenset(
 )
 """Headers that concern one connection, not the message (RFC 9110 §7.6.1); never forwarded."""
 _NOT_FORWARDED: Final = HOP_BY_HOP | {b"host", b"content-length"}
-"""``Host`` names the upstream and ``Content-Length`` is the body's own (httpx sets both)."""
+"""``Host`` names the upstream and ``Content-Length`` is the body's own (both set anew)."""
 DEFAULT_TIMEOUT: Final = httpx.Timeout(connect=10.0, read=600.0, write=600.0, pool=600.0)
 """Upstream timeouts, seconds: a model may think for minutes before its first byte."""
 
@@ -70,11 +68,11 @@ class ProxyError(UserError):
 
 
 Observer = Callable[[Observation], object]
-"""Called (in the server's thread) with each request as audited."""
+"""Called (in the audit thread) with each request as audited."""
 
 
 class _State:
-    """What the app shares between requests: the upstream, the audit, the record, the client."""
+    """What the app shares between requests: the upstream's connections and the audit thread."""
 
     def __init__(
         self,
@@ -86,37 +84,9 @@ class _State:
         timeout: httpx.Timeout,
     ) -> None:
         self.upstream = upstream.rstrip("/")
-        self.audit = audit
-        self.record = record
-        self.provider = provider
-        self.observer = observer
-        self.timeout = timeout
-        self.client: httpx.AsyncClient | None = None
-
-    def http(self) -> httpx.AsyncClient:
-        if self.client is None:  # made in the server's event loop, on the first request
-            limits = httpx.Limits(max_connections=None, max_keepalive_connections=64)
-            # TCP_NODELAY: else a body's last partial segment waits for the delayed ACK (Nagle)
-            nodelay = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
-            transport = httpx.AsyncHTTPTransport(limits=limits, socket_options=nodelay)
-            self.client = httpx.AsyncClient(timeout=self.timeout, transport=transport)
-        return self.client
-
-    def observe(self, body: bytes, path: str) -> Observation | None:
-        """Audit one body; ``None`` for a body the auditor cannot read (one log line)."""
-        try:
-            observation = self.audit.observe(body, path=path, provider=self.provider)
-        except AuditInputError as exc:
-            LOG.warning("llmcore proxy: not audited (%s): %s", path, exc.message)
-            return None
-        if self.observer is not None:
-            self.observer(observation)
-        return observation
-
-    def done(self, observation: Observation, status: int, usage: dict[str, Any] | None) -> None:
-        self.audit.answered(observation, status, usage)
-        if self.record is not None:
-            self.record.write(observation, status, usage)
+        self.pool = Upstream(upstream, timeout)
+        job = AuditJob(audit, record, provider=provider, observer=observer)
+        self.worker = AuditWorker(job)
 
 
 def _headers(raw: list[tuple[bytes, bytes]], also: frozenset[bytes]) -> list[tuple[bytes, bytes]]:
@@ -128,6 +98,14 @@ def _headers(raw: list[tuple[bytes, bytes]], also: frozenset[bytes]) -> list[tup
         for part in value.split(b",")
     }
     return [(n, v) for n, v in raw if (low := n.lower()) not in also and low not in named]
+
+
+def _request_headers(raw: list[tuple[bytes, bytes]], body: bytes) -> list[tuple[bytes, bytes]]:
+    """The client's headers to send upstream (:data:`_NOT_FORWARDED` aside), the body's length."""
+    headers = _headers(raw, _NOT_FORWARDED)
+    if body or any(name.lower() == b"content-length" for name, _ in raw):
+        headers.append((b"content-length", b"%d" % len(body)))
+    return headers
 
 
 def _error(path: str, status: int, message: str) -> bytes:
@@ -166,12 +144,10 @@ def build_app(state: _State) -> Callable[..., Any]:
         if body is None:
             return
         path: str = scope["path"]
-        status, usage = await _forward(state, scope, body, send)
+        status, tap = await _forward(state, scope, body, send)
         if scope["method"] == "POST" and is_model_path(path):
-            # Audited once the answer is sent: the client never waits for the audit.
-            observation = state.observe(body, path)
-            if observation is not None:
-                state.done(observation, status, usage)
+            # Audited once the answer is sent, in the audit thread: no request waits for it.
+            state.worker.put(body, path, status, tap)
 
     return app
 
@@ -182,66 +158,62 @@ async def _lifespan(state: _State, receive: Any, send: Any) -> None:
         if message["type"] == "lifespan.startup":
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
-            if state.client is not None:
-                await state.client.aclose()
-                state.client = None
+            state.pool.close()
             await send({"type": "lifespan.shutdown.complete"})
             return
 
 
 async def _forward(
     state: _State, scope: dict[str, Any], body: bytes, send: Any
-) -> tuple[int, dict[str, Any] | None]:
-    """Send the request upstream and its answer back; return the status and usage reported.
+) -> tuple[int, UsageTap | None]:
+    """Send the request upstream and its answer back; return the status and the answer's tap.
 
-    The status is 0 when no answer came (the client got a 502 or 504).
+    The status is 0 and the tap ``None`` when no answer came (the client got a 502 or 504).
     """
-    path: str = scope["path"]
-    query = scope.get("query_string", b"")
-    url = state.upstream + (scope.get("raw_path") or path.encode()).decode("latin-1")
-    if query:
-        url += "?" + query.decode("latin-1")
-    request = httpx.Request(
-        scope["method"], url, headers=_headers(scope["headers"], _NOT_FORWARDED), content=body
-    )
+    target = scope.get("raw_path") or scope["path"].encode()
+    if query := scope.get("query_string", b""):
+        target += b"?" + query
+    headers = _request_headers(scope["headers"], body)
     try:
-        response = await state.http().send(request, stream=True)
-    except httpx.TransportError as exc:
-        status = 504 if isinstance(exc, httpx.TimeoutException) else 502
-        await _upstream_failed(state, scope, send, status, exc)
+        answer = await state.pool.send(scope["method"], target, headers, body)
+    except UpstreamError as exc:
+        await _upstream_failed(state, scope, send, 504 if exc.timeout else 502, exc)
         return 0, None
-    tap = UsageTap(response.headers.get("content-type"), response.headers.get("content-encoding"))
+    named = {k.lower(): v for k, v in answer.headers}
+    tap = UsageTap(_text(named.get(b"content-type")), _text(named.get(b"content-encoding")))
     try:
         await send(
             {
                 "type": "http.response.start",
-                "status": response.status_code,
-                "headers": _headers(response.headers.raw, HOP_BY_HOP),
+                "status": answer.status,
+                "headers": _headers(answer.headers, HOP_BY_HOP),
             }
         )
-        async for chunk in _chunks(state, scope, response):
+        async for chunk in _chunks(state, scope, answer):
             tap.feed(chunk)
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
     finally:
-        await response.aclose()
-    return response.status_code, tap.finish()
+        answer.close_unless_kept()
+    return answer.status, tap
 
 
-async def _chunks(
-    state: _State, scope: dict[str, Any], response: httpx.Response
-) -> AsyncIterator[bytes]:
+def _text(value: bytes | None) -> str | None:
+    return None if value is None else value.decode("latin-1")
+
+
+async def _chunks(state: _State, scope: dict[str, Any], answer: Answer) -> AsyncIterator[bytes]:
     """The upstream body's chunks as received; a failure mid-body ends it (one log line)."""
     try:
-        async for chunk in response.aiter_raw():
+        async for chunk in answer.chunks(state.pool.read_timeout):
             yield chunk
-    except httpx.TransportError as exc:
+    except UpstreamError as exc:
         LOG.warning(
             "llmcore proxy: upstream %s failed mid-answer (%s %s): %s",
             urlsplit(state.upstream).netloc,
             scope["method"],
             scope["path"],
-            type(exc).__name__,
+            exc,
         )
 
 
@@ -250,17 +222,16 @@ async def _upstream_failed(
     scope: dict[str, Any],
     send: Any,
     status: int,
-    exc: httpx.TransportError,
+    exc: Exception,
 ) -> None:
     where = urlsplit(state.upstream).netloc
     what = "timed out" if status == 504 else "unreachable"
     LOG.warning(
-        "llmcore proxy: upstream %s %s (%s %s): %s: %s",
+        "llmcore proxy: upstream %s %s (%s %s): %s",
         where,
         what,
         scope["method"],
         scope["path"],
-        type(exc).__name__,
         str(exc) or "no detail",
     )
     payload = _error(scope["path"], status, f"llmcore proxy: upstream {where} {what}")
@@ -269,7 +240,7 @@ async def _upstream_failed(
     await send({"type": "http.response.body", "body": payload})
 
 
-class Proxy:
+class Proxy(StartStop):
     """The pass-through, recording, auditing proxy as a real HTTP server (SPEC V6).
 
     Use as a context manager, or call :meth:`start` and :meth:`stop`::
@@ -287,7 +258,7 @@ class Proxy:
         audit: The :class:`~llmcore.audit.live.LiveAudit` to add to (default: a new one).
         provider: The upstream's provider name when its path alone does not say it
             (``openrouter``); default: ``openrouter`` for an ``openrouter.ai`` upstream.
-        observer: Called in the server's thread with each request audited.
+        observer: Called in the audit thread with each request audited, in order.
         timeout: Upstream timeouts (default :data:`DEFAULT_TIMEOUT`).
 
     Raises:
@@ -319,47 +290,20 @@ class Proxy:
         self.record = RecordWriter(record) if record is not None else None
         self._state = _State(upstream, self.audit, self.record, provider, observer, timeout)
         self.app = build_app(self._state)
-        self._host, self._port = host, port
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
-        self._socket: socket.socket | None = None
+        self._served = Served("proxy", host, port, ProxyError, self._closed)
 
     @property
     def port(self) -> int:
         """The bound TCP port (raises :class:`ProxyError` before :meth:`start`)."""
-        if self._socket is None:
-            raise ProxyError("the proxy is not started")
-        port: int = self._socket.getsockname()[1]
-        return port
+        return self._served.port
 
     @property
     def base_url(self) -> str:
         """``http://HOST:PORT`` — what clients use instead of the upstream's base URL."""
-        return f"http://{self._host}:{self.port}"
+        return self._served.base_url
 
-    def _bind(self) -> uvicorn.Server:
-        family = socket.AF_INET6 if ":" in self._host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # TCP_NODELAY
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((self._host, self._port))
-        except (OSError, OverflowError) as exc:
-            sock.close()
-            raise ProxyError(f"cannot listen on {self._host}:{self._port}: {exc}") from exc
-        sock.listen(2048)
-        self._socket = sock
-        config = uvicorn.Config(
-            self.app,
-            log_level="warning",
-            access_log=False,
-            lifespan="on",
-            ws="none",
-            timeout_keep_alive=60,
-            loop="auto",
-            http="auto",
-        )
-        self._server = uvicorn.Server(config)
-        return self._server
+    _CONFIG: Final = {"lifespan": "on", "http": "auto"}
+    """uvicorn options: the lifespan closes the upstream client; httptools when installed."""
 
     def start(self, timeout: float = 10.0) -> Proxy:
         """Serve in a background thread; return once it accepts connections.
@@ -367,21 +311,7 @@ class Proxy:
         Raises:
             ProxyError: Already started, the address cannot be bound, or it did not start.
         """
-        if self._thread is not None:
-            raise ProxyError("the proxy is already started")
-        server = self._bind()
-        self._thread = threading.Thread(
-            target=server.run, kwargs={"sockets": [self._socket]}, daemon=True, name="proxy"
-        )
-        self._thread.start()
-        waited = threading.Event()
-        for _ in range(int(timeout / 0.01)):
-            if server.started or not self._thread.is_alive():
-                break
-            waited.wait(0.01)
-        if not server.started:
-            self.stop()
-            raise ProxyError("the proxy server did not start")
+        self._served.start(self.app, self._CONFIG, timeout)
         return self
 
     def serve_forever(self, on_ready: Callable[[Proxy], None] | None = None) -> None:
@@ -390,38 +320,14 @@ class Proxy:
         Raises:
             ProxyError: The address cannot be bound.
         """
-        server = self._bind()
-        if on_ready is not None:
-            on_ready(self)
-        try:
-            server.run(sockets=[self._socket] if self._socket else None)
-        finally:
-            self._close()
+        ready = None if on_ready is None else (lambda: on_ready(self))
+        self._served.serve_forever(self.app, self._CONFIG, ready)
 
-    def _close(self) -> None:
-        if self._socket is not None:
-            self._socket.close()
-            self._socket = None
+    def _closed(self) -> None:
+        self._state.worker.drain()  # every request answered is audited before the record closes
         if self.record is not None:
             self.record.close()
 
     def stop(self) -> None:
         """Stop serving, finish the audit and close the record (idempotent)."""
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        self._thread = None
-        self._server = None
-        self._close()
-
-    def __enter__(self) -> Proxy:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+        self._served.stop()

@@ -211,4 +211,53 @@ def test_real_claude_code_through_the_proxy(tmp_path: Path) -> None:
     assert KEY.encode() not in record.read_bytes()
 
 
+def test_real_codex_through_the_proxy(tmp_path: Path) -> None:
+    """Codex → ``llmcore proxy`` (its ``model_providers`` entry) → emulator, two turns.
+
+    The proxy, its record and the emulator's own record (``llmcore emulate --record``: the
+    usage it answered) say the same about each request; a request that keeps its prefix was
+    read from the cache, and Codex was told the reads recorded.
+    """
+    from llmcore.audit import audit_paths
+    from llmcore.proxy import Proxy
+
+    codex = _executable("codex")
+    workspace = write_workspace(tmp_path / "ws")
+    record, own = tmp_path / "codex.jsonl", tmp_path / "emulator.jsonl"
+    seen: list[Any] = []
+    with (
+        Emulator(script=task_script("codex"), record=own) as emulator,
+        Proxy(emulator.base_url, record=record, observer=seen.append) as proxy,
+    ):
+        env = codex_env(proxy.base_url + "/v1", tmp_path / "home")
+        env["LLMCORE_EMULATOR_KEY"] = OPENAI_KEY
+        backend = CodexBackend(
+            ArchiveStore(tmp_path / "agent").open(),
+            executable=codex,
+            cwd=workspace,
+            env=env,
+            model="gpt-5",
+        )
+        first = backend.run_turn(CLI_TASK[0])
+        second = backend.run_turn(CLI_TASK[1])
+    rows = proxy.audit.rows()  # the proxy has stopped: every request's audit has run
+    report, counted = audit_paths([record]), audit_paths([own])
+    assert len(report.requests) >= 3 and sum(r.requests for r in rows) == len(report.requests)
+    verdicts = [(o.record.verdict, o.record.path) for o in seen]
+    assert verdicts == [(r.verdict, r.path) for r in report.requests]
+    assert verdicts == [(r.verdict, r.path) for r in counted.requests]
+    assert [r.usage for r in report.requests] == [r.usage for r in counted.requests]
+    assert {r.provider for r in report.requests} == {"openai-responses"}
+    for r in report.requests[1:]:
+        assert r.usage is not None
+        if r.verdict == "stable":
+            assert r.usage.cache_read_tokens > 0, r  # the emulator read the prefix kept
+    recorded = report.recorded_usage
+    assert recorded is not None and recorded.cache_read_tokens > 0
+    told = first.usage.cache_read + second.usage.cache_read
+    assert recorded.cache_read_tokens >= told > 0
+    assert OPENAI_KEY.encode() not in record.read_bytes()
+
+
 KEY = "sk-ant-proxy-test-0f3a9c"
+OPENAI_KEY = "sk-proj-proxy-test-7b2e41"

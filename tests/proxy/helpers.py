@@ -1,4 +1,4 @@
-"""An in-test upstream: any ASGI app on uvicorn, on a free loopback port, in a thread."""
+"""In-test servers: any ASGI app on uvicorn on a free loopback port; a watched proxy session."""
 
 from __future__ import annotations
 
@@ -6,9 +6,16 @@ import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+import httpx2
 import uvicorn
+
+from llmcore.audit import LiveAudit, Observation, watch
+from llmcore.emulator import Emulator
+from llmcore.proxy import Proxy
 
 
 @contextmanager
@@ -38,3 +45,31 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+@dataclass
+class Watched:
+    """A proxy with a record in front of an emulator, and a watched httpx2 client for the SDK."""
+
+    proxy: Proxy
+    record: Path
+    http: httpx2.Client
+    seen: list[Observation] = field(default_factory=list)
+    """What the proxy audited (its observer)."""
+    hooked: list[Observation] = field(default_factory=list)
+    """The breaks the hook reported (its ``on_break``)."""
+    hook_audit: LiveAudit = field(default_factory=LiveAudit)
+
+
+@contextmanager
+def watched(emulator: Emulator, tmp_path: Path) -> Iterator[Watched]:
+    """The proxy (record ``tmp_path/record.jsonl``) and a watched client; both closed after."""
+    seen: list[Observation] = []
+    hooked: list[Observation] = []
+    audit = LiveAudit()
+    record = tmp_path / "record.jsonl"
+    with (
+        Proxy(emulator.base_url, record=record, observer=seen.append) as proxy,
+        watch(httpx2.Client(), on_break=hooked.append, audit=audit) as http,
+    ):
+        yield Watched(proxy, record, http, seen, hooked, audit)

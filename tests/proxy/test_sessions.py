@@ -8,28 +8,21 @@ record audits to the proxy's own verdicts; the recorded hit rate is what the SDK
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anthropic
-import httpx2
 import openai
 import pytest
 
-from llmcore.audit import LiveAudit, Observation, audit_paths, watch
+from llmcore.audit import audit_paths
 from llmcore.emulator import Emulator
 from llmcore.proxy import Proxy
+from tests.proxy.helpers import watched
 
 KEY = "sk-ant-SECRET-4f1c9e"
 SYSTEM = "You are a careful assistant who answers in one line. " * 300
 MODEL = "claude-sonnet-4-6"
-
-
-@pytest.fixture(scope="module")
-def emulator() -> Iterator[Emulator]:
-    with Emulator() as emu:
-        yield emu
 
 
 def _system(text: str) -> list[dict[str, Any]]:
@@ -67,15 +60,10 @@ def _anthropic_session(client: anthropic.Anthropic, plant: bool) -> list[Any]:
 
 
 def _run(emulator: Emulator, tmp_path: Path, plant: bool) -> dict[str, Any]:
-    record = tmp_path / "record.jsonl"
-    seen: list[Observation] = []
-    hooked: list[Observation] = []
-    hook_audit = LiveAudit()
-    with Proxy(emulator.base_url, record=record, observer=seen.append) as proxy:
-        http = watch(httpx2.Client(), on_break=hooked.append, audit=hook_audit)
-        client = anthropic.Anthropic(base_url=proxy.base_url, api_key=KEY, http_client=http)
+    with watched(emulator, tmp_path) as w:
+        client = anthropic.Anthropic(base_url=w.proxy.base_url, api_key=KEY, http_client=w.http)
         usages = _anthropic_session(client, plant)
-        http.close()
+    seen, hooked, hook_audit, proxy, record = w.seen, w.hooked, w.hook_audit, w.proxy, w.record
     rows = proxy.audit.rows()  # the proxy has stopped: every request's audit has run
     report = audit_paths([record])
     return {

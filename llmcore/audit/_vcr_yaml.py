@@ -66,9 +66,9 @@ _ESCAPES: Final = {
 # breaks, tabs, and a document marker at the start of a line.
 _REFUSED: Final = re.compile(
     "[^\x0a\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]"
-    "|^(?:---|\\.\\.\\.)|^%",
-    re.MULTILINE,
 )
+_REFUSED_ASCII: Final = re.compile(b"[^\x0a\x20-\x7e]")
+_MARKERS: Final = ("\n---", "\n...", "\n%")
 _BLOCK_HEADER: Final = re.compile(r"([|>])([-+]?)( *)")
 _PLAIN_START: Final = frozenset("-?:,[]{}#&*!|>'\"%@`")
 
@@ -77,11 +77,11 @@ class _Fallback(Exception):
     """Internal: outside the subset; read the document with PyYAML."""
 
 
-def load(text: str) -> tuple[Any, list[int]] | None:
+def load(data: bytes) -> tuple[Any, list[int]] | None:
     """The document PyYAML's safe loader builds from ``text``, or ``None`` outside the subset.
 
     Args:
-        text: The cassette, decoded from UTF-8.
+        data: The cassette's bytes (UTF-8, as vcrpy writes them).
 
     Returns:
         ``(document, lines)``: the document (dicts, lists, ``str``, ``int``, ``float``,
@@ -89,8 +89,22 @@ def load(text: str) -> tuple[Any, list[int]] | None:
         ``interactions`` sequence starts — or ``None`` when the text is outside the subset
         (the caller then parses it with PyYAML, which also reports any error).
     """
-    text = text.removesuffix("\n...\n") + "\n" if text.endswith("\n...\n") else text
-    if not text.endswith("\n") or _REFUSED.search(text) is not None:
+    if data.endswith(b"\n...\n"):  # a document end marker closing the file
+        data = data[:-4]
+    if not data.endswith(b"\n") or data.startswith((b"---", b"...", b"%")):
+        return None
+    if data.isascii():
+        if _REFUSED_ASCII.search(data) is not None:
+            return None
+        text = data.decode("ascii")
+    else:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        if _REFUSED.search(text) is not None:
+            return None
+    if any(marker in text for marker in _MARKERS):
         return None
     try:
         return _Reader(text).document()

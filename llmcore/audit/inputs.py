@@ -535,10 +535,7 @@ def _load_cassette(path: Path, data: bytes) -> tuple[Any, list[int]]:
         AuditInputError: Not valid YAML (names the line), an alias, a value Python cannot hold
             (names the interaction's line and the value's path), or nested too deeply.
     """
-    try:
-        fast = _vcr_yaml.load(data.decode("utf-8"))
-    except UnicodeDecodeError:
-        fast = None
+    fast = _vcr_yaml.load(data)
     if fast is not None:
         return fast
     try:

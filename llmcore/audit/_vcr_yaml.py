@@ -1,4 +1,4 @@
-"""A fast reader for the YAML that vcrpy writes (``yaml.dump``), equal to PyYAML's safe load.
+r"""A fast reader for the YAML that vcrpy writes (``yaml.dump``), equal to PyYAML's safe load.
 
 vcrpy serializes a cassette with ``yaml.dump(data, Dumper=CDumper or Dumper)``
 (https://github.com/kevin1024/vcrpy, ``vcr/serializers/yamlserializer.py``): block mappings
@@ -37,7 +37,9 @@ _BOOLS: Final = yaml.constructor.SafeConstructor.bool_values
 _DECIMAL: Final = re.compile(r"[-+]?(?:0|[1-9][0-9]{0,80})")
 _FLOAT: Final = re.compile(r"[-+]?(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][-+][0-9]+)?")
 _ESCAPE: Final = re.compile(r"\\(x[0-9A-Fa-f]{2}|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|.)")
-_DOUBLE: Final = re.compile(r"\\(x[0-9A-Fa-f]{2}|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|\n[ \n]*|.)|( *\n[ \n]*)")
+_DOUBLE: Final = re.compile(
+    r"\\(x[0-9A-Fa-f]{2}|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|\n[ \n]*|.)|( *\n[ \n]*)"
+)
 _TRIM: Final = re.compile(r" *\n *")
 _LONE_BREAK: Final = re.compile(r"(?<!\n)\n(?!\n)")
 _BREAK_RUN: Final = re.compile(r"\n(\n+)")
@@ -69,8 +71,17 @@ _REFUSED: Final = re.compile(
 )
 _REFUSED_ASCII: Final = re.compile(b"[^\x0a\x20-\x7e]")
 _MARKERS: Final = ("\n---", "\n...", "\n%")
+# One line of the commonest shapes, blank lines before it skipped: `key: 'text'`, `key: plain`,
+# `key:` (then a nested node), `- 'text'`, `- plain`. Anything else takes the general path.
+_SIMPLE_VALUE: Final = r"(?:'([^'\n]*)'|([A-Za-z_/(.][^\n]*?))"
+_ENTRY: Final = re.compile(r"(?:[ ]*\n)*( *)([A-Za-z_][\w.\-/]*):(?: +" + _SIMPLE_VALUE + r")? *\n")
+_ITEM: Final = re.compile(r"(?:[ ]*\n)*( *)- " + _SIMPLE_VALUE + r" *\n")
 _BLOCK_HEADER: Final = re.compile(r"([|>])([-+]?)( *)")
 _PLAIN_START: Final = frozenset("-?:,[]{}#&*!|>'\"%@`")
+
+
+_NONE: Final = object()
+"""No value read: take the general path."""
 
 
 class _Fallback(Exception):
@@ -114,10 +125,9 @@ def load(data: bytes) -> tuple[Any, list[int]] | None:
 
 def _plain(value: str) -> Any:
     """A plain scalar's value, resolved as PyYAML's ``Resolver`` and ``SafeConstructor`` do."""
-    for tag, pattern in _RESOLVERS.get(value[0], []) + _RESOLVERS.get(None, []):
-        if pattern.match(value):
-            break
-    else:
+    resolvers = _RESOLVERS.get(value[0], []) + _RESOLVERS.get(None, [])
+    tag = next((tag for tag, pattern in resolvers if pattern.match(value)), None)
+    if tag is None:
         return value
     kind = tag.removeprefix(_TAG)
     if kind == "null":
@@ -223,7 +233,15 @@ class _Reader:
     def mapping(self, indent: int) -> dict[Any, Any]:
         """A block mapping whose keys start at column ``indent``, from the next line on."""
         out: dict[Any, Any] = {}
+        text = self.text
+        deeper = " " * (indent + 1)
         while True:
+            simple = _ENTRY.match(text, self.pos)
+            if simple is not None and simple.end(1) - simple.start(1) == indent:
+                value = self.simple(simple, 3, deeper)
+                if value is not _NONE:
+                    out[self.plain(simple.group(2))] = value
+                    continue
             start, column, end = self.next_line()
             if column < indent:
                 return out
@@ -268,7 +286,7 @@ class _Reader:
             colon = text.find(": ", at, end)
             if colon < 0:
                 colon = end - 1 if text[end - 1] == ":" else -1
-            if colon <= at or first in _PLAIN_START or " #" in text[at:colon]:
+            if colon <= at or not _plain_starts(text, at) or " #" in text[at:colon]:
                 raise _Fallback
             if text[colon - 1] == " ":
                 raise _Fallback
@@ -284,6 +302,15 @@ class _Reader:
         """A block sequence whose ``- `` marks are at column ``indent``."""
         text = self.text
         out: list[Any] = []
+        deeper = " " * (indent + 1)
+        while lines is None:
+            simple = _ITEM.match(text, self.pos)
+            if simple is None or simple.end(1) - simple.start(1) != indent:
+                break
+            value = self.simple(simple, 2, deeper)
+            if value is _NONE:
+                break
+            out.append(value)
         while True:
             start, column, end = self.next_line()
             if column != indent or not text.startswith("- ", start + column):
@@ -314,6 +341,25 @@ class _Reader:
             out[key] = value  # a later duplicate key wins, as in PyYAML
         return out
 
+    def simple(self, match: re.Match[str], group: int, deeper: str) -> Any:
+        """The value of a line :data:`_ENTRY` or :data:`_ITEM` matched, or :data:`_NONE`.
+
+        ``_NONE`` (the general path reads the line) for a nested node, a plain scalar that
+        holds ``: `` or `` #`` or ends in ``:``, or one continued on the next line.
+        """
+        quoted = match.group(group)
+        if quoted is not None:
+            self.pos = match.end()
+            return quoted
+        plain = match.group(group + 1)
+        if plain is None or ": " in plain or " #" in plain or plain[-1] == ":":
+            return _NONE
+        after = match.end()
+        if self.text.startswith(deeper, after) or self.text.startswith("\n", after):
+            return _NONE
+        self.pos = after
+        return self.plain(plain)
+
     def closing(self, at: int) -> int:
         """The offset of the quote that closes the quoted scalar opening at ``at``."""
         text = self.text
@@ -338,15 +384,7 @@ class _Reader:
         text = self.text
         first = text[at]
         if first == "'" or first == '"':
-            close = self.closing(at)
-            line_end = text.index("\n", close)
-            if line_end > close + 1 and text[close + 1 : line_end].strip(" "):
-                raise _Fallback
-            self.pos = line_end + 1
-            if close > end and _shallow(indent).search(text, end, close) is not None:
-                raise _Fallback  # a further line not indented past the block
-            content = text[at + 1 : close]
-            return _fold_single(content) if first == "'" else _fold_double(content)
+            return self.quoted(at, end, indent)
         if first == "|" or first == ">":
             return self.block(at, end, indent)
         if first == "!":
@@ -357,13 +395,26 @@ class _Reader:
             return {}
         if value == "[]":
             return []
-        if first in _PLAIN_START and not (first == "-" and value[1:2] not in ("", " ")):
+        if not _plain_starts(text, at):
             raise _Fallback
         if ": " in value or " #" in value or value[-1] == ":":
             raise _Fallback
         if text.startswith(" " * (indent + 1), self.pos) or text.startswith("\n", self.pos):
             value = self.plain_rest(value, indent)
         return self.plain(value)
+
+    def quoted(self, at: int, end: int, indent: int) -> str:
+        """A single- or double-quoted scalar opening at ``at``, alone on its last line."""
+        text = self.text
+        close = self.closing(at)
+        line_end = text.index("\n", close)
+        if line_end > close + 1 and text[close + 1 : line_end].strip(" "):
+            raise _Fallback
+        self.pos = line_end + 1
+        if close > end and _shallow(indent).search(text, end, close) is not None:
+            raise _Fallback  # a further line not indented past the block
+        content = text[at + 1 : close]
+        return _fold_single(content) if text[at] == "'" else _fold_double(content)
 
     def binary(self, at: int, end: int, indent: int) -> bytes:
         """A ``!!binary`` scalar (block or quoted): its base64 text decoded."""
@@ -433,6 +484,14 @@ class _Reader:
         if width < 0:
             raise _Fallback
         return _chomped(lines, header.group(1) == ">", header.group(2))
+
+
+def _plain_starts(text: str, at: int) -> bool:
+    """Whether a plain scalar may start at ``at`` (``-``, ``?``, ``:`` only before a non-space)."""
+    first = text[at]
+    if first not in _PLAIN_START:
+        return True
+    return first in "-?:" and text[at + 1] not in " \n"
 
 
 def _shallow(indent: int) -> re.Pattern[str]:

@@ -31,7 +31,9 @@ _LONG = st.lists(st.sampled_from(["word", " ", "  ", "\n", "\n\n", "'", '"', "é
 
 
 def _strings() -> st.SearchStrategy[str]:
-    return st.one_of(_TEXT, _LONG.map("".join), st.sampled_from(["", " ", "\n", "null", "1", "0o7"]))
+    return st.one_of(
+        _TEXT, _LONG.map("".join), st.sampled_from(["", " ", "\n", "null", "1", "0o7"])
+    )
 
 
 def _scalars() -> st.SearchStrategy[Any]:
@@ -132,7 +134,7 @@ def test_other_writers_styles_equal_pyyaml_or_fall_back(
         "a: |+\n  x\n\n\nb: 1\n",
         "a: >\n  x\n  y\n\n   z\n  w\nb: -0.0\n",
         "a: >-\n  x\n\n\n  y\n",
-        'a: "x\\\n  \\ y \\\n\n  z"\nb: \'q\'\'\n\n   r \'\n',
+        "a: \"x\\\n  \\ y \\\n\n  z\"\nb: 'q''\n\n   r '\n",
         "a: plain words\n  folded over\n\n  lines\nb: [x]\n",
         "interactions:\n- request:\n    body: x\n- 'k': 1\n  k2: '2'\n",
         "a: yes\nb: ~\nc: 0x1F\n",

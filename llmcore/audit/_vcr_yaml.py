@@ -238,10 +238,17 @@ class _Reader:
         while True:
             simple = _ENTRY.match(text, self.pos)
             if simple is not None and simple.end(1) - simple.start(1) == indent:
-                value = self.simple(simple, 3, deeper)
-                if value is not _NONE:
-                    out[self.plain(simple.group(2))] = value
-                    continue
+                if simple.group(3) is None and simple.group(4) is None:
+                    if text[simple.end() - 2] == ":":  # `key:` then a node below
+                        self.pos = simple.end()
+                        key = self.plain(simple.group(2))
+                        out[key] = self.nested(key, indent)
+                        continue
+                else:
+                    value = self.simple(simple, 3, deeper)
+                    if value is not _NONE:
+                        out[self.plain(simple.group(2))] = value
+                        continue
             start, column, end = self.next_line()
             if column < indent:
                 return out
@@ -256,20 +263,25 @@ class _Reader:
         if value_at < end:
             out[key] = self.scalar(value_at, end, indent)
             return
-        self.pos = end + 1  # `key:` then a nested node, or null
+        self.pos = end + 1
+        out[key] = self.nested(key, indent)
+
+    def nested(self, key: Any, indent: int) -> Any:
+        """The value of ``key:`` (at column ``indent``) ending its line: a node below, or null."""
+        text = self.text
         start, column, _ = self.next_line()
         dash = column >= 0 and text.startswith("- ", start + column)
         if column > indent and not dash:
-            out[key] = self.mapping(column)
-        elif dash and column >= indent:
-            items = self.lines if indent == 0 and key == "interactions" else None
-            if items is not None:
-                self.lines = None  # only the first `interactions` sequence counts
-            out[key] = self.sequence(column, items)
-            if items is not None:
-                self.lines = items
-        else:
-            out[key] = None
+            return self.mapping(column)
+        if not dash or column < indent:
+            return None
+        items = self.lines if indent == 0 and key == "interactions" else None
+        if items is not None:
+            self.lines = None  # only the first `interactions` sequence counts
+        value = self.sequence(column, items)
+        if items is not None:
+            self.lines = items
+        return value
 
     def key(self, at: int, end: int) -> tuple[Any, int]:
         """A key on its line: its value, and the offset after ``: `` (or ``end``)."""

@@ -258,7 +258,6 @@ class _Reader:
 
     def entry(self, out: dict[Any, Any], at: int, end: int, indent: int) -> None:
         """Read ``key: value`` starting at offset ``at`` (column ``indent``) into ``out``."""
-        text = self.text
         key, value_at = self.key(at, end)
         if value_at < end:
             out[key] = self.scalar(value_at, end, indent)

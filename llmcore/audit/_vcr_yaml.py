@@ -75,6 +75,10 @@ _MARKERS: Final = ("\n---", "\n...", "\n%")
 # `key:` (then a nested node), `- 'text'`, `- plain`. Anything else takes the general path.
 _SIMPLE_VALUE: Final = r"(?:'([^'\n]*)'|([A-Za-z_/(.][^\n]*?))"
 _ENTRY: Final = re.compile(r"(?:[ ]*\n)*( *)([A-Za-z_][\w.\-/]*):(?: +" + _SIMPLE_VALUE + r")? *\n")
+_ONE_ITEM: Final = re.compile(
+    r"(?:[ ]*\n)*( *)([A-Za-z_][\w.\-/]*):\n\1- " + _SIMPLE_VALUE + r" *\n"
+)
+"""`key:` then a one-item indentless sequence (a header of one value)."""
 _ITEM: Final = re.compile(r"(?:[ ]*\n)*( *)- " + _SIMPLE_VALUE + r" *\n")
 _BLOCK_HEADER: Final = re.compile(r"([|>])([-+]?)( *)")
 _PLAIN_START: Final = frozenset("-?:,[]{}#&*!|>'\"%@`")
@@ -236,6 +240,14 @@ class _Reader:
         text = self.text
         deeper = " " * (indent + 1)
         while True:
+            one = _ONE_ITEM.match(text, self.pos)
+            if one is not None and one.end(1) - one.start(1) == indent:
+                began = self.pos
+                value = self.simple(one, 3, deeper)
+                if value is not _NONE and self.ends_sequence(indent):
+                    out[self.plain(one.group(2))] = [value]
+                    continue
+                self.pos = began
             simple = _ENTRY.match(text, self.pos)
             if simple is not None and simple.end(1) - simple.start(1) == indent:
                 if simple.group(3) is None and simple.group(4) is None:
@@ -351,6 +363,17 @@ class _Reader:
         for key, value in self.mapping(column).items():
             out[key] = value  # a later duplicate key wins, as in PyYAML
         return out
+
+    def ends_sequence(self, indent: int) -> bool:
+        """Whether the line at ``pos`` (not blank) ends a sequence whose items are at ``indent``."""
+        text = self.text
+        at = _SPACES.match(text, self.pos).end()  # type: ignore[union-attr]
+        if at == len(text):
+            return True
+        column = at - self.pos
+        if text[at] == "\n" or column > indent:
+            return False
+        return column < indent or not text.startswith("- ", at)
 
     def simple(self, match: re.Match[str], group: int, deeper: str) -> Any:
         """The value of a line :data:`_ENTRY` or :data:`_ITEM` matched, or :data:`_NONE`.

@@ -8,7 +8,9 @@ Two inputs, each measured in one run beside its floors:
 
 Rows: the floors (``read``: the bytes read from disk; ``parse``: read + each line's
 ``orjson.loads``, or each cassette's libyaml ``CSafeLoader`` load and its bodies'
-``json.loads``), then ``--jobs 1`` (:func:`llmcore.audit.audit_paths`), ``--jobs 2``
+``json.loads``), then ``--jobs 1`` (:func:`llmcore.audit.audit_paths`), for cassettes
+``--jobs 1`` again with every file read by PyYAML's safe loader (the reader before
+:mod:`llmcore.audit._vcr_yaml`, same report checked), ``--jobs 2``
 (:func:`llmcore.audit.jobs.audit_jobs`) and the local cluster (:func:`llmcore.audit.engine.
 audit_dask` on a :class:`distributed.LocalCluster` of 2 worker processes, started before the
 clock; JSONL only: the engine reads no cassettes). Each row gives seconds (the median of
@@ -42,13 +44,26 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from llmcore import jsonbytes  # noqa: E402
-from llmcore.audit import AuditReport, audit_paths  # noqa: E402
+from llmcore.audit import AuditReport, _vcr_yaml, audit_paths  # noqa: E402
 from llmcore.audit.jobs import audit_jobs  # noqa: E402
 from tests.audit.keyed_logs import keyed_log  # noqa: E402
 
 REAL = ROOT / "tests" / "real_traffic"
 GOAL = 1.8
 """``--jobs 2`` over ``--jobs 1`` on 2 cores (issue 24)."""
+READER_GOAL = 3.0
+"""``--jobs 1`` on cassettes with the vcrpy reader over the PyYAML-only reader (issue 24)."""
+PYYAML_ROW = "--jobs 1, PyYAML reader (before)"
+
+
+def audit_with_pyyaml(paths: list[Path]) -> AuditReport:
+    """``--jobs 1`` with every cassette read by PyYAML's safe loader (the reader before)."""
+    fast = _vcr_yaml.load
+    _vcr_yaml.load = lambda data: None
+    try:
+        return audit_paths(paths)
+    finally:
+        _vcr_yaml.load = fast
 
 
 def load() -> list[float]:
@@ -158,6 +173,9 @@ def measure(
     seconds, baseline = timed(lambda: audit_paths(paths), repeats)
     requests = len(baseline.requests)
     expected = baseline.to_json()
+    if not jsonl:  # the same audit with today's reader and with the one before, side by side
+        before, got = timed(lambda: audit_with_pyyaml(paths), repeats)
+        row(PYYAML_ROW, before, requests, got.to_json() == expected)
     row("--jobs 1", seconds, requests, True)
     seconds, got = timed(lambda: audit_jobs(paths, jobs=2), repeats)
     row("--jobs 2", seconds, requests, got.to_json() == expected)
@@ -238,6 +256,11 @@ def main() -> None:
     }
     table(results)
     print(f"load average (1, 5, 15 min): before {started}, after {summary['load_average_after']}")
+    cassettes = results[-1]["rows"]
+    old = next(r for r in cassettes if r["row"] == PYYAML_ROW)["mb_per_s"]
+    new = next(r for r in cassettes if r["row"] == "--jobs 1")["mb_per_s"]
+    verdict = "met" if new >= READER_GOAL * old else "not met"
+    print(f"cassettes: --jobs 1 reads {new / old:.2f}× the MB/s of the PyYAML reader ({verdict})")
     for result in results:
         two = next(r for r in result["rows"] if r["row"] == "--jobs 2")
         verdict = "met" if two["speedup_over_jobs_1"] >= GOAL else "not met"

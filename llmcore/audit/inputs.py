@@ -51,6 +51,7 @@ from typing import Any, Final
 import yaml
 
 from llmcore import jsonbytes
+from llmcore.audit import _vcr_yaml
 from llmcore.audit._shape import BEDROCK_INVOKE, shape_from_uri
 from llmcore.audit.har import as_cassette
 from llmcore.audit.live import record_uri
@@ -536,10 +537,16 @@ def _value_place(path: Path, root: yaml.Node, mark: yaml.Mark) -> str:
 def _load_cassette(path: Path, data: bytes) -> tuple[Any, list[int]]:
     """Parse a cassette; return the document and each interaction's line (1-based).
 
+    The YAML that vcrpy writes is read by :func:`llmcore.audit._vcr_yaml.load` (the same
+    document, faster); anything else by PyYAML's safe loader.
+
     Raises:
         AuditInputError: Not valid YAML (names the line), an alias, a value Python cannot hold
             (names the interaction's line and the value's path), or nested too deeply.
     """
+    fast = _vcr_yaml.load(data)
+    if fast is not None:
+        return fast
     try:
         _refuse_aliases(path, data)
         loader = _CassetteLoader(data)

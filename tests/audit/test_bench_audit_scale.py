@@ -20,4 +20,5 @@ def test_a_small_keyed_log_and_cassette_folder_give_every_row(tmp_path: Path) ->
     folder = tmp_path / "cassettes"
     shutil.copytree(REAL / "llm-gemini", folder)
     cassettes = measure("cassettes", [folder], 1, None, False)
-    assert {r["row"]: r["equal_to_jobs_1"] for r in cassettes["rows"]}["--jobs 2"] is True
+    same = {r["row"]: r["equal_to_jobs_1"] for r in cassettes["rows"]}
+    assert same["--jobs 2"] is True and same["--jobs 1, PyYAML reader (before)"] is True

@@ -1,0 +1,195 @@
+"""The fast cassette reader equals PyYAML's safe load, or hands the file to PyYAML.
+
+Generated cassettes are serialized as vcrpy does (``yaml.dump(data, Dumper=CDumper)``), and
+with other writers' styles (literal and folded block scalars, quoted scalars, raw Unicode);
+every YAML file under ``tests/`` and ``cassettes/`` is checked too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from llmcore.audit import _vcr_yaml
+from llmcore.audit.inputs import _interaction_lines
+from tests.examples import examples
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Characters that take every path of the emitter and the reader: escapes, quotes, indicators,
+# line breaks of every kind, tabs, astral and private-use characters, a BOM.
+_SPECIAL = "\n\t\r \\'\"#:-?&*!|>%@`{}[],\x00\x07\x1b\x7f\x85\xa0\u2028\u2029\ufeff\U0001f600é"
+_TEXT = st.text(
+    alphabet=st.one_of(st.sampled_from(_SPECIAL), st.characters(codec="utf-8")), max_size=40
+)
+_LONG = st.lists(st.sampled_from(["word", " ", "  ", "\n", "\n\n", "'", '"', "é", "x" * 30]))
+
+
+def _strings() -> st.SearchStrategy[str]:
+    return st.one_of(
+        _TEXT, _LONG.map("".join), st.sampled_from(["", " ", "\n", "null", "1", "0o7"])
+    )
+
+
+def _scalars() -> st.SearchStrategy[Any]:
+    return st.one_of(
+        _strings(),
+        st.none(),
+        st.booleans(),
+        st.integers(-(10**20), 10**20),
+        st.floats(allow_nan=False, allow_infinity=False),
+    )
+
+
+_NAMES = _TEXT.filter(lambda s: not any(c in s for c in "\n\r\x85\u2028\u2029"))
+"""Header names: a multi-line key is written as a complex key (``? …``), which falls back."""
+_HEADERS = st.dictionaries(_NAMES, st.lists(_scalars(), max_size=3), max_size=4)
+_REQUEST = st.fixed_dictionaries(
+    {
+        "body": st.one_of(_strings(), st.none(), st.builds(lambda s: {"string": s}, _strings())),
+        "headers": _HEADERS,
+        "method": st.sampled_from(["POST", "GET"]),
+        "uri": _strings(),
+    }
+)
+_RESPONSE = st.fixed_dictionaries(
+    {
+        "body": st.builds(lambda s: {"string": s}, _strings()),
+        "headers": _HEADERS,
+        "status": st.fixed_dictionaries({"code": st.integers(100, 599), "message": _strings()}),
+    }
+)
+_CASSETTES = st.fixed_dictionaries(
+    {
+        "interactions": st.lists(
+            st.fixed_dictionaries({"request": _REQUEST, "response": _RESPONSE}), max_size=3
+        ),
+        "version": st.just(1),
+    }
+)
+
+
+def _dumper(style: str | None) -> type[yaml.Dumper]:
+    class Styled(yaml.Dumper):
+        pass
+
+    def text(dumper: yaml.Dumper, data: str) -> yaml.Node:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+    Styled.add_representer(str, text)
+    return Styled
+
+
+def _pyyaml(data: bytes) -> tuple[Any, list[int]]:
+    doc = yaml.load(data, Loader=yaml.CSafeLoader)
+    return doc, _interaction_lines(yaml.compose(data, Loader=yaml.CSafeLoader))
+
+
+def _check(data: bytes) -> bool:
+    """Assert the reader equals PyYAML or falls back; return whether it read the file."""
+    got = _vcr_yaml.load(data)
+    if got is None:
+        return False
+    doc, lines = _pyyaml(data)
+    assert got[0] == doc
+    assert repr(got[0]) == repr(doc)  # key order, and -0.0 against 0.0
+    assert got[1] == lines
+    return True
+
+
+@pytest.mark.full_count
+@settings(max_examples=examples(full=2000, sample=60), deadline=None)
+@given(_CASSETTES)
+def test_vcrpy_serializer_output_is_read_as_pyyaml_reads_it(cassette: dict[str, Any]) -> None:
+    """vcrpy's own serializer output (CDumper, no other option) never falls back."""
+    data = yaml.dump(cassette, Dumper=yaml.CDumper).encode("utf-8")
+    assert _check(data)
+
+
+@pytest.mark.full_count
+@settings(max_examples=examples(full=2000, sample=60), deadline=None)
+@given(
+    _CASSETTES,
+    st.sampled_from([None, "|", ">", "'", '"']),
+    st.booleans(),
+    st.sampled_from([80, 20, 200]),
+)
+def test_other_writers_styles_equal_pyyaml_or_fall_back(
+    cassette: dict[str, Any], style: str | None, unicode: bool, width: int
+) -> None:
+    """Block scalars (keep/strip/clip), quoted styles, raw Unicode, other widths."""
+    text = yaml.dump(cassette, Dumper=_dumper(style), allow_unicode=unicode, width=width)
+    _check(text.encode("utf-8"))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: |-\n  x\n\n  y  \n\nb: 1\n",
+        "a: |+\n  x\n\n\nb: 1\n",
+        "a: >\n  x\n  y\n\n   z\n  w\nb: -0.0\n",
+        "a: >-\n  x\n\n\n  y\n",
+        "a: \"x\\\n  \\ y \\\n\n  z\"\nb: 'q''\n\n   r '\n",
+        "a: plain words\n  folded over\n\n  lines\nb: [x]\n",
+        "interactions:\n- request:\n    body: x\n- 'k': 1\n  k2: '2'\n",
+        "a: yes\nb: ~\nc: 0x1F\n",
+        "a: !!binary |\n  aGVsbG8=\nb: 1\n...\n",
+    ],
+)
+def test_shapes_beyond_vcrpy_equal_pyyaml_or_fall_back(text: str) -> None:
+    data = text.encode()
+    read = _check(data)
+    assert read == ("[x]" not in text and "0x1F" not in text)
+
+
+def test_what_the_reader_hands_to_pyyaml() -> None:
+    """Aliases, tags, flow collections, comments, bad escapes, tabs: always PyYAML's."""
+    for text in [
+        "a: &x 1\nb: *x\n",
+        "a: !!str 1\n",
+        "a: {b: 1}\n",
+        "# c\na: 1\n",
+        'a: "\\q"\n',
+        'a: "\\ud800"\n',
+        "a:\t1\n",
+        "a: 2024-01-01\n",
+        "a: 1\n---\nb: 2\n",
+        "a: 1",
+        "a: 012\n",
+    ]:
+        assert _vcr_yaml.load(text.encode()) is None, text
+
+
+# Real files the reader hands to PyYAML, and why (everything else is read, and equal).
+_FALLBACKS = {
+    "cassettes/anthropic-tool-turn.yaml": "a comment line",
+    "cassettes/openai-chat-tool-turn.yaml": "a comment line",
+    "tests/real_traffic/pydantic-ai/tests/cassettes/test_code_execution_files_vcr/"
+    "test_anthropic_code_execution_files_cache_prefix_stable[messages-sonnet-4-6].yaml": (
+        "a block scalar with an indentation indicator (|2)"
+    ),
+    "tests/real_traffic/pydantic-ai/tests/models/cassettes/test_bedrock/"
+    "test_bedrock_model_structured_output.yaml": "a block scalar with an indentation indicator",
+}
+
+
+def _real_files() -> list[str]:
+    found = [
+        p.relative_to(ROOT).as_posix()
+        for base in ("tests", "cassettes")
+        for p in (ROOT / base).rglob("*")
+        if p.suffix in (".yaml", ".yml") and p.is_file()
+    ]
+    return sorted(found)
+
+
+def test_every_real_cassette_equals_pyyaml_or_is_a_recorded_fallback() -> None:
+    files = _real_files()
+    assert len(files) > 150
+    fell_back = {name for name in files if not _check((ROOT / name).read_bytes())}
+    assert fell_back == set(_FALLBACKS)

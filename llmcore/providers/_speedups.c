@@ -985,25 +985,33 @@ converse_tool_result(Writer *w, const ResultFields *r, const Hooks *h, int *firs
     return W_LIT(w, "}}");
 }
 
+/* A text block or part of one member, {"text":...}, when its text is sent (not empty):
+   Converse's and Gemini's. */
+static int
+w_text_object(Writer *w, PyObject *part, int *first)
+{
+    int result = 0;
+    PyObject *text = sent_text(part, &result);
+    if (text == NULL) {
+        return result;
+    }
+    result = w_item(w, first, "");
+    if (result == 0) {
+        result = W_LIT(w, "{\"text\":");
+    }
+    if (result == 0) {
+        result = w_str(w, text);
+    }
+    Py_DECREF(text);
+    return result != 0 ? result : W_LIT(w, "}");
+}
+
 static int
 converse_block(Writer *w, PyObject *part, const Hooks *h, int *first)
 {
     PyTypeObject *type = Py_TYPE(part);
     if (type == h->text) {
-        int result = 0;
-        PyObject *text = sent_text(part, &result);
-        if (text == NULL) {
-            return result;
-        }
-        result = w_item(w, first, "");
-        if (result == 0) {
-            result = W_LIT(w, "{\"text\":");
-        }
-        if (result == 0) {
-            result = w_str(w, text);
-        }
-        Py_DECREF(text);
-        return result != 0 ? result : W_LIT(w, "}");
+        return w_text_object(w, part, first);
     }
     if (type == h->image) {
         int result = 0;
@@ -1143,20 +1151,7 @@ gemini_part(Writer *w, PyObject *part, const Hooks *h, int *first)
 {
     PyTypeObject *type = Py_TYPE(part);
     if (type == h->text) {
-        int result = 0;
-        PyObject *text = sent_text(part, &result);
-        if (text == NULL) {
-            return result;
-        }
-        result = w_item(w, first, "");
-        if (result == 0) {
-            result = W_LIT(w, "{\"text\":");
-        }
-        if (result == 0) {
-            result = w_str(w, text);
-        }
-        Py_DECREF(text);
-        return result != 0 ? result : W_LIT(w, "}");
+        return w_text_object(w, part, first);
     }
     if (type == h->image) {
         CHECK(w_item(w, first, ""));

@@ -14,7 +14,7 @@ from llmcore.providers import get_provider
 from llmcore.providers.gemini import vertex_base_url
 from llmcore.request import Request
 from llmcore.transport import AsyncHTTPTransport, HTTPTransport, MissingAPIKeyError
-from tests.providers.test_gemini import RESPONSE
+from tests.providers.test_gemini import RESPONSE, _recording_client
 
 P = get_provider("gemini")
 BODY = P.build_body(Request(model="gemini-2.5-pro", messages=(Message.user("hi"),)))
@@ -35,11 +35,7 @@ class FakeCredentials:
 
 
 def _client(seen: list[httpx.Request]) -> httpx.Client:
-    def handler(request: httpx.Request) -> httpx.Response:
-        seen.append(request)
-        return httpx.Response(200, content=RESPONSE, headers={"content-type": "application/json"})
-
-    return httpx.Client(transport=httpx.MockTransport(handler))
+    return _recording_client(seen, RESPONSE)
 
 
 def test_a_vertex_request_takes_the_google_token_refreshed_when_it_expires() -> None:

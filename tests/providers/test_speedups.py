@@ -229,23 +229,32 @@ def _message_or_none(role: str, parts: list[object]) -> Message | None:
         return None
 
 
-_ANY_MESSAGE = st.builds(
-    _message_or_none,
-    st.sampled_from(["user", "assistant", "tool"]),
-    st.lists(_PARTS, min_size=1, max_size=4),
-).filter(lambda message: message is not None)
+def messages_of(parts: st.SearchStrategy[object]) -> st.SearchStrategy[Message]:
+    """Messages of any role holding one to four of ``parts`` (the ones the model accepts)."""
+    roles = st.sampled_from(["user", "assistant", "tool"])
+    built = st.builds(_message_or_none, roles, st.lists(parts, min_size=1, max_size=4))
+    return built.filter(lambda message: message is not None)
+
+
+_ANY_MESSAGE = messages_of(_PARTS)
+
+
+@st.composite
+def histories(
+    draw: st.DrawFn, messages: st.SearchStrategy[Message], carried: str
+) -> tuple[tuple[Message, ...], dict[int, tuple[str]]]:
+    """Up to six messages, and up to two of them given ``carried`` data as their option."""
+    history = tuple(draw(st.lists(messages, max_size=6)))
+    marked = draw(st.sets(st.integers(0, 5), max_size=2))
+    return history, {i: (carried,) for i in marked if i < len(history)}
 
 
 @pytest.mark.full_count
 @settings(max_examples=examples(full=3000, sample=200), deadline=None)
-@given(
-    messages=st.lists(_ANY_MESSAGE, max_size=6),
-    carried=st.sets(st.integers(0, 5), max_size=2),
-)
-def test_responses_histories_written_in_c_are_written_as_python_writes_them(messages, carried):
+@given(histories(_ANY_MESSAGE, '{"type":"reasoning","id":"rs_1"}'))
+def test_responses_histories_written_in_c_are_written_as_python_writes_them(history):
     """Every history of any parts (cold and piece by piece): C's bytes, or Python's error."""
-    messages = tuple(messages)
-    options = {i: ('{"type":"reasoning","id":"rs_1"}',) for i in carried if i < len(messages)}
+    messages, options = history
     slow = slow_of(responses_encode)
     hooks = responses_encode._NATIVE.hooks
 
@@ -287,23 +296,15 @@ _GEMINI_PARTS = st.one_of(
     ),
 )
 
-_GEMINI_MESSAGE = st.builds(
-    _message_or_none,
-    st.sampled_from(["user", "assistant", "tool"]),
-    st.lists(_GEMINI_PARTS, min_size=1, max_size=4),
-).filter(lambda message: message is not None)
+_GEMINI_MESSAGE = messages_of(_GEMINI_PARTS)
 
 
 @pytest.mark.full_count
 @settings(max_examples=examples(full=2000, sample=100), deadline=None)
-@given(
-    messages=st.lists(_GEMINI_MESSAGE, max_size=6),
-    carried=st.sets(st.integers(0, 5), max_size=2),
-)
-def test_gemini_histories_written_in_c_are_written_as_python_writes_them(messages, carried):
+@given(histories(_GEMINI_MESSAGE, '{"text":"t","thoughtSignature":"s"}'))
+def test_gemini_histories_written_in_c_are_written_as_python_writes_them(history):
     """Every history of any parts (cold and piece by piece): C's bytes are Python's."""
-    messages = tuple(messages)
-    options = {i: ('{"text":"t","thoughtSignature":"s"}',) for i in carried if i < len(messages)}
+    messages, options = history
     name_of = gemini_encode.history_names(messages)
 
     def slow(i, m, o):

@@ -1,8 +1,8 @@
 """Build the optional C extension (the project's metadata is in pyproject.toml).
 
-``llmcore.providers._speedups`` writes the history's wire pieces for Anthropic, Chat and
-Responses in C. It is optional: where it cannot be compiled, llmcore installs without it and
-builds the same bytes in Python.
+``llmcore.providers._speedups`` writes the history's wire pieces for Anthropic, Chat,
+Responses, Bedrock Converse and Gemini in C. It is optional: where it cannot be compiled,
+llmcore installs without it and builds the same bytes in Python.
 """
 
 from setuptools import Extension, setup

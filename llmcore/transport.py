@@ -34,6 +34,12 @@ application/json``.
   key (a Bedrock bearer key) is set; the default base URL's ``{region}`` is the signer's. Its
   ``application/vnd.amazon.eventstream`` answer is read message by message
   (:func:`aws_events`).
+* **Vertex AI bearer tokens** (Gemini): a base URL on one of the provider's
+  :attr:`~llmcore.providers.base.Endpoint.bearer_hosts` sends ``Authorization: Bearer`` with
+  ``api_keys``' key, else the endpoint's variable (``GOOGLE_OAUTH_ACCESS_TOKEN``), else the token
+  of ``google_auth`` (:class:`~llmcore.cloud.google.GoogleAuth`: Application Default
+  Credentials, refreshed when expired; the ``google`` extra, without which
+  :class:`MissingAPIKeyError` names the variable and the extra).
 * **Timeouts**: connect 10 s, read 600 s, write 60 s by default (:data:`DEFAULT_TIMEOUT`; the
   long read is for long generations — ``llmcore bench --live`` passes 120 s).
 * **Retries** (:class:`RetryPolicy`): statuses 408, 409, 429, 5xx (Anthropic 529
@@ -68,6 +74,7 @@ import httpx
 from llmcore import jsonbytes
 from llmcore.errors import (
     APIStatusError,
+    MissingDependencyError,
     ProviderError,
     ResponseParseError,
     TransportError,
@@ -80,6 +87,7 @@ from llmcore.providers.base import Endpoint, ParsedResponse, Provider, StreamPar
 
 if TYPE_CHECKING:
     from llmcore.cloud.base import CloudEndpoint, WireRequest
+    from llmcore.cloud.google import GoogleAuth
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -334,20 +342,29 @@ class _Setups:
     """Each provider's :class:`_Setup`, made again only when its base URL or key changes.
 
     The base URL and key are read at every request (``base_urls``/``api_keys``, else the
-    environment), so a changed environment variable takes effect at the next request.
+    environment), so a changed environment variable takes effect at the next request. A bearer
+    host (Vertex AI) with neither takes the token of ``google_auth`` (made on first use from
+    Application Default Credentials), refreshed when it expired: a new token, a new setup.
     """
 
     def __init__(
-        self, base_urls: Mapping[str, str], api_keys: Mapping[str, str], environ: Mapping[str, str]
+        self,
+        base_urls: Mapping[str, str],
+        api_keys: Mapping[str, str],
+        environ: Mapping[str, str],
+        google_auth: GoogleAuth | None = None,
     ) -> None:
         self._base_urls, self._api_keys, self._environ = base_urls, api_keys, environ
+        self._google = google_auth
         self._made: dict[str, tuple[Provider, str | None, str | None, _Setup]] = {}
 
     def __call__(self, provider: Provider) -> _Setup:
         """The setup of ``provider``'s requests now.
 
         Raises:
-            MissingAPIKeyError: No key and no base URL override.
+            MissingAPIKeyError: No key and no base URL override, or a bearer host with no
+                token and no ``google`` extra.
+            MissingCredentialsError: A bearer host with no token and no Google credentials.
         """
         endpoint = provider.endpoint
         name = provider.name
@@ -355,12 +372,31 @@ class _Setups:
         base = self._base_urls.get(name) or self._environ.get(base_env)
         bearer = _bearer_host(base or endpoint.base_url, endpoint.bearer_hosts)
         key = self._api_keys.get(name) or _key(endpoint, self._environ, bearer)
+        if bearer and not key:
+            key = self._google_token(provider)
         made = self._made.get(name)
         if made is not None and made[0] is provider and made[1] == base and made[2] == key:
             return made[3]
         setup = _Setup(provider, base, key, self._environ, bearer)
         self._made[name] = (provider, base, key, setup)
         return setup
+
+    def _google_token(self, provider: Provider) -> str:
+        """The Google access token of a bearer host's request (refreshed when it expired)."""
+        variable = provider.endpoint.bearer_key_env or "GOOGLE_OAUTH_ACCESS_TOKEN"
+        try:
+            if self._google is None:
+                from llmcore.cloud.google import GoogleAuth
+
+                self._google = GoogleAuth(environ=self._environ)
+            return self._google.token()
+        except MissingDependencyError as exc:
+            raise MissingAPIKeyError(
+                f"no bearer token for {provider.name} on Vertex AI: set {variable}, or install"
+                " the google extra (pip install 'llmcore[google]') to use Application Default"
+                " Credentials",
+                location=variable,
+            ) from exc
 
 
 @functools.lru_cache(maxsize=64)
@@ -531,6 +567,10 @@ class HTTPTransport:
         rand: Returns the jitter fraction in [0, 1).
         environ: Where keys and base URLs are read (``os.environ`` by default).
         endpoints: Cloud endpoints by provider name, or a list of them (see the module doc).
+        google_auth: Where a Vertex AI base URL's bearer token comes from when neither
+            ``api_keys`` nor the endpoint's variable (``GOOGLE_OAUTH_ACCESS_TOKEN``) holds one
+            (:class:`~llmcore.cloud.google.GoogleAuth`; Application Default Credentials by
+            default, the ``google`` extra).
     """
 
     def __init__(
@@ -545,10 +585,14 @@ class HTTPTransport:
         rand: Callable[[], float] = random.random,
         environ: Mapping[str, str] | None = None,
         endpoints: Mapping[str, CloudEndpoint] | Iterable[CloudEndpoint] | None = None,
+        google_auth: GoogleAuth | None = None,
     ) -> None:
         self._endpoints = _endpoint_map(endpoints)
         self._setups = _Setups(
-            dict(base_urls or {}), dict(api_keys or {}), os.environ if environ is None else environ
+            dict(base_urls or {}),
+            dict(api_keys or {}),
+            os.environ if environ is None else environ,
+            google_auth,
         )
         self._owns = client is None
         self._client = client if client is not None else httpx.Client(timeout=timeout)
@@ -658,7 +702,11 @@ def _plain(
 
 
 class AsyncHTTPTransport:
-    """The asyncio httpx transport; arguments as :class:`HTTPTransport` with async ``sleep``."""
+    """The asyncio httpx transport; arguments as :class:`HTTPTransport` with async ``sleep``.
+
+    A Google token refresh (``google_auth``) is google-auth's blocking call, made at most once
+    per token lifetime.
+    """
 
     def __init__(
         self,
@@ -672,10 +720,14 @@ class AsyncHTTPTransport:
         rand: Callable[[], float] = random.random,
         environ: Mapping[str, str] | None = None,
         endpoints: Mapping[str, CloudEndpoint] | Iterable[CloudEndpoint] | None = None,
+        google_auth: GoogleAuth | None = None,
     ) -> None:
         self._endpoints = _endpoint_map(endpoints)
         self._setups = _Setups(
-            dict(base_urls or {}), dict(api_keys or {}), os.environ if environ is None else environ
+            dict(base_urls or {}),
+            dict(api_keys or {}),
+            os.environ if environ is None else environ,
+            google_auth,
         )
         self._owns = client is None
         self._client = client if client is not None else httpx.AsyncClient(timeout=timeout)

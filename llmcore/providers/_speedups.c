@@ -1,12 +1,12 @@
 /*
  * llmcore.providers._speedups: the history's wire pieces for Anthropic Messages, OpenAI Chat
- * Completions, OpenAI Responses and Bedrock Converse, written in C.
+ * Completions, OpenAI Responses, Bedrock Converse and Gemini generateContent, written in C.
  *
  * Each function writes the pieces of a run of history messages (each message's JSON values,
  * each after a comma: SPEC P2, llmcore/providers/history.py) into one bytes object. The key
  * order and every rule are those of the Python encoders (llmcore/providers/anthropic/encode.py,
  * llmcore/providers/openai_chat/encode.py, llmcore/providers/openai_responses/encode.py,
- * llmcore/providers/bedrock_converse/encode.py); strings are escaped as json.encoder's
+ * llmcore/providers/bedrock_converse/encode.py, llmcore/providers/gemini/encode.py); strings are escaped as json.encoder's
  * encode_basestring does (ensure_ascii=False: quote, backslash and C0 controls, the controls
  * that have one as \b \f \n \r \t, the others as \u00xx). A message this module does not write
  * itself (one with an encoding option, a type or value the Python encoder handles otherwise) is
@@ -255,7 +255,8 @@ typedef struct {
 } Hooks;
 
 static PyObject *s_role, *s_content, *s_text, *s_mime_type, *s_base64, *s_id, *s_name,
-    *s_arguments, *s_call_id, *s_utf8_content, *s_is_error, *s_tool, *s_user, *s_assistant;
+    *s_arguments, *s_call_id, *s_utf8_content, *s_is_error, *s_tool, *s_user, *s_assistant,
+    *s_tool_name;
 
 static int
 parse_hooks(PyObject *tuple, Hooks *h)
@@ -984,25 +985,33 @@ converse_tool_result(Writer *w, const ResultFields *r, const Hooks *h, int *firs
     return W_LIT(w, "}}");
 }
 
+/* A text block or part of one member, {"text":...}, when its text is sent (not empty):
+   Converse's and Gemini's. */
+static int
+w_text_object(Writer *w, PyObject *part, int *first)
+{
+    int result = 0;
+    PyObject *text = sent_text(part, &result);
+    if (text == NULL) {
+        return result;
+    }
+    result = w_item(w, first, "");
+    if (result == 0) {
+        result = W_LIT(w, "{\"text\":");
+    }
+    if (result == 0) {
+        result = w_str(w, text);
+    }
+    Py_DECREF(text);
+    return result != 0 ? result : W_LIT(w, "}");
+}
+
 static int
 converse_block(Writer *w, PyObject *part, const Hooks *h, int *first)
 {
     PyTypeObject *type = Py_TYPE(part);
     if (type == h->text) {
-        int result = 0;
-        PyObject *text = sent_text(part, &result);
-        if (text == NULL) {
-            return result;
-        }
-        result = w_item(w, first, "");
-        if (result == 0) {
-            result = W_LIT(w, "{\"text\":");
-        }
-        if (result == 0) {
-            result = w_str(w, text);
-        }
-        Py_DECREF(text);
-        return result != 0 ? result : W_LIT(w, "}");
+        return w_text_object(w, part, first);
     }
     if (type == h->image) {
         int result = 0;
@@ -1049,6 +1058,141 @@ converse_message(Writer *w, PyObject *role, PyObject *content, PyObject *option,
         CHECK(w_item(w, &first, ""));
         CHECK(hour ? W_LIT(w, "{\"cachePoint\":{\"type\":\"default\",\"ttl\":\"1h\"}}")
                    : W_LIT(w, "{\"cachePoint\":{\"type\":\"default\"}}"));
+    }
+    return W_LIT(w, "]}");
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Gemini generateContent: {"role", "parts": [parts]} (gemini/encode.py, content_values).    */
+/* What the Python encoder decides from the history or the bytes is left to it: a message     */
+/* with carried parts (an option), an id the parser made up (GEMINI_SYNTHETIC, not sent), a   */
+/* result without tool_name (its name is looked up) or whose bytes may be a JSON object.      */
+
+#define GEMINI_SYNTHETIC "gemini-call-"
+
+static const CallShape GEMINI_CALL = {
+    "", "{\"functionCall\":{\"id\":", ",\"name\":", ",\"args\":", "}}", 0, 0,
+};
+
+/* Whether `id` is an exact str the writer sends as it is (not a made-up one). */
+static int
+gemini_sent_id(PyObject *id)
+{
+    if (!PyUnicode_CheckExact(id)) {
+        return 0;
+    }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(id), k = (Py_ssize_t)strlen(GEMINI_SYNTHETIC);
+    if (n < k || !PyUnicode_IS_ASCII(id)) {
+        return 1;
+    }
+    return memcmp(PyUnicode_1BYTE_DATA(id), GEMINI_SYNTHETIC, (size_t)k) != 0;
+}
+
+/* Whether the result's bytes certainly go out wrapped: their first non-space byte is no '{'. */
+static int
+gemini_wrapped(PyObject *part, int *result)
+{
+    PyObject *content = bytes_attr(part, s_content, result);
+    if (content == NULL) {
+        return 0;
+    }
+    const char *s = PyBytes_AS_STRING(content);
+    Py_ssize_t n = PyBytes_GET_SIZE(content), k = 0;
+    while (k < n && (s[k] == ' ' || s[k] == '\t' || s[k] == '\r' || s[k] == '\n')) {
+        k++;
+    }
+    int wrapped = k == n || s[k] != '{';
+    Py_DECREF(content);
+    return wrapped;
+}
+
+/* {"functionResponse":{"id","name","response":{"output"|"error": text}}} */
+static int
+gemini_result_fields(Writer *w, const ResultFields *r, PyObject *name, int *first)
+{
+    if (!gemini_sent_id(r->call_id)) {
+        return FALLBACK;
+    }
+    CHECK(w_item(w, first, ""));
+    CHECK(W_LIT(w, "{\"functionResponse\":{\"id\":"));
+    CHECK(w_str(w, r->call_id));
+    CHECK(W_LIT(w, ",\"name\":"));
+    CHECK(w_str(w, name));
+    CHECK(r->is_error ? W_LIT(w, ",\"response\":{\"error\":")
+                      : W_LIT(w, ",\"response\":{\"output\":"));
+    CHECK(r->text == NULL ? W_LIT(w, "\"\"") : w_result_text(w, r));
+    return W_LIT(w, "}}}");
+}
+
+static int
+gemini_result(Writer *w, PyObject *part, int *first)
+{
+    int result = 0;
+    PyObject *name = typed_attr(part, s_tool_name, &PyUnicode_Type, &result);
+    if (name == NULL) {
+        return result;
+    }
+    if (PyUnicode_GET_LENGTH(name) == 0 || !gemini_wrapped(part, &result)) {
+        Py_DECREF(name);
+        return result != 0 ? result : FALLBACK;
+    }
+    ResultFields r;
+    result = read_result(part, &r);
+    if (result == 0) {
+        result = gemini_result_fields(w, &r, name, first);
+        clear_result(&r);
+    }
+    Py_DECREF(name);
+    return result;
+}
+
+static int
+gemini_part(Writer *w, PyObject *part, const Hooks *h, int *first)
+{
+    PyTypeObject *type = Py_TYPE(part);
+    if (type == h->text) {
+        return w_text_object(w, part, first);
+    }
+    if (type == h->image) {
+        CHECK(w_item(w, first, ""));
+        CHECK(W_LIT(w, "{\"inlineData\":{\"mimeType\":"));
+        CHECK(w_attr_str(w, part, s_mime_type));
+        CHECK(W_LIT(w, ",\"data\":\""));
+        CHECK(w_base64(w, part));
+        return W_LIT(w, "\"}}");
+    }
+    if (type == h->tool_call) {
+        int result = 0;
+        PyObject *id = read_attr(part, s_id, &result);
+        if (id == NULL) {
+            return result;
+        }
+        int sent = gemini_sent_id(id);
+        Py_DECREF(id);
+        return sent ? w_tool_call(w, part, h, first, &GEMINI_CALL) : FALLBACK;
+    }
+    if (type == h->tool_result) {
+        return gemini_result(w, part, first);
+    }
+    return FALLBACK;
+}
+
+/* A message with an option (carried parts) is left to Python; one with no part sent gets
+   the one empty text part. */
+static int
+gemini_message(Writer *w, PyObject *role, PyObject *content, PyObject *option, const Hooks *h)
+{
+    if (option != Py_None) {
+        return FALLBACK;
+    }
+    CHECK(PyUnicode_Compare(role, s_assistant) == 0 ? W_LIT(w, ",{\"role\":\"model\",\"parts\":[")
+                                                    : W_LIT(w, ",{\"role\":\"user\",\"parts\":["));
+    int first = 1;
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(content); k++) {
+        CHECK(gemini_part(w, PyTuple_GET_ITEM(content, k), h, &first));
+    }
+    if (first) {
+        CHECK(W_LIT(w, "{\"text\":\"\"}"));
     }
     return W_LIT(w, "]}");
 }
@@ -1460,6 +1604,12 @@ converse_pieces(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 }
 
 static PyObject *
+gemini_pieces(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    return encode_run(args, nargs, gemini_message, "gemini_pieces");
+}
+
+static PyObject *
 chat_pieces(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     return encode_run(args, nargs, chat_message, "chat_pieces");
@@ -1634,6 +1784,9 @@ static PyMethodDef methods[] = {
     {"converse_pieces", (PyCFunction)(void (*)(void))converse_pieces, METH_FASTCALL,
      "converse_pieces(messages, first, options, slow, hooks[, prefix, suffix]) -> bytes: "
      "Bedrock Converse pieces (between prefix and suffix)."},
+    {"gemini_pieces", (PyCFunction)(void (*)(void))gemini_pieces, METH_FASTCALL,
+     "gemini_pieces(messages, first, options, slow, hooks[, prefix, suffix]) -> bytes: "
+     "Gemini pieces (between prefix and suffix)."},
     {"chat_pieces", (PyCFunction)(void (*)(void))chat_pieces, METH_FASTCALL,
      "chat_pieces(messages, first, options, slow, hooks[, prefix, suffix]) -> bytes: "
      "Chat pieces (between prefix and suffix)."},
@@ -1654,7 +1807,7 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT,
     "llmcore.providers._speedups",
-    "The history's wire pieces for Anthropic, Chat and Responses, written in C (history.py).",
+    "The history's wire pieces for Anthropic, Chat, Responses, Converse and Gemini, in C.",
     -1,
     methods,
     NULL,
@@ -1687,6 +1840,7 @@ PyInit__speedups(void)
         {&s_call_id, "call_id"},   {&s_utf8_content, "utf8_content"},
         {&s_is_error, "is_error"}, {&s_tool, "tool"},
         {&s_user, "user"},         {&s_assistant, "assistant"},
+        {&s_tool_name, "tool_name"},
     };
     for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
         if (*names[k].slot == NULL) {

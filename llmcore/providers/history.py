@@ -423,7 +423,7 @@ class NativePieces:
 
     Attributes:
         function: The extension's writer (``"anthropic_pieces"``, ``"chat_pieces"``,
-            ``"responses_pieces"``).
+            ``"responses_pieces"``, ``"converse_pieces"``, ``"gemini_pieces"``).
         hooks: What the writer needs from the provider module: the content classes, the
             provider's ``wire_id`` and ``arguments_json``, the id length limit, whether ids must
             match ``[a-zA-Z0-9_-]+``, and the JSON of Chat's error-result text part (or

@@ -26,6 +26,7 @@ from llmcore.providers import get_provider
 from llmcore.providers import history as history_module
 from llmcore.providers.anthropic import encode as anthropic_encode
 from llmcore.providers.bedrock_converse import encode as converse_encode
+from llmcore.providers.gemini import encode as gemini_encode
 from llmcore.providers.history import EncodeCache
 from llmcore.providers.openai_chat import encode as chat_encode
 from llmcore.providers.openai_responses import encode as responses_encode
@@ -34,8 +35,15 @@ from tests.examples import examples
 from tests.strategies import conversations
 
 speedups = history_module._speedups
-PROVIDERS = ("anthropic", "openai-chat", "openai-responses", "openrouter", "bedrock-converse")
-C_WRITERS = ["anthropic", "openai-chat", "openai-responses", "bedrock-converse"]
+PROVIDERS = (
+    "anthropic",
+    "openai-chat",
+    "openai-responses",
+    "openrouter",
+    "bedrock-converse",
+    "gemini",
+)
+C_WRITERS = ["anthropic", "openai-chat", "openai-responses", "bedrock-converse", "gemini"]
 """The providers whose messages the C writer writes."""
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256))
 
@@ -48,6 +56,7 @@ def test_the_extension_is_built_in_this_checkout():
     assert chat_encode._NATIVE.function == "chat_pieces"
     assert converse_encode._NATIVE.function == "converse_pieces"
     assert responses_encode._NATIVE.function == "responses_pieces"
+    assert gemini_encode._NATIVE.function == "gemini_pieces"
 
 
 @contextmanager
@@ -220,23 +229,32 @@ def _message_or_none(role: str, parts: list[object]) -> Message | None:
         return None
 
 
-_ANY_MESSAGE = st.builds(
-    _message_or_none,
-    st.sampled_from(["user", "assistant", "tool"]),
-    st.lists(_PARTS, min_size=1, max_size=4),
-).filter(lambda message: message is not None)
+def messages_of(parts: st.SearchStrategy[object]) -> st.SearchStrategy[Message]:
+    """Messages of any role holding one to four of ``parts`` (the ones the model accepts)."""
+    roles = st.sampled_from(["user", "assistant", "tool"])
+    built = st.builds(_message_or_none, roles, st.lists(parts, min_size=1, max_size=4))
+    return built.filter(lambda message: message is not None)
+
+
+_ANY_MESSAGE = messages_of(_PARTS)
+
+
+@st.composite
+def histories(
+    draw: st.DrawFn, messages: st.SearchStrategy[Message], carried: str
+) -> tuple[tuple[Message, ...], dict[int, tuple[str]]]:
+    """Up to six messages, and up to two of them given ``carried`` data as their option."""
+    history = tuple(draw(st.lists(messages, max_size=6)))
+    marked = draw(st.sets(st.integers(0, 5), max_size=2))
+    return history, {i: (carried,) for i in marked if i < len(history)}
 
 
 @pytest.mark.full_count
 @settings(max_examples=examples(full=3000, sample=200), deadline=None)
-@given(
-    messages=st.lists(_ANY_MESSAGE, max_size=6),
-    carried=st.sets(st.integers(0, 5), max_size=2),
-)
-def test_responses_histories_written_in_c_are_written_as_python_writes_them(messages, carried):
+@given(histories(_ANY_MESSAGE, '{"type":"reasoning","id":"rs_1"}'))
+def test_responses_histories_written_in_c_are_written_as_python_writes_them(history):
     """Every history of any parts (cold and piece by piece): C's bytes, or Python's error."""
-    messages = tuple(messages)
-    options = {i: ('{"type":"reasoning","id":"rs_1"}',) for i in carried if i < len(messages)}
+    messages, options = history
     slow = slow_of(responses_encode)
     hooks = responses_encode._NATIVE.hooks
 
@@ -257,6 +275,75 @@ def test_responses_histories_written_in_c_are_written_as_python_writes_them(mess
     if isinstance(expected, bytes):  # the body around them, as a cold build writes it
         around = speedups.responses_pieces(messages, 0, options, slow, hooks, b"[", b"]")
         assert around == b"[" + expected[1:] + b"]"
+
+
+_GEMINI_PARTS = st.one_of(
+    _PARTS,
+    st.builds(  # made-up ids (not sent), results that may be objects, names looked up
+        ToolCall,
+        id=st.sampled_from(["gemini-call-0", "gemini-call-x", "gemini-cal", "c1"]),
+        name=st.sampled_from(["f", "g"]),
+        arguments=st.just(b'{"a":1}'),
+    ),
+    st.builds(
+        ToolResult,
+        call_id=st.sampled_from(["c1", "gemini-call-0", "gemini-call-", ""]),
+        tool_name=st.sampled_from(["", "f"]),
+        content=st.sampled_from(
+            [b"{}", b' \n{"a":1}', b'{"output":"x"}', b'{"error":1}', b"{x", b" \t", b"[1]"]
+        ),
+        is_error=st.booleans(),
+    ),
+)
+
+_GEMINI_MESSAGE = messages_of(_GEMINI_PARTS)
+
+
+@pytest.mark.full_count
+@settings(max_examples=examples(full=2000, sample=100), deadline=None)
+@given(histories(_GEMINI_MESSAGE, '{"text":"t","thoughtSignature":"s"}'))
+def test_gemini_histories_written_in_c_are_written_as_python_writes_them(history):
+    """Every history of any parts (cold and piece by piece): C's bytes are Python's."""
+    messages, options = history
+    name_of = gemini_encode.history_names(messages)
+
+    def slow(i, m, o):
+        return history_module._piece(gemini_encode.content_values(i, m, o, name_of))
+
+    expected = b"".join(slow(i, m, options.get(i)) for i, m in enumerate(messages))
+    hooks = gemini_encode._NATIVE.hooks
+    assert speedups.gemini_pieces(messages, 0, options, slow, hooks) == expected
+    around = speedups.gemini_pieces(messages, 0, options, slow, hooks, b"[", b"]")
+    assert around == (b"[" + expected[1:] + b"]" if expected else b"[]")
+    for index, message in enumerate(messages):  # one piece at a time, as a cached build does
+        option = {index: options[index]} if index in options else {}
+        assert speedups.gemini_pieces((message,), index, option, slow, hooks) == slow(
+            index, message, options.get(index)
+        )
+
+
+def test_gemini_messages_python_decides_are_left_to_it():
+    """Made-up ids, looked-up names and results that may be objects: Python's bytes."""
+    messages = (
+        Message.user("go"),
+        Message.assistant(
+            ToolCall(id="gemini-call-0", name="f", arguments=b"{}"),
+            ToolCall(id="c2", name="g", arguments=b"{}"),
+        ),
+        Message.tool(
+            ToolResult(call_id="gemini-call-0", tool_name="f", content=b"plain"),
+            ToolResult(call_id="c2", tool_name="", content=b'{"k": [1]}'),
+        ),
+    )
+    built = get_provider("gemini").build_body(Request(model="m", messages=messages))
+    with pure_python():
+        assert built == get_provider("gemini").build_body(Request(model="m", messages=messages))
+    contents = json.loads(built)["contents"]
+    assert contents[1]["parts"][0] == {"functionCall": {"name": "f", "args": {}}}
+    assert contents[2]["parts"] == [
+        {"functionResponse": {"name": "f", "response": {"output": "plain"}}},
+        {"functionResponse": {"id": "c2", "name": "g", "response": {"k": [1]}}},
+    ]
 
 
 def hooks_of(module, **changed):

@@ -9,8 +9,9 @@
   to 1 h, as the API's does; storage is billed per hour while the cache lives
   (https://ai.google.dev/gemini-api/docs/caching).
 * :func:`vertex_base_url` — the Vertex AI base URL of a project and location; the transport
-  sends a bearer token (an OAuth access token from ``GOOGLE_OAUTH_ACCESS_TOKEN`` or
-  ``api_keys["gemini"]``) to it instead of the API key
+  sends a bearer token (an OAuth access token from ``api_keys["gemini"]`` or
+  ``GOOGLE_OAUTH_ACCESS_TOKEN``, else google-auth's Application Default Credentials with the
+  ``google`` extra) to it instead of the API key
   (https://cloud.google.com/vertex-ai/generative-ai/docs/model-reference/inference).
 """
 

@@ -61,12 +61,11 @@ Encoding rules:
   signatures or thoughts (:mod:`.parse`), sent in place of that message's own parts, unchanged,
   until the turn ends.
 
-Writer: Python (:func:`~llmcore.providers.history.history_array` with
-:func:`~llmcore.jsonbytes.dumps_float_free`), not the C writer of ``_speedups``: that writer's
-pieces are Anthropic's and Chat's message shapes, and a Gemini one is not written yet. The
-incremental build, where an agent loop spends its time, encodes only the new messages and copies
-the rest (``benchmarks/bench_bodies.py``: 1.3x the copy floor at turn 200); a cold build (the
-first after a reopen) writes every message in Python and is the slower for it.
+Writer: the C writer of ``_speedups`` (``gemini_pieces``) where it applies, else Python
+(:func:`~llmcore.providers.history.history_array`), the same bytes either way (property tests in
+``tests/providers/test_speedups.py``). A message with carried parts, a call or result whose id
+is a made-up one, a result without ``tool_name`` (its name is looked up in the history) or whose
+bytes may be a JSON object (the :func:`function_response` rule) is written by Python.
 
 Source: https://ai.google.dev/api/generate-content, https://ai.google.dev/api/caching and
 https://ai.google.dev/gemini-api/docs/caching.
@@ -75,6 +74,7 @@ https://ai.google.dev/gemini-api/docs/caching.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable, Hashable
 from typing import Any, Final, assert_never
 
@@ -85,6 +85,7 @@ from llmcore.providers import _import_common as imp
 from llmcore.providers.base import (
     Carry,
     EncodeCache,
+    NativePieces,
     arguments_json,
     base64_text,
     check_request,
@@ -187,6 +188,15 @@ def content_values(
     return [{"role": role, "parts": parts or [{"text": ""}]}]
 
 
+_NATIVE: Final = NativePieces(
+    "gemini_pieces",
+    (Text, Image, ToolCall, ToolResult, wire_id, arguments_json, sys.maxsize, False, None),
+)
+""":func:`content_values` written in C (:class:`~llmcore.providers.history.NativePieces`); a
+message with carried parts, a made-up id, a result without ``tool_name`` or whose bytes may be
+a JSON object is written by :func:`content_values`."""
+
+
 def history_names(messages: tuple[Message, ...]) -> NameOf:
     """Return a lookup of call names in the assistant message a result's message answers.
 
@@ -281,7 +291,7 @@ def build_body(
         return content_values(index, message, option, name_of)
 
     body: dict[str, Any] = {
-        "contents": history_array(request.messages, options, values, cache),
+        "contents": history_array(request.messages, options, values, cache, native=_NATIVE),
     }
     if not uses_cache(request):
         body.update(cache_held(request))

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmcore import jsonbytes
+from llmcore import _jsonwrite, jsonbytes
 from llmcore.errors import EncodingError
 
 from .examples import examples
@@ -205,7 +205,7 @@ utf8_runs = st.lists(
 def test_invalid_utf8_is_repaired_as_a_full_replacing_decode_would(runs, scale):
     # Long runs too: the repair decodes again only from the first invalid byte on.
     data = b"".join(runs) * (1 + 1000 * scale)
-    assert jsonbytes._valid_utf8(data) == replaced(data)
+    assert _jsonwrite._valid_utf8(data) == replaced(data)
     assert jsonbytes.dumps(jsonbytes.Utf8(data)) == str_path(data)
 
 

@@ -32,9 +32,10 @@ from typing import Any, BinaryIO, Final
 
 from llmcore.audit._auditor import Auditor
 from llmcore.audit._compare import Prepared
+from llmcore.audit._envelope import _jsonl_line
 from llmcore.audit._maximum import Entry, Maximum, entry_of
 from llmcore.audit._visible import server_side
-from llmcore.audit.inputs import _jsonl_line, read_found, read_path, read_stdin
+from llmcore.audit.inputs import read_found, read_path, read_stdin
 from llmcore.audit.report import AuditInput, AuditInputError, RequestRecord
 
 __all__ = [

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmcore.audit import _vcr_yaml
-from llmcore.audit.inputs import _interaction_lines
+from llmcore.audit._cassette import _interaction_lines
 from tests.examples import examples
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -351,6 +351,22 @@ def breakpoint_options(request: Request) -> dict[int, Hashable]:
     return {i: ttl for i in breakpoint_messages(request.messages) if i is not None}
 
 
+def sampling_members(request: Request, names: tuple[tuple[str, str], ...]) -> dict[str, Any]:
+    """Return the request's set sampling parameters under their wire names, in ``names`` order.
+
+    ``names`` pairs a :class:`~llmcore.request.Params` attribute (``max_tokens``,
+    ``temperature``, ``top_p``, ``stop_sequences``) with its wire key; the order is the
+    provider's key order (a body's bytes depend on it). Unset (``None``) parameters are left out;
+    stop sequences become a list.
+    """
+    members: dict[str, Any] = {}
+    for attribute, key in names:
+        value = getattr(request.params, attribute)
+        if value is not None:
+            members[key] = list(value) if attribute == "stop_sequences" else value
+    return members
+
+
 def base64_text(image: Image) -> jsonbytes.Utf8:
     """Return the base64 text of an image, as a string value the writer copies as is."""
     return jsonbytes.Utf8(image.base64, plain=True)

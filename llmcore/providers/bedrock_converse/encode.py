@@ -73,6 +73,7 @@ from llmcore.providers.base import (
     history_array,
     result_text,
     rewrite_id,
+    sampling_members,
 )
 from llmcore.request import Request, ToolChoiceName
 
@@ -274,18 +275,17 @@ def _tool_config(request: Request, mark: bool) -> dict[str, Any] | None:
     return config
 
 
+_INFERENCE: Final = (
+    ("max_tokens", "maxTokens"),
+    ("temperature", "temperature"),
+    ("top_p", "topP"),
+    ("stop_sequences", "stopSequences"),
+)
+"""``inferenceConfig`` members in Converse's key order (Params attribute, wire key)."""
+
+
 def _inference(request: Request) -> dict[str, Any]:
-    params = request.params
-    config: dict[str, Any] = {}
-    if params.max_tokens is not None:
-        config["maxTokens"] = params.max_tokens
-    if params.temperature is not None:
-        config["temperature"] = params.temperature
-    if params.top_p is not None:
-        config["topP"] = params.top_p
-    if params.stop_sequences is not None:
-        config["stopSequences"] = list(params.stop_sequences)
-    return config
+    return sampling_members(request, _INFERENCE)
 
 
 def build_body(

@@ -91,6 +91,7 @@ from llmcore.providers.base import (
     check_request,
     history_array,
     result_text,
+    sampling_members,
 )
 from llmcore.request import Request, ToolChoiceName
 
@@ -239,18 +240,17 @@ def _tools(request: Request) -> list[dict[str, Any]]:
     return [{"functionDeclarations": declarations}] if declarations else []
 
 
+_GENERATION: Final = (
+    ("temperature", "temperature"),
+    ("top_p", "topP"),
+    ("max_tokens", "maxOutputTokens"),
+    ("stop_sequences", "stopSequences"),
+)
+"""``generationConfig`` members in the order this writer sends them (Params attribute, key)."""
+
+
 def _generation_config(request: Request) -> dict[str, Any]:
-    params = request.params
-    config: dict[str, Any] = {}
-    if params.temperature is not None:
-        config["temperature"] = params.temperature
-    if params.top_p is not None:
-        config["topP"] = params.top_p
-    if params.max_tokens is not None:
-        config["maxOutputTokens"] = params.max_tokens
-    if params.stop_sequences is not None:
-        config["stopSequences"] = list(params.stop_sequences)
-    return config
+    return sampling_members(request, _GENERATION)
 
 
 def cache_held(request: Request) -> dict[str, Any]:

@@ -69,10 +69,13 @@ class Recording:
                 answer["tap"].feed(message.get("body", b""))
             await send(message)
 
+        ticket = self._worker.ticket()  # its place: the order requests came in
         try:
             await self.app(scope, receiving, sending)
         finally:
-            self._worker.put(b"".join(parts), scope["path"], answer["status"], answer["tap"])
+            self._worker.put(
+                b"".join(parts), scope["path"], answer["status"], answer["tap"], ticket=ticket
+            )
 
     def close(self) -> None:
         """Write the lines of every request answered, then close the record file."""

@@ -144,10 +144,17 @@ def build_app(state: _State) -> Callable[..., Any]:
         if body is None:
             return
         path: str = scope["path"]
-        status, tap = await _forward(state, scope, body, send)
-        if scope["method"] == "POST" and is_model_path(path):
-            # Audited once the answer is sent, in the audit thread: no request waits for it.
-            state.worker.put(body, path, status, tap)
+        if scope["method"] != "POST" or not is_model_path(path):
+            await _forward(state, scope, body, send)
+            return
+        ticket = state.worker.ticket()  # its place: the order requests came in
+        try:
+            status, tap = await _forward(state, scope, body, send)
+        except BaseException:
+            state.worker.skip(ticket)
+            raise
+        # Audited once the answer is sent, in the audit thread: no request waits for it.
+        state.worker.put(body, path, status, tap, ticket=ticket)
 
     return app
 

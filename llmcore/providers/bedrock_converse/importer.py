@@ -43,7 +43,9 @@ class _Importer(imp.Importer):
             model = obj.get("modelId")
             if not isinstance(model, str) or not model:
                 raise imp.bad(
-                    "a Converse body names no model: add the URL's model id as modelId", at
+                    "a Converse body names no model: add the URL's model id as modelId"
+                    " (llmcore import: --model)",
+                    at,
                 )
             obj = {"model": model, **obj}
         return super().run(obj, at)

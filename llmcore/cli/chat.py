@@ -261,7 +261,6 @@ def _run(setup: ChatSetup, transport: Transport, where: str, started: list[Sessi
     from rich.markup import escape
 
     from llmcore.chat import Chat, Display, Echo, Tapped, WorkspaceTools
-    from llmcore.request import Params
     from llmcore.runner import Runner
     from llmcore.session import Session
 
@@ -277,7 +276,7 @@ def _run(setup: ChatSetup, transport: Transport, where: str, started: list[Sessi
         model=model,
         transport=Echo(transport, display.response),
         tools=tools.function_tools(),
-        params=Params(stream=True),
+        stream=True,
     )
     plain = Runner(provider=provider, model=model, transport=transport)
     session = Session.start(

@@ -100,7 +100,7 @@ def emulate(
     ] = False,
     record: RecordOption = None,
 ) -> None:
-    """Run the local provider emulator (Anthropic, OpenAI, OpenRouter, Gemini, Bedrock...)."""
+    """Run the local provider emulator (Anthropic Messages, OpenAI Chat and Responses)."""
     raise typer.Exit(emulate_command(port, script, access_log, record))
 
 

@@ -6,9 +6,10 @@ wall time and the median CPU time (user + system of the child, from ``getrusage`
 machine inflates far less than wall time), and both as a multiple of ``python -c pass`` measured
 in the same rounds. Targets: ``import llmcore`` under 150 ms, ``llmcore --help`` and
 ``llmcore body`` on a small request under 300 ms; ``llmcore body`` at most 3.5× and
-``llmcore --help`` at most 4× ``python -c pass``. Every command runs with its bytecode cached
-(``PYTHONDONTWRITEBYTECODE`` is dropped from the children's environment and a warm-up run
-writes the cache), as an installed package starts.
+``llmcore --help`` at most 4× ``python -c pass`` (its page drawn without typer, click and rich:
+plain, as into a pipe, and coloured, as on a terminal, ``FORCE_COLOR=1``). Every command runs
+with its bytecode cached (``PYTHONDONTWRITEBYTECODE`` is dropped from the children's environment
+and a warm-up run writes the cache), as an installed package starts.
 
 ``--baseline DIR`` (a source tree of another commit, e.g. from ``git archive``) measures every
 command a second time, in the same rounds, with ``DIR`` first on ``PYTHONPATH``: the table shows
@@ -67,6 +68,7 @@ def _commands(request: Path) -> dict[str, tuple[list[str], dict[str, str]]]:
         "from llmcore import HTTPTransport": ([py, "-c", "from llmcore import HTTPTransport"], env),
         "llmcore --version": ([*cli, "--version"], env),
         "llmcore --help": ([*cli, "--help"], env),
+        "llmcore --help (FORCE_COLOR=1)": ([*cli, "--help"], {**env, "FORCE_COLOR": "1"}),
         "llmcore --help (TYPER_USE_RICH=0)": ([*cli, "--help"], {**env, "TYPER_USE_RICH": "0"}),
         "llmcore body": ([*cli, "body", "-p", "anthropic", str(request)], env),
     }
@@ -145,13 +147,14 @@ def measure(runs: int, baseline: Path | None = None) -> dict[str, Row]:
 def _print_table(rows: dict[str, Row]) -> None:
     names = [name for name in rows if not name.endswith(BASELINE)]
     if not any(name.endswith(BASELINE) for name in rows):
-        print(f"{'command':44} {'wall ms':>8} {'cpu ms':>8} {'× pass':>7} {'target':>7}")
+        header = f"{'command':44} {'wall ms':>8} {'cpu ms':>8} {'× pass':>7} {'cpu ×':>6}"
+        print(f"{header} {'target':>7}")
         for name in names:
             row = rows[name]
             target = f"{row['target_ms']}" if row["target_ms"] else ""
             print(
                 f"{name:44} {row['wall_ms']:8.1f} {row['cpu_ms']:8.1f}"
-                f" {row['wall_x_python']:7.2f} {target:>7}"
+                f" {row['wall_x_python']:7.2f} {row['cpu_x_python']:6.2f} {target:>7}"
             )
         return
     print(

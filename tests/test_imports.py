@@ -1,10 +1,11 @@
 """What loads when: ``import llmcore`` and the command line load only what they use (issue 12).
 
 ``import llmcore`` loads none of the command line, the emulator, the chart or the SDKs; the
-public names load their module on first access. ``llmcore --help`` loads no web server and no
-chart, and neither it nor ``llmcore body --help`` loads typer's help renderer (markdown,
-pygments); a usage error loads no rich at all; ``llmcore body`` no emulator, no HTTP client. A
-missing extra is one line naming it.
+public names load their module on first access. ``llmcore --help`` loads no typer, click or rich
+(its page is drawn without them), and when typer draws it (a console the fast path leaves to
+typer) no web server, no chart and no command module; neither the root help nor ``llmcore body
+--help`` loads typer's help renderer (markdown, pygments); a usage error loads no rich at all;
+``llmcore body`` no emulator, no HTTP client. A missing extra is one line naming it.
 """
 
 from __future__ import annotations
@@ -26,11 +27,12 @@ import io, json, sys
 def loaded():
     return sorted({name.split(".")[0] for name in sys.modules} | {
         name for name in sys.modules if name.startswith(("llmcore.", "rich.", "typer."))})
-def run(*args):
+def run(*args, encoding="utf-8"):
     sys.argv = ["llmcore", *args]
     from llmcore.cli import main
     real = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = io.TextIOWrapper(io.BytesIO()), io.TextIOWrapper(io.BytesIO())
+    sys.stdout = io.TextIOWrapper(io.BytesIO(), encoding=encoding)
+    sys.stderr = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
     code = 0
     try:
         main()
@@ -43,8 +45,10 @@ request = sys.argv[1]
 import llmcore
 steps = {"import": {"exit": 0, "modules": loaded()}}
 steps["version"] = run("--version")
-steps["typo"] = run("bodyy")
 steps["help"] = run("--help")
+steps["bare"] = run()
+steps["typo"] = run("bodyy")
+steps["typer help"] = run("--help", encoding="latin-1")  # not UTF-8: typer draws the page
 steps["body"] = run("body", "-p", "anthropic", request)
 steps["body help"] = run("body", "--help")
 print(json.dumps(steps))
@@ -107,6 +111,8 @@ NOT_ON_HELP = (
     *TYPER_HELP,
 )
 """The root help is written from the commands' names and summaries: no command module loads."""
+NOT_ON_FAST_HELP = ("typer", "click", "rich", "pydantic", "llmcore.cli._app", "llmcore.cli._help")
+"""``llmcore --help`` and bare ``llmcore`` draw the page without the application."""
 NOT_ON_BODY = (
     *(
         m
@@ -146,8 +152,10 @@ def steps(tmp_path_factory) -> dict[str, list[str]]:
     assert {step: value["exit"] for step, value in result.items()} == {
         "import": 0,
         "version": 0,
-        "typo": 2,
         "help": 0,
+        "bare": 2,
+        "typo": 2,
+        "typer help": 0,
         "body": 0,
         "body help": 0,
     }, done.stderr
@@ -169,9 +177,15 @@ def test_a_usage_error_loads_no_rich(steps) -> None:
     assert [m for m in NOT_ON_USAGE_ERROR if m in steps["typo"]] == []
 
 
+def test_the_root_help_loads_no_typer_no_click_and_no_rich(steps) -> None:
+    for step in ("help", "bare"):
+        assert "llmcore.cli._root_help" in steps[step]  # the page was drawn here
+        assert [m for m in (*NOT_ON_FAST_HELP, *NOT_ON_HELP) if m in steps[step]] == [], step
+
+
 def test_help_loads_no_command_module_no_server_and_no_chart(steps) -> None:
-    assert {"llmcore.cli._help", "rich.panel"} <= set(steps["help"])  # panels were drawn
-    assert [m for m in NOT_ON_HELP if m in steps["help"]] == []
+    assert {"llmcore.cli._help", "rich.panel"} <= set(steps["typer help"])  # panels were drawn
+    assert [m for m in NOT_ON_HELP if m in steps["typer help"]] == []
 
 
 def test_a_commands_help_loads_its_module_but_not_typers_help_renderer(steps) -> None:
@@ -339,7 +353,8 @@ def test_the_root_help_lists_the_summaries_and_a_command_runs_from_its_module() 
     from llmcore.cli import app
     from llmcore.cli._app import COMMANDS
 
-    help_ = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "200"})
+    plain = {"COLUMNS": "200", **dict.fromkeys(("FORCE_COLOR", "PY_COLORS", "GITHUB_ACTIONS"))}
+    help_ = CliRunner().invoke(app, ["--help"], env=plain)  # no colour codes, even under CI
     assert help_.exit_code == 0
     panel = [row for row in help_.output.split("─ Commands ─")[1].splitlines() if "│" in row]
     assert [tuple(line.strip("│ ").split(None, 1)) for line in panel] == [

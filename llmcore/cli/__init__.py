@@ -29,7 +29,9 @@ def main() -> None:
 
     ``llmcore --version`` alone is answered before typer is imported, with or without the
     extra, and so is the plain ``llmcore body FILE -p PROVIDER``
-    (:func:`llmcore.cli._body_run.fast_body`; the same bytes and the same error lines).
+    (:func:`llmcore.cli._body_run.fast_body`; the same bytes and the same error lines), and
+    the root help, ``llmcore --help`` and bare ``llmcore``, on a console whose width and
+    colours are known (:func:`llmcore.cli._root_help.fast_help`; the same page, byte for byte).
     """
     if sys.argv[1:] == ["--version"]:  # answered without the application (and its extra)
         _print_version()
@@ -38,6 +40,12 @@ def main() -> None:
     if missing is not None:
         print(f"llmcore: the command line {missing}", file=sys.stderr)
         sys.exit(EXIT_MISSING_EXTRA)
+    if sys.argv[1:] in ([], ["--help"]):  # the root help draws without typer (_root_help)
+        from llmcore.cli._root_help import fast_help
+
+        code = fast_help(sys.argv[1:])
+        if code is not None:
+            sys.exit(code)
     if sys.argv[1:2] == ["body"]:  # the plain form starts without typer (_body_run)
         from llmcore.cli._body_run import fast_body
 

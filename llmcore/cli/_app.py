@@ -6,7 +6,8 @@ typer, not the command modules: :class:`LazyCommandGroup` lists every command fr
 :data:`COMMANDS` (its name and one-line summary) and imports a command's module only when that
 command runs or shows its own help. The root ``--help`` imports none of them (issue 12), and
 every help page is drawn by :mod:`llmcore.cli._help` (typer's panels without the ~120 ms of
-``typer.rich_utils``).
+``typer.rich_utils``). :data:`COMMANDS` lives in :mod:`llmcore.cli._root_help`, which draws the
+root page without typer when it can.
 """
 
 from __future__ import annotations
@@ -14,56 +15,16 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Final
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperCommand
 
 import llmcore
 from llmcore.cli._common import OneLineErrorGroup
+from llmcore.cli._root_help import COMMANDS, ROOT_HELP, VERSION_HELP
 
 __all__ = ["COMMANDS", "LazyCommandGroup", "app"]
-
-COMMANDS: Final[dict[str, tuple[str, str]]] = {
-    "body": (
-        "llmcore.cli.bodies",
-        "Write exactly the body bytes PROVIDER would be sent (no trailing newline).",
-    ),
-    "import": (
-        "llmcore.cli.bodies",
-        "Turn a recorded PROVIDER body (or corpus case) into a request file on stdout.",
-    ),
-    "audit": (
-        "llmcore.cli.audit",
-        "Check the prefix invariant (P4) over recorded request bodies, in order.",
-    ),
-    "emulate": (
-        "llmcore.cli.emulate",
-        "Run the local provider emulator (Anthropic Messages, OpenAI Chat and Responses).",
-    ),
-    "proxy": (
-        "llmcore.cli.proxy",
-        "Forward a client's API traffic, auditing each request's prompt-cache prefix as it passes.",
-    ),
-    "verify": (
-        "llmcore.cli.verify",
-        "Check that the next body is byte-identical after saving and reopening ARCHIVE (P5).",
-    ),
-    "compact": (
-        "llmcore.cli.compact",
-        "Summarize every turn but the last two of ARCHIVE with one model call (C1–C3).",
-    ),
-    "bench": (
-        "llmcore.cli.bench",
-        "Run the scripted agent session and report its prompt-cache hit rate.",
-    ),
-    "chat": (
-        "llmcore.cli.chat",
-        "A terminal agent over a folder, with saved sessions; a demo model by default.",
-    ),
-}
-"""Each command, in help order: the module whose ``register(app)`` adds it, and the first
-paragraph of its help (a test checks it against the command's docstring)."""
 
 
 def _rich_help(command: Any) -> bool:
@@ -218,7 +179,7 @@ class LazyCommandGroup(OneLineErrorGroup):
 
 app = typer.Typer(
     name="llmcore",
-    help="Provider-agnostic LLM request bodies with byte-stable prompt-cache verification.",
+    help=ROOT_HELP,
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -241,7 +202,7 @@ def _root(
             metavar="",
             callback=_print_version,
             is_eager=True,
-            help="Print 'llmcore <version>' and exit.",
+            help=VERSION_HELP,
         ),
     ] = False,
 ) -> None:

@@ -37,6 +37,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from llmcore.cli._layout import OPTION_HIGHLIGHTS
 from llmcore.cli._stdout import silence_stdout, stdout_error
 
 __all__ = ["print_help"]
@@ -45,11 +46,7 @@ ARGUMENTS: Final = "Arguments"
 OPTIONS: Final = "Options"
 COMMANDS: Final = "Commands"
 
-_HIGHLIGHTS: Final = (
-    (re.compile(r"(?:^|\W)(-\w+)(?![a-zA-Z0-9])"), "bold green"),
-    (re.compile(r"(?:^|\W)(--[\w\-]+)(?![a-zA-Z0-9])"), "bold cyan"),
-    (re.compile(r"(<[^>]+>)"), "bold yellow"),
-)
+_HIGHLIGHTS: Final = OPTION_HIGHLIGHTS
 """typer's option highlighter: ``-s`` switches, ``--long`` options and ``<type>`` placeholders."""
 _NEGATIVE: Final = (
     (re.compile(r"(?:^|\W)(-\w+)(?![a-zA-Z0-9])"), "bold red"),

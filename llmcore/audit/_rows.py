@@ -92,12 +92,16 @@ class Encoder:
 
     def _ids(self, values: tuple[Any, ...], new: list[Any]) -> tuple[int, ...]:
         numbers = self._numbers
+        got = tuple(map(numbers.get, values))  # most items were sent with an earlier row
+        if None not in got:
+            return got  # type: ignore[return-value]  # no None in it
         out = []
-        for value in values:
-            n = numbers.get(value)
+        for value, n in zip(values, got, strict=True):
             if n is None:
-                n = numbers[value] = len(numbers)
-                new.append(value)
+                n = numbers.get(value)  # the same item twice in one row
+                if n is None:
+                    n = numbers[value] = len(numbers)
+                    new.append(value)
             out.append(n)
         return tuple(out)
 

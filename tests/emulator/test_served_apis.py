@@ -129,6 +129,18 @@ def test_each_cloud_endpoint_is_answered_at_its_printed_url(
     assert answer.content and answer.usage.input > 0
 
 
+def test_gemini_on_vertex_is_answered_under_the_printed_url(printed: dict[str, str]) -> None:
+    base = printed["Vertex AI (Claude, Gemini)"] + "/projects/p/locations/us-central1"
+    provider = get_provider("gemini")
+    with HTTPTransport(
+        base_urls={"gemini": base + "/publishers/google"}, api_keys={"gemini": "token"}
+    ) as transport:
+        answer = transport.send(
+            provider, provider.build_body(_request("gemini-2.5-flash")), model="gemini-2.5-flash"
+        )
+    assert answer.content and answer.usage.input > 0
+
+
 def test_every_listed_api_is_checked() -> None:
     checked = {api for api, _, _ in PROVIDERS} | {
         "Bedrock InvokeModel (Claude)",

@@ -221,7 +221,7 @@ def console_mode(
     """
     if sys.platform == "win32" or "get_ipython" in vars(builtins):
         return None
-    if getattr(sys.stdin, "__module__", "").startswith("idlelib"):
+    if str(getattr(sys.stdin, "__module__", None) or "").startswith("idlelib"):
         return None
     if stream is None or hasattr(stream, "rich_proxied_file"):
         return None

@@ -98,6 +98,17 @@ def test_the_page_is_typers_at_every_width(as_llmcore, mode) -> None:
     assert expected[0] == 0 and expected[1].endswith("\n\n")  # the page, then click's newline
 
 
+@pytest.mark.full_count
+@settings(max_examples=examples(600, 30))
+@given(width=st.integers(261, 4096), mode=st.sampled_from(sorted(MODES)))
+def test_the_page_is_typers_at_any_wider_width(width, mode) -> None:
+    env = _environment(COLUMNS=str(width), **MODES[mode])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sys, "argv", ["/usr/local/bin/llmcore"])
+        patch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))
+        assert _fast(patch, ["--help"], env) == _typers(["--help"], env)
+
+
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("width", [20, 80, 137])
 def test_bare_llmcore_is_the_page_alone_exit_2(as_llmcore, mode, width) -> None:

@@ -13,11 +13,15 @@ Rows: the floors (``read``: the bytes read from disk; ``parse``: read + each lin
 :mod:`llmcore.audit._vcr_yaml`, same report checked), ``--jobs 2``
 (:func:`llmcore.audit.jobs.audit_jobs`) and the local cluster (:func:`llmcore.audit.engine.
 audit_dask` on a :class:`distributed.LocalCluster` of 2 worker processes, started before the
-clock; JSONL only: the engine reads no cassettes). Each row gives seconds (the median of
-``--repeats``), MB/s, requests/s and the speed-up over ``--jobs 1``; the reports of
-``--jobs 2`` and the cluster are checked equal to ``--jobs 1``. The load average is taken
-before and after (the machine may be shared). Prints a table and writes
-``results/bench_audit_scale.json``.
+clock, after the other rows; JSONL only: the engine reads no cassettes). The rows of one input
+run interleaved, ``--repeats`` rounds of one run each. Each row gives seconds (the median),
+MB/s, requests/s and the speed-up over ``--jobs 1``, and — because the machine may be shared
+— what load does not change: CPU seconds (user + system) of this process and of the worker
+processes (``--jobs 2`` forks them, so they are this process's children), CPU seconds per MB,
+the parent's share of the CPU, and for ``--jobs 2`` the speed-up the CPU seconds allow when
+each worker has a core of its own (``--jobs 1``'s CPU seconds over half of ``--jobs 2``'s),
+with the 1-minute load average of each run. The reports of ``--jobs 2`` and the cluster are
+checked equal to ``--jobs 1``. Prints a table and writes ``results/bench_audit_scale.json``.
 
 Run: ``python benchmarks/bench_audit_scale.py [--size BYTES] [--copies N] [--repeats N]
 [--no-cluster] [--out FILE]``.
@@ -28,10 +32,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -137,57 +143,123 @@ def parse_cassettes(paths: list[Path]) -> int:
     return count
 
 
-def timed(run: Callable[[], Any], repeats: int) -> tuple[float, Any]:
-    times, result = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), result
+def cpu_seconds() -> tuple[float, float]:
+    """CPU seconds (user + system) of this process and of its waited-for children."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime
+
+
+def run_once(run: Callable[[], Any]) -> tuple[dict[str, float | None], Any]:
+    """One run: wall seconds, CPU seconds of this process and of the workers, load average.
+
+    The workers' CPU is seen when they are this process's children (``--jobs`` forks them
+    from a process that runs one thread); else it is ``None``.
+    """
+    forks = threading.active_count() == 1
+    cpu0, start = cpu_seconds(), time.perf_counter()
+    result = run()
+    wall, cpu1 = time.perf_counter() - start, cpu_seconds()
+    return {
+        "wall": wall,
+        "parent": cpu1[0] - cpu0[0],
+        "workers": cpu1[1] - cpu0[1] if forks else None,
+        "load": os.getloadavg()[0],
+    }, result
+
+
+def rounds(
+    runs: dict[str, Callable[[], Any]], repeats: int
+) -> dict[str, tuple[list[dict[str, float | None]], Any]]:
+    """Every run ``repeats`` times, interleaved (one of each per round, the order turning)."""
+    got: dict[str, tuple[list[dict[str, float | None]], Any]] = {k: ([], None) for k in runs}
+    names = list(runs)
+    for r in range(repeats):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            sample, result = run_once(runs[name])
+            got[name][0].append(sample)
+            got[name] = (got[name][0], result)
+    return got
+
+
+def median(samples: list[dict[str, float | None]], key: str) -> float | None:
+    values = [v for s in samples if (v := s[key]) is not None]
+    return statistics.median(values) if len(values) == len(samples) else None
 
 
 def measure(
-    name: str, paths: list[Path], repeats: int, cluster: Any | None, jsonl: bool
+    name: str,
+    paths: list[Path],
+    repeats: int,
+    cluster: Callable[[], Any] | None,
+    jsonl: bool,
 ) -> dict[str, Any]:
+    """The rows of one input (see the module); ``cluster`` starts the Dask client, if any."""
     size = sum(p.stat().st_size for p in files_of(paths))
+    mb = size / 1e6
     rows: list[dict[str, Any]] = []
-    baseline: AuditReport | None = None
 
-    def row(label: str, seconds: float, requests: int, equal: bool | None = None) -> None:
+    def row(
+        label: str, samples: list[dict[str, float | None]], requests: int, equal: bool | None
+    ) -> None:
+        seconds = max(median(samples, "wall") or 0.0, 1e-9)
+        parent, workers = median(samples, "parent"), median(samples, "workers")
+        total = None if parent is None or workers is None else parent + workers
         rows.append(
             {
                 "row": label,
                 "seconds": round(seconds, 4),
-                "_raw": max(seconds, 1e-9),
-                "mb_per_s": round(size / 1e6 / max(seconds, 1e-9), 2),
-                "requests_per_s": round(requests / max(seconds, 1e-9), 1),
+                "_raw": seconds,
+                "mb_per_s": round(mb / seconds, 2),
+                "requests_per_s": round(requests / seconds, 1),
                 "equal_to_jobs_1": equal,
+                "load_average_1min": round(median(samples, "load") or 0.0, 2),
+                "cpu_s": None if total is None else round(total, 3),
+                "cpu_s_parent": None if parent is None else round(parent, 3),
+                "cpu_s_workers": None if workers is None else round(workers, 3),
+                "cpu_s_per_mb": None if total is None else round(total / mb, 4),
+                "parent_share_of_cpu": (
+                    None if not total or parent is None else round(parent / total, 3)
+                ),
             }
         )
 
-    seconds, _ = timed(lambda: read_floor(paths), repeats)
     parse = parse_jsonl if jsonl else parse_cassettes
-    row("floor: read bytes", seconds, 0)
-    seconds, count = timed(lambda: parse(paths), repeats)
-    row("floor: parse only", seconds, count)
-    seconds, baseline = timed(lambda: audit_paths(paths), repeats)
-    requests = len(baseline.requests)
-    expected = baseline.to_json()
+    runs: dict[str, Callable[[], Any]] = {
+        "floor: read bytes": lambda: read_floor(paths),
+        "floor: parse only": lambda: parse(paths),
+    }
     if not jsonl:  # the same audit with today's reader and with the one before, side by side
-        before, got = timed(lambda: audit_with_pyyaml(paths), repeats)
-        row(PYYAML_ROW, before, requests, got.to_json() == expected)
-    row("--jobs 1", seconds, requests, True)
-    seconds, got = timed(lambda: audit_jobs(paths, jobs=2), repeats)
-    row("--jobs 2", seconds, requests, got.to_json() == expected)
-    if cluster is not None and jsonl:
+        runs[PYYAML_ROW] = lambda: audit_with_pyyaml(paths)
+    runs["--jobs 1"] = lambda: audit_paths(paths)
+    runs["--jobs 2"] = lambda: audit_jobs(paths, jobs=2)
+    got = rounds(runs, repeats)
+    baseline: AuditReport = got["--jobs 1"][1]
+    expected, requests = baseline.to_json(), len(baseline.requests)
+    for label, (samples, result) in got.items():
+        if label == "floor: read bytes":
+            row(label, samples, 0, None)
+        elif label == "floor: parse only":
+            row(label, samples, result, None)
+        else:
+            row(label, samples, requests, result.to_json() == expected)
+    if cluster is not None and jsonl:  # after the rounds: its threads would stop the forks
         from llmcore.audit.engine import audit_dask
 
+        client = cluster()
         urls = [str(p) for p in paths]
-        seconds, got = timed(lambda: audit_dask(urls, scheduler=cluster), repeats)
-        row("dask LocalCluster (2 processes)", seconds, requests, got.to_json() == expected)
-    one = next(r for r in rows if r["row"] == "--jobs 1")["_raw"]
+        samples = []
+        for _ in range(repeats):
+            sample, report = run_once(lambda: audit_dask(urls, scheduler=client))
+            samples.append(sample | {"workers": None})
+        row("dask LocalCluster (2 processes)", samples, requests, report.to_json() == expected)
+    one = next(r for r in rows if r["row"] == "--jobs 1")
+    one_seconds, one_cpu = one["_raw"], one["cpu_s"]
     for r in rows:
-        r["speedup_over_jobs_1"] = round(one / r.pop("_raw"), 2)
+        r["speedup_over_jobs_1"] = round(one_seconds / r.pop("_raw"), 2)
+        if r["row"] == "--jobs 2" and r["cpu_s"] and one_cpu:
+            # the speed-up if each worker had a core of its own: load-robust
+            r["cpu_bound_speedup"] = round(one_cpu / (r["cpu_s"] / 2), 2)
     return {"input": name, "bytes": size, "requests": requests, "rows": rows}
 
 
@@ -196,8 +268,13 @@ def table(results: list[dict[str, Any]]) -> None:
     from rich.table import Table
 
     out = Table(title="llmcore audit at scale (medians)")
-    for column in ("input", "row", "s", "MB/s", "requests/s", "× jobs 1", "same report"):
+    columns = ("input", "row", "s", "MB/s", "requests/s", "× jobs 1", "same report")
+    for column in (*columns, "CPU s", "CPU s/MB", "parent", "× jobs 1 (CPU)", "load"):
         out.add_column(column, justify="left" if column in ("input", "row") else "right")
+
+    def number(value: float | None, form: str) -> str:
+        return "" if value is None else format(value, form)
+
     for result in results:
         for r in result["rows"]:
             out.add_row(
@@ -208,15 +285,33 @@ def table(results: list[dict[str, Any]]) -> None:
                 f"{r['requests_per_s']:,.0f}" if r["requests_per_s"] else "",
                 f"{r['speedup_over_jobs_1']:.2f}",
                 "" if r["equal_to_jobs_1"] is None else str(r["equal_to_jobs_1"]).lower(),
+                number(r["cpu_s"], ".2f"),
+                number(r["cpu_s_per_mb"], ".4f"),
+                number(r["parent_share_of_cpu"], ".0%"),
+                number(r.get("cpu_bound_speedup"), ".2f"),
+                f"{r['load_average_1min']:.1f}",
             )
-    Console(width=150).print(out)
+    Console(width=170).print(out)
 
 
-def start_cluster() -> Any:
-    from distributed import Client, LocalCluster
+class _Cluster:
+    """A local Dask cluster of 2 worker processes, started when first asked for."""
 
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0")
-    return cluster, Client(cluster)
+    def __init__(self) -> None:
+        self.started: tuple[Any, Any] | None = None
+
+    def __call__(self) -> Any:
+        if self.started is None:
+            from distributed import Client, LocalCluster
+
+            cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0")
+            self.started = (cluster, Client(cluster))
+        return self.started[1]
+
+    def close(self) -> None:
+        if self.started is not None:
+            self.started[1].close()
+            self.started[0].close()
 
 
 def main() -> None:
@@ -228,24 +323,21 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "bench_audit_scale.json")
     args = parser.parse_args()
     started = load()
-    cluster = None if args.no_cluster else start_cluster()
+    cluster = None if args.no_cluster else _Cluster()
     results = []
-    try:
+    try:  # the cassettes first: the cluster's threads, once started, stop --jobs forking
         with tempfile.TemporaryDirectory(prefix="bench-audit-scale-") as tmp:
-            log = Path(tmp) / "gateway.jsonl"
-            write_log(log, args.size)
-            results.append(
-                measure("keyed JSONL", [log], args.repeats, cluster and cluster[1], True)
-            )
-            log.unlink()
             folder = Path(tmp) / "cassettes"
             copy_folder(folder, args.copies)
             name = f"tests/real_traffic ×{args.copies}"
             results.append(measure(name, [folder], args.repeats, None, False))
+            shutil.rmtree(folder)
+            log = Path(tmp) / "gateway.jsonl"
+            write_log(log, args.size)
+            results.append(measure("keyed JSONL", [log], args.repeats, cluster, True))
     finally:
         if cluster is not None:
-            cluster[1].close()
-            cluster[0].close()
+            cluster.close()
     summary = {
         "benchmark": "bench_audit_scale",
         "cores": len(os.sched_getaffinity(0)),
@@ -256,7 +348,7 @@ def main() -> None:
     }
     table(results)
     print(f"load average (1, 5, 15 min): before {started}, after {summary['load_average_after']}")
-    cassettes = results[-1]["rows"]
+    cassettes = results[0]["rows"]
     old = next(r for r in cassettes if r["row"] == PYYAML_ROW)["mb_per_s"]
     new = next(r for r in cassettes if r["row"] == "--jobs 1")["mb_per_s"]
     verdict = "met" if new >= READER_GOAL * old else "not met"
@@ -264,8 +356,11 @@ def main() -> None:
     for result in results:
         two = next(r for r in result["rows"] if r["row"] == "--jobs 2")
         verdict = "met" if two["speedup_over_jobs_1"] >= GOAL else "not met"
+        bound = two.get("cpu_bound_speedup")
+        cpu = "" if bound is None else f"; {bound:.2f}× from CPU seconds, on cores of its own"
         print(
-            f"{result['input']}: --jobs 2 is {two['speedup_over_jobs_1']:.2f}× --jobs 1 ({verdict})"
+            f"{result['input']}: --jobs 2 is {two['speedup_over_jobs_1']:.2f}× --jobs 1"
+            f" ({verdict}{cpu}; load {two['load_average_1min']:.1f})"
         )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_bytes(jsonbytes.dumps(summary, indent=2) + b"\n")

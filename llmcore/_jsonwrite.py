@@ -510,18 +510,21 @@ def dumps_items(values: Iterable[Any]) -> bytes:
     return _finish(out) if out else b""
 
 
-def dumps_sorted(value: Any, *, indent: int | None = None) -> bytes:
+def dumps_sorted(value: Any, *, indent: int | None = None, end: str = "") -> bytes:
     """Write ``value`` as UTF-8 JSON bytes with every object's keys sorted (the archive, A2).
 
     Args:
         value: As for :func:`dumps`.
         indent: Spaces per nesting level, or ``None`` for the compact form.
+        end: Text written after the value (a file's final newline) in the same copy.
 
     Raises:
         EncodingError: As for :func:`dumps`.
     """
     out = _Pieces()
     _write_guarded(value, out, True, None if indent is None else " " * indent)
+    if end:
+        out.append(end)
     return _finish(out)
 
 

@@ -2,7 +2,9 @@
 
 The rules are those of :mod:`llmcore.transport`'s documentation (base URLs and the OpenAI-style
 ``/v1``, API keys and their variables, Vertex AI bearer tokens, SigV4 signing); that module
-re-exports :class:`MissingAPIKeyError`. Nothing here is logged: the headers hold the key.
+re-exports :class:`MissingAPIKeyError` and :func:`aws_events`. :func:`_planner` gives each
+attempt's request; :func:`_preflight` makes one without sending (``prepare``). Nothing here is
+logged: the headers hold the key.
 """
 
 from __future__ import annotations
@@ -10,19 +12,28 @@ from __future__ import annotations
 import functools
 import os
 import urllib.parse
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 import httpx
 
-from llmcore.errors import MissingDependencyError, UserError
+from llmcore import jsonbytes
+from llmcore.errors import (
+    CloudSetupError,
+    MissingCredentialsError,
+    MissingDependencyError,
+    ResponseParseError,
+    UserError,
+)
+from llmcore.providers._eventstream import EventMessage, event_kind
+from llmcore.providers._sse import SSEEvent
 from llmcore.providers.base import Endpoint, Provider
 
 if TYPE_CHECKING:
-    from llmcore.cloud.base import CloudEndpoint
+    from llmcore.cloud.base import CloudEndpoint, WireRequest
     from llmcore.cloud.google import GoogleAuth
 
-__all__ = ["MissingAPIKeyError"]
+__all__ = ["MissingAPIKeyError", "aws_events"]
 
 
 _USER_AGENT: Final = "llmcore/0.1.0"
@@ -77,7 +88,7 @@ class _Setup:
     httpx once, so a request costs httpx no parsing of them. ``bearer``: the base URL is one of
     :attr:`Endpoint.bearer_hosts` (Vertex AI), whose key is a bearer token. A SigV4 endpoint
     (Bedrock Converse) without a key gets a signer (region and credentials from the AWS chain
-    or ``environ``); its requests are signed per attempt by :func:`llmcore.transport._planner`.
+    or ``environ``); its requests are signed per attempt by :func:`_planner`.
     """
 
     def __init__(
@@ -99,13 +110,15 @@ class _Setup:
                 headers[endpoint.auth] = key
             else:
                 headers["authorization"] = f"Bearer {key}"
+            if "{region}" in chosen:  # a Bedrock API key on the default URL: the AWS region
+                chosen = chosen.replace("{region}", _region(environ))
         elif endpoint.auth == "sigv4":
             self.signer = _signer(endpoint, environ)
             chosen = chosen.replace("{region}", self.signer.region)
         elif not base:
+            named = " or ".join((endpoint.api_key_env, *endpoint.fallback_key_envs))
             raise MissingAPIKeyError(
-                f"no API key for {provider.name}: set {endpoint.api_key_env}",
-                location=endpoint.api_key_env,
+                f"no API key for {provider.name}: set {named}", location=endpoint.api_key_env
             )
         self.headers = httpx.Headers(headers)
         self._base, self._prefix, self._provider = chosen, prefix, provider
@@ -205,6 +218,24 @@ def _key(endpoint: Endpoint, environ: Mapping[str, str], bearer: bool) -> str | 
     return None
 
 
+def _region(environ: Mapping[str, str] | None) -> str:
+    """The AWS region of a request sent with a Bedrock API key (no signer needed).
+
+    As the signer finds it (``AWS_REGION``, ``AWS_DEFAULT_REGION``, the profile's); without
+    the ``aws`` extra, only the variables.
+
+    Raises:
+        CloudSetupError: No region is set.
+    """
+    from llmcore.cloud.aws import SigV4Signer, resolve_region
+
+    environ = os.environ if environ is None else environ
+    try:
+        return SigV4Signer(environ=environ).region
+    except MissingDependencyError:  # the profile's region needs botocore
+        return resolve_region(environ=environ)
+
+
 def _signer(endpoint: Endpoint, environ: Mapping[str, str] | None) -> Any:
     """Return the SigV4 signer of an endpoint (region and credentials from the AWS chain).
 
@@ -232,3 +263,97 @@ def _parsed_url(url: str) -> httpx.URL:
 def _wire_headers(headers: Mapping[str, str]) -> httpx.Headers | dict[str, str]:
     """The headers as httpx takes them: normalized ones as they are, others copied."""
     return headers if isinstance(headers, httpx.Headers) else dict(headers)
+
+
+def _planner(
+    provider: Provider,
+    body: bytes,
+    stream: bool,
+    endpoint: CloudEndpoint | None,
+    setup: Callable[[], _Setup],
+    model: str | None = None,
+) -> Callable[[], WireRequest]:
+    """Return what gives each attempt's request: the endpoint's, or the base URL and key's.
+
+    ``model`` fills a ``{model}`` path; a SigV4 setup signs each attempt afresh.
+    """
+    if endpoint is not None:
+        return lambda: endpoint.prepare(provider.name, body, stream=stream)
+    from llmcore.cloud.base import WireRequest
+
+    fixed = setup()
+    url = fixed.url if fixed.url and not stream else fixed.url_for(model, stream=stream)
+    signer = fixed.signer
+    events = aws_events(provider.name) if provider.endpoint.auth == "sigv4" else None
+    if signer is not None:  # SigV4: a fresh signature (and x-amz-date) for every attempt
+        return lambda: WireRequest(
+            url=url,
+            headers={**fixed.headers, **signer.sign("POST", url, fixed.headers, body)},
+            body=body,
+            event_stream=events,
+        )
+    wire = WireRequest(url=url, headers=fixed.headers, body=body, event_stream=events)
+    return lambda: wire
+
+
+def aws_events(provider: str) -> Callable[[EventMessage], list[SSEEvent]]:
+    """Return the reader of a provider's AWS event-stream messages as stream-parser events.
+
+    Each message becomes one event: ``event`` is the ``:event-type`` (or, for an exception,
+    the ``:exception-type``; for an error, the ``:error-code``), ``data`` the payload text (an
+    error's ``{"message": …}``) and ``id`` the ``:message-type`` (``event``, ``exception``,
+    ``error``), so a parser tells an exception from an event (Bedrock Converse's,
+    :mod:`llmcore.providers.bedrock_converse.parse`). A payload that is not UTF-8 raises
+    :class:`~llmcore.errors.ResponseParseError`.
+    """
+
+    def convert(message: EventMessage) -> list[SSEEvent]:
+        kind, name = event_kind(message)
+        if kind == "error":
+            text = str(message.headers.get(":error-message", ""))
+            return [SSEEvent(event=name, data=jsonbytes.dumps_text({"message": text}), id=kind)]
+        try:
+            data = message.payload.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ResponseParseError(
+                f"event {name!r}: payload is not UTF-8 ({exc})", provider=provider
+            ) from exc
+        return [SSEEvent(event=name, data=data, id=kind)]
+
+    return convert
+
+
+def _preflight(
+    provider: Provider,
+    endpoint: CloudEndpoint | None,
+    setup: Callable[[], _Setup],
+    model: str,
+    stream: bool,
+) -> str:
+    """Make (never send) one request of ``provider`` for ``model``; return its URL.
+
+    What the first request would resolve is resolved now: the base URL and key, a Vertex AI
+    token, SigV4 region and credentials (a signature of a one-message body), a cloud
+    endpoint's settings. A SigV4 endpoint's missing credentials also name its API key variable.
+
+    Raises:
+        MissingAPIKeyError: No key where one is needed.
+        MissingCredentialsError: No cloud credentials (the chain that was tried named).
+        CloudSetupError: A cloud setting is missing (region, project, location).
+        MissingDependencyError: The extra that signs or fetches tokens is not installed.
+    """
+    from llmcore.messages import Message
+    from llmcore.request import Params, Request
+
+    request = Request(model=model, messages=(Message.user("."),), params=Params(stream=stream))
+    body = provider.build_body(request)
+    sigv4 = endpoint is None and provider.endpoint.auth == "sigv4"
+    try:
+        return _planner(provider, body, stream, endpoint, setup, model)().url
+    except (MissingCredentialsError, CloudSetupError) as exc:
+        if not sigv4:
+            raise
+        variable = provider.endpoint.api_key_env
+        raise type(exc)(
+            f"{exc.message}; or set {variable} (a Bedrock API key)", location=exc.location
+        ) from None

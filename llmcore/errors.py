@@ -57,6 +57,7 @@ __all__ = [
     "BackendStreamError",
     "CloudSetupError",
     "EncodingError",
+    "FieldsNotSentWarning",
     "FileRefusedError",
     "InvalidMessageError",
     "InvalidRequestError",
@@ -211,6 +212,17 @@ class ProviderRejectsError(UserError):
 
 class ProviderRejectsWarning(UserWarning):
     """The default for what :class:`ProviderRejectsError` reports under strict mode."""
+
+
+class FieldsNotSentWarning(UserWarning):
+    """Fields of a request that its body leaves out by the provider's rule (the request is sent).
+
+    Gemini: a request naming a ``cachedContent`` (``params.extra``) sends no
+    ``systemInstruction``, ``tools`` or ``toolConfig`` — the cache holds them and the API refuses
+    them beside one (PROVIDER-RULES §4, https://ai.google.dev/api/caching). Said once per
+    :class:`~llmcore.providers.base.EncodeCache` (one per conversation and provider, as a
+    :class:`~llmcore.Runner` keeps), or on every build without a cache.
+    """
 
 
 class EncodingError(LLMCoreError):

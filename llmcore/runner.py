@@ -292,6 +292,21 @@ def _check_tools(tools: Sequence[FunctionTool]) -> tuple[FunctionTool, ...]:
     return out
 
 
+def _with_stream(params: Params, stream: bool | None) -> Params:
+    """Return ``params`` with the runner's ``stream`` shortcut applied (:class:`Runner`)."""
+    if stream is not None and not isinstance(stream, bool):
+        raise InvalidRequestError(
+            f"stream must be a bool or None, not {type(stream).__name__}", location="stream"
+        )
+    if stream is None or stream == params.stream:
+        return params
+    if params.stream:
+        raise InvalidRequestError(
+            "stream=False contradicts params.stream=True: give one of them", location="stream"
+        )
+    return dataclasses.replace(params, stream=True)
+
+
 class Runner:
     """Runs turns of one conversation (see the module doc).
 
@@ -305,6 +320,17 @@ class Runner:
         params: Sampling and caching parameters.
         max_steps: Most requests in one turn (at least 1).
         prices: The price table for costs; the bundled one by default.
+        stream: Ask for streamed responses: the shortcut for ``Params(stream=…)``. ``None``
+            (the default) keeps ``params.stream``; ``True`` or ``False`` sets it in
+            :attr:`params`. As ``Params.stream`` defaults to ``False``, ``stream=True`` beside
+            params that leave it so streams; ``stream=False`` beside ``Params(stream=True)``
+            contradicts it.
+
+    Raises:
+        InvalidRequestError: ``max_steps`` below 1, an empty model, a tool that is not a
+            :class:`FunctionTool`, a ``stream`` that is not a bool or ``None``, or
+            ``stream=False`` with ``params.stream`` true.
+        UnknownProviderError: ``provider`` names no registered provider.
 
     Attributes ``provider`` (a name or instance) and ``model`` may be changed between turns (P6).
     """
@@ -321,6 +347,7 @@ class Runner:
         params: Params | None = None,
         max_steps: int = 25,
         prices: PriceTable | None = None,
+        stream: bool | None = None,
     ) -> None:
         if max_steps < 1:
             raise InvalidRequestError("max_steps must be at least 1", location="max_steps")
@@ -334,7 +361,7 @@ class Runner:
         self.async_transport = async_transport
         self.system = tuple(system)
         self.tools = _check_tools(tools)
-        self.params = params or Params()
+        self.params = _with_stream(params or Params(), stream)
         self.max_steps = max_steps
         self.prices = prices or default_prices()
         self._caches: dict[str, EncodeCache] = {}

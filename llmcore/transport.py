@@ -53,6 +53,10 @@ application/json``.
   ``retryable``), :class:`~llmcore.errors.ResponseParseError` (a body or stream that cannot be
   parsed), :class:`MissingAPIKeyError` (a caller mistake).
 
+* **Checking before sending**: :meth:`HTTPTransport.prepare` resolves all of the above for a
+  provider and model (key, token, SigV4 credentials, a cloud endpoint's settings) and raises
+  what the first :meth:`~HTTPTransport.send` would, without sending anything.
+
 Tests feed handler functions through ``httpx.MockTransport`` by passing ``client=``.
 """
 
@@ -69,14 +73,16 @@ from typing import TYPE_CHECKING, Final, Protocol
 import anyio
 import httpx
 
-from llmcore import jsonbytes
 from llmcore._transport_setup import (
     MissingAPIKeyError,
     _endpoint_map,
     _parsed_url,
+    _planner,
+    _preflight,
     _Setup,
     _Setups,
     _wire_headers,
+    aws_events,
 )
 from llmcore.errors import (
     APIStatusError,
@@ -85,7 +91,7 @@ from llmcore.errors import (
     TransportError,
 )
 from llmcore.providers._eventstream import CONTENT_TYPE as EVENTSTREAM
-from llmcore.providers._eventstream import EventMessage, EventStreamDecoder, event_kind
+from llmcore.providers._eventstream import EventMessage, EventStreamDecoder
 from llmcore.providers._sse import SSEEvent, SSEReader
 from llmcore.providers.base import ParsedResponse, Provider, StreamParser
 
@@ -192,64 +198,6 @@ class RetryPolicy:
             return asked if asked <= self.max_retry_after else None
         base: float = min(self.max_delay, self.initial_delay * (2.0**attempt))
         return base * (1.0 - self.jitter * rand)
-
-
-def _planner(
-    provider: Provider,
-    body: bytes,
-    stream: bool,
-    endpoint: CloudEndpoint | None,
-    setup: Callable[[], _Setup],
-    model: str | None = None,
-) -> Callable[[], WireRequest]:
-    """Return what gives each attempt's request: the endpoint's, or the base URL and key's.
-
-    ``model`` fills a ``{model}`` path; a SigV4 setup signs each attempt afresh.
-    """
-    if endpoint is not None:
-        return lambda: endpoint.prepare(provider.name, body, stream=stream)
-    from llmcore.cloud.base import WireRequest
-
-    fixed = setup()
-    url = fixed.url if fixed.url and not stream else fixed.url_for(model, stream=stream)
-    signer = fixed.signer
-    events = aws_events(provider.name) if provider.endpoint.auth == "sigv4" else None
-    if signer is not None:  # SigV4: a fresh signature (and x-amz-date) for every attempt
-        return lambda: WireRequest(
-            url=url,
-            headers={**fixed.headers, **signer.sign("POST", url, fixed.headers, body)},
-            body=body,
-            event_stream=events,
-        )
-    wire = WireRequest(url=url, headers=fixed.headers, body=body, event_stream=events)
-    return lambda: wire
-
-
-def aws_events(provider: str) -> Callable[[EventMessage], list[SSEEvent]]:
-    """Return the reader of a provider's AWS event-stream messages as stream-parser events.
-
-    Each message becomes one event: ``event`` is the ``:event-type`` (or, for an exception,
-    the ``:exception-type``; for an error, the ``:error-code``), ``data`` the payload text (an
-    error's ``{"message": …}``) and ``id`` the ``:message-type`` (``event``, ``exception``,
-    ``error``), so a parser tells an exception from an event (Bedrock Converse's,
-    :mod:`llmcore.providers.bedrock_converse.parse`). A payload that is not UTF-8 raises
-    :class:`~llmcore.errors.ResponseParseError`.
-    """
-
-    def convert(message: EventMessage) -> list[SSEEvent]:
-        kind, name = event_kind(message)
-        if kind == "error":
-            text = str(message.headers.get(":error-message", ""))
-            return [SSEEvent(event=name, data=jsonbytes.dumps_text({"message": text}), id=kind)]
-        try:
-            data = message.payload.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ResponseParseError(
-                f"event {name!r}: payload is not UTF-8 ({exc})", provider=provider
-            ) from exc
-        return [SSEEvent(event=name, data=data, id=kind)]
-
-    return convert
 
 
 def model_argument(provider: Provider, model: str) -> dict[str, str]:
@@ -440,6 +388,22 @@ class HTTPTransport:
                 self._sleep(wait)
                 attempt += 1
 
+    def prepare(self, provider: Provider, *, model: str, stream: bool = False) -> str:
+        """Resolve what a request of ``provider`` needs, without sending; return its URL.
+
+        The base URL and key, a Vertex AI token, SigV4 region and credentials, or the cloud
+        endpoint's settings, as the first :meth:`send` would (a command checks them before
+        its first prompt). The URL holds no secret.
+
+        Raises:
+            MissingAPIKeyError: No key and no base URL override.
+            MissingCredentialsError: No cloud credentials (the chain tried is named).
+            CloudSetupError: A missing cloud setting (region, project, location).
+            MissingDependencyError: The ``aws`` or ``google`` extra is needed and missing.
+        """
+        endpoint = self._endpoints.get(provider.name)
+        return _preflight(provider, endpoint, self._setup(provider), model, stream)
+
     def _setup(self, provider: Provider) -> Callable[[], _Setup]:
         return lambda: self._setups(provider)
 
@@ -562,6 +526,14 @@ class AsyncHTTPTransport:
                 )
                 await self._sleep(wait)
                 attempt += 1
+
+    async def prepare(self, provider: Provider, *, model: str, stream: bool = False) -> str:
+        """As :meth:`HTTPTransport.prepare` (a cloud endpoint's in a worker thread)."""
+        endpoint = self._endpoints.get(provider.name)
+        setup = self._setup(provider)
+        return await anyio.to_thread.run_sync(
+            lambda: _preflight(provider, endpoint, setup, model, stream)
+        )
 
     def _setup(self, provider: Provider) -> Callable[[], _Setup]:
         return lambda: self._setups(provider)

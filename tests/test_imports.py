@@ -249,7 +249,7 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
 
 def test_every_audit_verdict_has_a_style() -> None:
     from llmcore.audit import Verdict
-    from llmcore.cli.audit import _STYLE
+    from llmcore.cli._audit_report import STYLE as _STYLE
 
     assert set(_STYLE) == {verdict.value for verdict in Verdict}
 

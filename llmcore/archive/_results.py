@@ -6,9 +6,10 @@
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Final, Literal, Protocol
 
 from llmcore.errors import ArchiveReadError
 from llmcore.messages import Image
@@ -129,3 +130,35 @@ _UNREAD_IMAGES = (
 def version_of(data: bytes | None) -> str | None:
     """Return the version token of ``conversation.json`` bytes: SHA-256 hex, ``None`` if absent."""
     return None if data is None else hashlib.sha256(data).hexdigest()
+
+
+_BACKGROUND_HASH: Final = 1 << 20
+"""From this many bytes a save hashes the file while it writes it (hashlib releases the GIL)."""
+
+
+class VersionJob:
+    """:func:`version_of` ``data``, computed in a thread while the save writes and fsyncs.
+
+    Below :data:`_BACKGROUND_HASH` bytes it is computed at :meth:`result`. The thread touches
+    no file, so the order of the save's file-system calls stays the same.
+    """
+
+    __slots__ = ("_data", "_thread", "_version")
+
+    def __init__(self, data: bytes) -> None:
+        self._data: bytes | None = data
+        self._version: str | None = None
+        self._thread: threading.Thread | None = None
+        if len(data) >= _BACKGROUND_HASH:
+            self._thread = threading.Thread(target=self._run, name="llmcore-archive-hash")
+            self._thread.start()
+
+    def _run(self) -> None:
+        self._version = version_of(self._data)
+
+    def result(self) -> str | None:
+        """The version token (waits for the thread)."""
+        if self._thread is None:
+            return version_of(self._data)
+        self._thread.join()
+        return self._version

@@ -35,7 +35,7 @@ import warnings
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Final, NoReturn
 
-from llmcore import blocks, jsonbytes
+from llmcore import jsonbytes
 from llmcore.errors import ArchiveReadError, InvalidMessageError
 from llmcore.facts import SentFacts, TurnFacts
 from llmcore.messages import (
@@ -51,6 +51,7 @@ from llmcore.messages import (
 )
 from llmcore.usage import Cost, CostKind, Usage, UsageTotals
 
+from ._history import history_json
 from .format import FORMAT_VERSION, INDENT, TOP_LEVEL_KEYS
 from .fragments import FragmentCache
 from .images import DigestCache
@@ -131,8 +132,6 @@ def encode(
         EncodingError: A value has no JSON form (cannot happen for values built through
             :mod:`llmcore.archive.state`).
     """
-    image_block = _image_encoder(kept_images, digest)
-    omitted_block = _omitted_encoder(frozenset(kept_unread))
     doc = {
         "formatVersion": FORMAT_VERSION,
         "provider": state.provider,
@@ -145,7 +144,13 @@ def encode(
         "lintRuleCards": _cards_json(state.lint_rule_cards),
         "approvalCards": _cards_json(state.approval_cards),
         "resolvedCards": list(state.resolved_cards),
-        "history": _history_json(state.history, image_block, omitted_block, fragments),
+        "history": history_json(
+            state.history,
+            fragments,
+            kept_images=kept_images,
+            kept_unread=frozenset(kept_unread),
+            digest=digest,
+        ),
         "queued": list(state.queued),
         "unsent": list(state.unsent),
         "usage": _usage_json(state.usage.total),
@@ -153,33 +158,7 @@ def encode(
         "estimatedCost": _cost_json(state.usage.cost),
         "sentFacts": [_fact_json(turn) for turn in state.sent_facts.turns],
     }
-    return jsonbytes.dumps_sorted(doc, indent=INDENT) + b"\n"
-
-
-def _history_json(
-    history: Sequence[Message],
-    image_block: blocks.ImageEncoder,
-    omitted_block: blocks.OmittedEncoder,
-    fragments: FragmentCache | None,
-) -> Any:
-    def make(message: Message) -> Any:
-        return blocks.encode_message(message, image_block, omitted_block)
-
-    if fragments is None:
-        return [make(message) for message in history]
-
-    def variant(message: Message) -> frozenset[str] | None:
-        """The hashes of the message's images written as ``image``; ``None``: it has none."""
-        kept: list[str] | None = None
-        for part in message.content:
-            block = _media_block(part, image_block, omitted_block)
-            if block is not None:
-                kept = kept or []
-                if "sha256" in block:
-                    kept.append(block["sha256"])
-        return None if kept is None else frozenset(kept)
-
-    return fragments.array("history", history, variant, make)
+    return jsonbytes.dumps_sorted(doc, indent=INDENT, end="\n")
 
 
 def _no_variant(obj: object) -> None:
@@ -192,45 +171,8 @@ def _items_json(items: Sequence[Item], fragments: FragmentCache | None) -> Any:
     return fragments.array("items", items, _no_variant, Item.fields)
 
 
-def _media_block(
-    part: MessageContent, image_block: blocks.ImageEncoder, omitted_block: blocks.OmittedEncoder
-) -> dict[str, Any] | None:
-    """Return the block of an image or omitted image (which of them keep a file), else None."""
-    if isinstance(part, Image):
-        return image_block(part)
-    if isinstance(part, Text) and part.unread_image_sha256 is not None:
-        return omitted_block(part)
-    return None
-
-
 def _cards_json(cards: CardMap) -> dict[str, Any]:
     return {key: jsonbytes.loads(text, exact_floats=True) for key, text in cards}
-
-
-def _image_encoder(
-    kept_images: Collection[str] | None, digest: Callable[[Image], str] | None
-) -> Callable[[Image], dict[str, Any]]:
-    """Return the ``image`` block writer: kept images by hash, others as ``imageOmitted``."""
-
-    def image_block(part: Image) -> dict[str, Any]:
-        sha = part.sha256 if digest is None else digest(part)
-        if kept_images is not None and sha not in kept_images:
-            return {"type": "imageOmitted", "mimeType": part.mime_type}
-        return {"type": "image", "sha256": sha, "mimeType": part.mime_type}
-
-    return image_block
-
-
-def _omitted_encoder(kept_unread: frozenset[str]) -> blocks.OmittedEncoder:
-    """Return the omitted-image writer: unread images still on disk keep their ``image`` block."""
-
-    def omitted_block(part: Text) -> dict[str, Any]:
-        sha = part.unread_image_sha256
-        if sha is not None and sha in kept_unread:
-            return {"type": "image", "sha256": sha, "mimeType": part.omitted_image_mime_type}
-        return blocks.omitted_image_block(part)
-
-    return omitted_block
 
 
 def _usage_json(usage: Usage) -> dict[str, Any]:
@@ -409,7 +351,11 @@ def _fill(
         for part in message.content
         if isinstance(part, Text) and part.unread_image_sha256 is not None
     )
-    _history_json(state.history, _image_encoder(None, digest), _omitted_encoder(unread), fragments)
+    # the file kept every image it holds: the next save compares its plan with these
+    images = frozenset(
+        digest(part) for msg in state.history for part in msg.content if isinstance(part, Image)
+    )
+    history_json(state.history, fragments, kept_images=images, kept_unread=unread, digest=digest)
     _items_json(state.items, fragments)
 
 

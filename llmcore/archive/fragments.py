@@ -34,17 +34,39 @@ _CLOSE: Final = b"\n" + b" " * INDENT
 
 _Key = tuple[int, frozenset[str]]
 
+MediaStatus = tuple[frozenset[str] | None, frozenset[str]]
+"""What the variants of an array's elements depend on: the hashes of the images written as
+``image`` (``None``: every image) and of the unread images still on disk."""
+
+
+def _changed(old: MediaStatus | None, new: MediaStatus | None) -> frozenset[str] | None:
+    """The image hashes written one way in ``old`` and another in ``new``.
+
+    ``None`` when that is not known: any element's images may be written another way.
+    """
+    if old is None or new is None:
+        return None
+    (old_kept, old_unread), (new_kept, new_unread) = old, new
+    if (old_kept is None) != (new_kept is None):
+        return None
+    unread = old_unread ^ new_unread
+    if old_kept is None or new_kept is None:
+        return unread
+    return old_kept ^ new_kept | unread
+
 
 class _Array:
     """One top-level array as the latest encoding wrote it: its elements, keys and bytes."""
 
-    __slots__ = ("keys", "objs", "pieces", "varying")
+    __slots__ = ("keys", "media", "objs", "pieces", "status", "varying")
 
     def __init__(self) -> None:
         self.objs: list[object] = []  # held, so an ``id`` in ``keys`` is never reused
         self.keys: list[_Key] = []
         self.pieces: list[bytes] = []  # each element's bytes after ``_SEP``: ``_SEP`` + text
         self.varying: list[int] = []  # the places of elements whose bytes depend on images
+        self.media: dict[int, frozenset[str]] = {}  # place → every image hash it names
+        self.status: MediaStatus | None = None
 
 
 class FragmentCache:
@@ -73,6 +95,9 @@ class FragmentCache:
         objs: Sequence[Any],
         variant: Callable[[Any], frozenset[str] | None],
         make: Callable[[Any], Any],
+        *,
+        media: Callable[[Any], frozenset[str]] | None = None,
+        status: MediaStatus | None = None,
     ) -> RawArray:
         """Return the top-level array ``name`` holding ``objs``, as pieces of bytes.
 
@@ -83,20 +108,33 @@ class FragmentCache:
                 element whose bytes depend on nothing else, which is not asked again while it
                 stays at its place.
             make: An element's JSON value, for an element not written before.
+            media: Every image hash an element's variant can name (its images' and unread
+                images' hashes); with ``status``, an element that stays at its place is asked
+                for its variant again only when one of those hashes changed status.
+            status: What the variants depend on in this encoding (:data:`MediaStatus`).
         """
         prev = self._arrays.get(name) or _Array()
         new = _Array()
         new.objs = list(objs)
+        new.status = status if media is not None else None
         same = same_prefix(prev.objs, new.objs)
         new.keys, new.pieces = prev.keys[:same], prev.pieces[:same]
         new.varying = [index for index in prev.varying if index < same]
+        changed = _changed(prev.status, new.status)
         for index in new.varying:  # the same object at its place, but its images may differ
+            if media is not None:
+                names = prev.media.get(index)
+                if names is None:
+                    names = media(new.objs[index])
+                new.media[index] = names
+                if changed is not None and names.isdisjoint(changed):
+                    continue  # none of its images is written another way: same bytes
             key = (id(new.objs[index]), variant(new.objs[index]) or _FIXED)
             if key != new.keys[index]:
                 new.keys[index] = key
                 new.pieces[index] = _SEP + _fragment_bytes(make(new.objs[index]))
         if same < len(new.objs):
-            _rest(prev, new, same, variant, make)
+            _rest(prev, new, same, variant, make, media)
         self._arrays[name] = new
         pieces = new.pieces
         if not pieces:
@@ -122,6 +160,7 @@ def _rest(
     start: int,
     variant: Callable[[Any], frozenset[str] | None],
     make: Callable[[Any], Any],
+    media: Callable[[Any], frozenset[str]] | None,
 ) -> None:
     """Key and write the elements from ``start`` on, taking the bytes of any written before.
 
@@ -138,6 +177,8 @@ def _rest(
         new.keys.append(key)
         if depends is not None:
             new.varying.append(index)
+            if media is not None:
+                new.media[index] = media(obj)
         first = earlier.get(key[0])
         if first is not None and prev.keys[first] == key:
             new.pieces.append(prev.pieces[first])

@@ -105,6 +105,7 @@ from ._results import (
     Loaded,
     Notice,
     SaveResult,
+    VersionJob,
     _omitted_notice,
     version_of,
 )
@@ -439,12 +440,14 @@ class ArchiveStore(_ArchiveFiles):
         missing = [(name, image) for name, image in plan.files if not self._image_ok(name, listing)]
         if len(self._paths) > 2 * len(plan.files) + 64:
             self._paths = {name: self._image_path(name) for name, _ in plan.files}
-        version = self._version(data)
         if not missing and current == data and not self._leftovers(wanted, listing):
+            version = self._version(data)
             return SaveResult(action="unchanged", images_omitted=plan.omitted, version=version)
         if lock == "absent":  # the first write of a folder without one (module doc)
             create_lock_file(self.folder, self.fs)
+        hashing = VersionJob(data)  # while the images and the file are written
         problems = self._commit_all(txn, missing, data, current)
+        version = hashing.result()
         self._committed = version
         self._known = (data, version)
         return SaveResult(

@@ -16,22 +16,24 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from typing import Any, Final
 
 from llmcore.audit._maximum import Maxima
-from llmcore.audit._partition import (
-    FileNote,
-    Position,
-    Row,
-    Stream,
-    TaskResult,
-    inline_rows,
-    rows_of,
-)
+from llmcore.audit._partition import FileNote, TaskResult
+from llmcore.audit._rows import FIELDS, Position, Row, Stream, inline_rows, rows_of
 from llmcore.audit._visible import no_breakpoints, visible_label
 from llmcore.audit.report import AuditReport, RequestRecord
 
 __all__ = ["Again", "Merge", "merge_results"]
+
+_AT: Final = {name: n for n, name in enumerate(FIELDS)}
+_INDEX, _COMPARED, _CONVERSATION = _AT["index"], _AT["compared_with"], _AT["conversation"]
+_SOURCE, _GROUPING, _DETAIL = _AT["source"], _AT["grouping"], _AT["detail"]
+_NOTES, _USAGE = _AT["notes"], _AT["usage"]
+_MOST: Final = tuple(
+    _AT[name]
+    for name in ("max_cacheable_tokens", "ideal_cacheable_tokens", "breakpoints", "not_visible")
+)
 
 
 class Again(Exception):  # noqa: N818 - a signal to the runner, never seen by a caller
@@ -69,7 +71,7 @@ class Merge:
             self._passed_over.append(row.skipped)
             return
         numbers = self._numbers.setdefault(task, [])
-        assert int(record.index) == len(numbers), "a task's rows arrive in its order"
+        assert int(record[_INDEX]) == len(numbers), "a task's rows arrive in its order"
         numbers.append(len(self._records))
         pattern = self._marks.get(task)
         if pattern is None:
@@ -85,37 +87,39 @@ class Merge:
                     self._warnings[key] = (position, text)
 
     def _finish(
-        self, task: int, numbers: list[int], mark: re.Pattern[str], row: Row, r: RequestRecord
+        self,
+        task: int,
+        numbers: list[int],
+        mark: re.Pattern[str],
+        row: Row,
+        fields: tuple[Any, ...],
     ) -> RequestRecord:
+        """The record with the input's numbers and its maximum (built once, from the fields)."""
+
         def text(value: str | None) -> str | None:
             if value is None or "\x00" not in value:
                 return value
             return mark.sub(lambda m: str(numbers[int(m.group(1))]), value)
 
+        values = list(fields)
+        values[_INDEX] = numbers[-1]
+        compared = values[_COMPARED]
+        values[_COMPARED] = None if compared is None else numbers[int(compared)]
         number = -1
-        if r.conversation >= 0:
-            key = (task, r.conversation)
+        if values[_CONVERSATION] >= 0:
+            key = (task, values[_CONVERSATION])
             number = self._conversations.setdefault(key, len(self._conversations))
-        changes: dict[str, object] = {}
+        values[_CONVERSATION] = number
+        values[_SOURCE] = text(values[_SOURCE]) or ""
+        values[_GROUPING] = text(values[_GROUPING]) or ""
+        values[_DETAIL] = text(values[_DETAIL])
+        values[_NOTES] = tuple(text(n) or "" for n in values[_NOTES])
         if row.entry is not None:
             most = self._maxima.add(row.entry)
-            changes = {
-                "max_cacheable_tokens": most.maximum,
-                "ideal_cacheable_tokens": most.ideal,
-                "breakpoints": most.breakpoints if row.entry.breakpoints else None,
-                "not_visible": visible_label(row.server, r.usage, most.maximum, row.first),
-            }
-        return replace(
-            r,
-            index=numbers[-1],
-            compared_with=None if r.compared_with is None else numbers[int(r.compared_with)],
-            conversation=number,
-            source=text(r.source) or "",
-            grouping=text(r.grouping) or "",
-            detail=text(r.detail),
-            notes=tuple(text(n) or "" for n in r.notes),
-            **changes,  # type: ignore[arg-type]
-        )
+            values[_MOST[0]], values[_MOST[1]] = most.maximum, most.ideal
+            values[_MOST[2]] = most.breakpoints if row.entry.breakpoints else None
+            values[_MOST[3]] = visible_label(row.server, values[_USAGE], most.maximum, row.first)
+        return RequestRecord(**dict(zip(FIELDS, values, strict=True)))
 
     def report(self, read_skips: Sequence[str]) -> AuditReport:
         """The report over every row added, after the reading skips ``read_skips``."""
@@ -174,6 +178,6 @@ def merge_results(
         raise min(refused, key=lambda one: one[0])[1]
     if merged is None:
         merged = Merge(group)
-        merged.add_all(rows_of([inline_rows(r) for r in results]))
+        merged.add_all(rows_of([inline_rows(r.number, r.mark, r.rows) for r in results]))
     merged.warnings(results)
     return merged.report([line for n in notes for line in n.skipped])

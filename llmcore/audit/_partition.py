@@ -7,61 +7,49 @@ with the same :class:`~llmcore.audit.Auditor` the in-process path runs, minus wh
 every partition — the theoretical maximum (one trie per provider and model, across
 conversations), the request and conversation numbers, the input order of skips and
 warnings — which it hands, per request, to the merge (:mod:`llmcore.audit._merge`) as a
-:class:`Row`.
+:class:`~llmcore.audit._rows.Row` (sent as :mod:`llmcore.audit._rows` says).
 
 Request numbers inside a partition's texts (``joined: … with request 7``) are the partition's
 own, written between two marks the merge replaces with the input's numbers: the marks hold
 the NUL character and a random 128-bit token per process, which no recorded text holds.
 
 Leaves out: choosing the partitions and running them (:mod:`llmcore.audit.jobs`,
-:mod:`llmcore.audit.engine`), merging (:mod:`llmcore.audit._merge`).
+:mod:`llmcore.audit.engine`), the rows' wire form and spill files (:mod:`llmcore.audit._rows`),
+merging (:mod:`llmcore.audit._merge`).
 """
 
 from __future__ import annotations
 
 import gc
-import os
-import pickle
 import secrets
-import struct
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, BinaryIO, Final
+from typing import Any, Final
 
 from llmcore.audit._auditor import Auditor
 from llmcore.audit._compare import Prepared
 from llmcore.audit._envelope import _jsonl_line
 from llmcore.audit._maximum import Entry, Maximum, entry_of
+from llmcore.audit._rows import Position, Row, Sink, record_fields
+from llmcore.audit._scan import ItemCache
 from llmcore.audit._visible import server_side
 from llmcore.audit.inputs import read_found, read_path, read_stdin
-from llmcore.audit.report import AuditInput, AuditInputError, RequestRecord
+from llmcore.audit.report import AuditInput, AuditInputError
 
 __all__ = [
     "MARK",
     "FileNote",
-    "Row",
-    "Stream",
     "Task",
     "TaskResult",
     "Unit",
-    "inline_rows",
-    "rows_of",
     "run_task",
     "start_worker",
-    "tail_rows",
 ]
 
 MARK: Final = f"\x00{secrets.token_hex(16)}:"
 """Opens a partition's own request number in a text; :data:`_CLOSE` closes it."""
 _CLOSE: Final = "\x00"
-
-Position = tuple[int, int]
-"""Where an input stands in the whole input: (file number, input or line number in the file)."""
-
-_SPILL_ROWS: Final = 200
-"""Rows per frame of a spill file (the merge reads a frame once it is whole)."""
 
 
 class _Ref(int):
@@ -112,26 +100,9 @@ class Task:
     group: str | None
     """The ``--group`` of the run."""
     spill: str | None = None
-    """A file to write the rows to as they come (:func:`tail_rows`), or ``None`` to return
+    """A file to write the rows to as they come (:func:`~llmcore.audit._rows.tail_rows`), or
+    ``None`` to return
     them with the result."""
-
-
-@dataclass(frozen=True, slots=True)
-class Row:
-    """One request of a partition: its record so far, or why it was passed over."""
-
-    position: Position
-    """Where the input stands in the whole input."""
-    record: RequestRecord | None
-    """The record with the partition's own numbers and no maximum yet; ``None``: skipped."""
-    entry: Entry | None = None
-    """What the maximum needs (``None`` for a rejected request, which has none)."""
-    server: str | None = None
-    """Its :func:`~llmcore.audit._visible.server_side` reason."""
-    first: bool = False
-    """Whether it is the first of its scope for its provider and model."""
-    skipped: str | None = None
-    """For a body found in a folder that the auditor cannot read: the skip line."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,10 +136,10 @@ class TaskResult:
     """The first request the auditor refused (not a skippable one), and where."""
     warnings: list[tuple[Position, str, str]] = field(default_factory=list)
     """``--provider`` warnings: where first met, the file they name, the line."""
-    rows: list[Row] | None = None
-    """The rows, when not spilled."""
+    rows: list[tuple[Any, ...]] | None = None
+    """The rows in wire form (:func:`~llmcore.audit._rows.inline_rows`), when not spilled."""
     spill: str | None = None
-    """The file holding the rows (pickled lists), when spilled."""
+    """The file holding the rows (:func:`~llmcore.audit._rows.tail_rows`), when spilled."""
     count: int = 0
     """How many rows."""
 
@@ -182,6 +153,8 @@ class _PartAuditor(Auditor):
     def __init__(self, provider: str | None, group: str | None) -> None:
         super().__init__(provider, group)
         self.pending: tuple[Entry, str | None, bool] | None = None
+        if _worker_items:
+            self._cache = _worker_items[0]
 
     def _next_index(self) -> int:
         return _Ref(len(self._records))
@@ -195,7 +168,7 @@ class _PartAuditor(Auditor):
         self.pending = None
         record = self.add(item)
         entry, server, first = self.pending or (None, None, False)
-        return Row(position, record, entry, server, first)
+        return Row(position, record_fields(record), entry, server, first)
 
     def warning_count(self) -> int:
         return len(self._warnings)
@@ -203,107 +176,6 @@ class _PartAuditor(Auditor):
     def last_warning(self) -> tuple[str, str]:
         key = next(reversed(self._warnings))
         return key, self._warnings[key]
-
-
-_HEADER: Final = struct.Struct(">Q")
-"""A spill file's frame: its length (8 bytes, big-endian), then a pickle; length 0 ends it."""
-
-
-class _Sink:
-    """Collects rows; with a spill file, writes them as they come, in flushed frames.
-
-    The first frame is the process's :data:`MARK`, then lists of rows; an empty frame ends the
-    file, so the merge can read the rows while the task runs (:func:`tail_rows`).
-    """
-
-    def __init__(self, task: Task) -> None:
-        self.rows: list[Row] = []
-        self.count = 0
-        self._file: BinaryIO | None = None
-        self.path = task.spill
-        if task.spill is not None:
-            self._file = open(task.spill, "wb")  # noqa: SIM115 - closed in close()
-            self._frame(MARK)
-
-    def _frame(self, value: object) -> None:
-        assert self._file is not None
-        data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-        self._file.write(_HEADER.pack(len(data)) + data)
-        self._file.flush()
-
-    def add(self, row: Row) -> None:
-        self.rows.append(row)
-        self.count += 1
-        if self._file is not None and len(self.rows) >= _SPILL_ROWS:
-            self._frame(self.rows)
-            self.rows = []
-
-    def close(self) -> list[Row] | None:
-        if self._file is None:
-            return self.rows
-        if self.rows:
-            self._frame(self.rows)
-        self._file.write(_HEADER.pack(0))
-        self._file.close()
-        self.rows = []
-        return None
-
-
-Stream = Iterator[tuple[int, str, Row]]
-"""A task's rows in order, each with the task's number and its process's :data:`MARK`."""
-
-
-def inline_rows(result: TaskResult) -> Stream:
-    """The rows a task returned."""
-    for row in result.rows or ():
-        yield result.number, result.mark, row
-
-
-def tail_rows(number: int, path: str, running: Callable[[], bool], wait: float = 0.002) -> Stream:
-    """A spill file's rows, read while its task still writes it; the file is deleted after.
-
-    Args:
-        number: The task's number.
-        path: Its spill file.
-        running: Whether the task still runs: a frame not yet whole is waited for while it
-            does; once it has stopped, the rows end at the last whole frame (a task that
-            failed gives its error with its result).
-        wait: Seconds between two looks at a frame not yet whole.
-    """
-    while not os.path.exists(path):
-        if not running() and not os.path.exists(path):
-            return
-        time.sleep(wait)
-    try:
-        with open(path, "rb") as file:
-            mark: str | None = None
-            while (frame := _next_frame(file, running, wait)) is not None:
-                if mark is None:
-                    mark = frame
-                    continue
-                for row in frame:
-                    yield number, mark, row
-    finally:
-        os.unlink(path)
-
-
-def _next_frame(file: BinaryIO, running: Callable[[], bool], wait: float) -> Any:
-    """The next frame's value, or ``None`` at the end (an empty frame, or a stopped task)."""
-    start = file.tell()
-    while True:
-        stopped = not running()  # looked at before reading: a stopped task wrote everything
-        head = file.read(_HEADER.size)
-        if len(head) == _HEADER.size:
-            (size,) = _HEADER.unpack(head)
-            if size == 0:
-                return None
-            data = file.read(size)
-            if len(data) == size:
-                return pickle.loads(data)
-        if stopped:
-            return None
-        file.seek(start)
-        time.sleep(wait)
 
 
 def _lines(unit: Unit) -> Iterator[tuple[int, bytes]]:
@@ -334,14 +206,22 @@ def _whole(unit: Unit, skipped: list[str]) -> list[AuditInput]:
     return read_found(Path(unit.path), skipped)
 
 
-def start_worker() -> None:
-    """Set up a worker process of ``--jobs``: the collector runs less often.
+_worker_items: list[ItemCache] = []
+"""In a worker process of ``--jobs``: the item cache every task it runs shares."""
 
-    A partition's objects live until its task ends, so collecting the youngest generation
-    every 100,000 allocations instead of 700 saves about a tenth of the scan's time and frees
-    nothing later than the task's end would.
+
+def start_worker() -> None:
+    """Set up a worker process of ``--jobs``: one item cache, and a collector that runs less.
+
+    The tasks a worker runs share one :class:`~llmcore.audit._scan.ItemCache`, as every file
+    shares one in a single process: what is derived from an item's text (its normalized form,
+    token counts, shape facts) is computed once per worker, not once per task (cassettes of
+    one suite repeat their system prompts and tools). A partition's objects live until its
+    task ends, so collecting the youngest generation every 100,000 allocations instead of 700
+    saves about a tenth of the scan's time and frees nothing later than the task's end would.
     """
     gc.set_threshold(100_000, 50, 100)
+    _worker_items[:] = [ItemCache()]
 
 
 def run_task(task: Task) -> TaskResult:
@@ -352,7 +232,7 @@ def run_task(task: Task) -> TaskResult:
     would (the first unreadable file before any refused request: reading comes first there).
     """
     auditor = _PartAuditor(task.provider, task.group)
-    sink = _Sink(task)
+    sink = Sink(task.spill, MARK)
     result = TaskResult(number=task.number, mark=MARK)
     try:
         for unit in task.units:
@@ -366,7 +246,7 @@ def run_task(task: Task) -> TaskResult:
     return result
 
 
-def _run_unit(unit: Unit, auditor: _PartAuditor, sink: _Sink, result: TaskResult) -> FileNote:
+def _run_unit(unit: Unit, auditor: _PartAuditor, sink: Sink, result: TaskResult) -> FileNote:
     """Read one unit and audit its inputs (after a refused request, only read)."""
     if unit.skip is not None:
         return FileNote(unit.ordinal, 0, (unit.skip,))
@@ -391,7 +271,7 @@ def _run_unit(unit: Unit, auditor: _PartAuditor, sink: _Sink, result: TaskResult
 
 
 def _audit(
-    auditor: _PartAuditor, inp: AuditInput, position: Position, sink: _Sink, result: TaskResult
+    auditor: _PartAuditor, inp: AuditInput, position: Position, sink: Sink, result: TaskResult
 ) -> None:
     """Audit one input into ``sink``: a refused one is a skip row or the task's error."""
     if result.error is not None:
@@ -411,15 +291,3 @@ def _audit(
     if auditor.warning_count() > count:
         result.warnings.append((position, *auditor.last_warning()))
     sink.add(row)
-
-
-def rows_of(streams: list[Stream]) -> Stream:
-    """Every task's rows merged into input order (each task's rows are in order)."""
-    import heapq
-
-    def keyed(stream: Stream) -> Iterator[tuple[Position, int, str, Row]]:
-        for number, mark, row in stream:
-            yield row.position, number, mark, row
-
-    for _pos, number, mark, row in heapq.merge(*(keyed(s) for s in streams)):
-        yield number, mark, row

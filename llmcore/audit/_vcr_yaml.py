@@ -29,6 +29,9 @@ from typing import Any, Final
 
 import yaml
 
+from llmcore.audit import _vcr_lines
+from llmcore.audit._vcr_lines import Fallback as _Fallback
+
 __all__ = ["load"]
 
 _RESOLVERS: Final = yaml.resolver.Resolver.yaml_implicit_resolvers
@@ -88,21 +91,38 @@ _NONE: Final = object()
 """No value read: take the general path."""
 
 
-class _Fallback(Exception):
-    """Internal: outside the subset; read the document with PyYAML."""
-
-
-def load(data: bytes) -> tuple[Any, list[int]] | None:
+def load(data: bytes, *, lines: bool = True) -> tuple[Any, list[int]] | None:
     """The document PyYAML's safe loader builds from ``text``, or ``None`` outside the subset.
 
     Args:
         data: The cassette's bytes (UTF-8, as vcrpy writes them).
+        lines: Read with the line loop (:func:`llmcore.audit._vcr_lines.read`) first, and with
+            the recursive reader only when it gives up; ``False``: the recursive reader alone.
 
     Returns:
         ``(document, lines)``: the document (dicts, lists, ``str``, ``int``, ``float``,
         ``bool``, ``None``) and the 1-based line where each item of the root's first
         ``interactions`` sequence starts — or ``None`` when the text is outside the subset
         (the caller then parses it with PyYAML, which also reports any error).
+    """
+    text = checked_text(data)
+    if text is None:
+        return None
+    if lines:
+        try:
+            return _vcr_lines.read(_Reader(text))
+        except (_Fallback, IndexError, ValueError, RecursionError):
+            pass
+    try:
+        return _Reader(text).document()
+    except (_Fallback, IndexError, ValueError, RecursionError):
+        return None
+
+
+def checked_text(data: bytes) -> str | None:
+    """The cassette's text when its characters and markers are in the subset, else ``None``.
+
+    A closing document end marker (``...``) is dropped.
     """
     if data.endswith(b"\n...\n"):  # a document end marker closing the file
         data = data[:-4]
@@ -121,10 +141,7 @@ def load(data: bytes) -> tuple[Any, list[int]] | None:
             return None
     if any(marker in text for marker in _MARKERS):
         return None
-    try:
-        return _Reader(text).document()
-    except (_Fallback, IndexError, ValueError, RecursionError):
-        return None
+    return text
 
 
 def _plain(value: str) -> Any:
@@ -241,7 +258,13 @@ class _Reader:
         deeper = " " * (indent + 1)
         while True:
             one = _ONE_ITEM.match(text, self.pos)
-            if one is not None and one.end(1) - one.start(1) == indent:
+            if (
+                one is not None
+                and one.end(1) - one.start(1) == indent
+                and not (
+                    indent == 0 and one.group(2) == "interactions"  # its item's line is counted
+                )
+            ):
                 began = self.pos
                 value = self.simple(one, 3, deeper)
                 if value is not _NONE and self.ends_sequence(indent):

@@ -10,8 +10,9 @@ The input is partitioned where the auditor's grouping allows (:mod:`llmcore.audi
 * under ``--group file`` every file is a partition; under ``--group key`` or ``prefix`` the
   whole input is one (keys and chains cross files there).
 
-Partitions are packed into tasks of similar size, run by a process pool (``forkserver`` where
-the platform has it, else ``spawn``: workers import only the auditor) and merged in input
+Partitions are packed into tasks of similar size (one per worker for keyed logs), run by a
+process pool (``fork`` from a process that runs one thread, else ``forkserver`` where the
+platform has it, else ``spawn``: workers import only the auditor) and merged in input
 order into the report one process gives (:mod:`llmcore.audit._merge`): the same records, the
 same numbers and texts, the same skips, warnings and errors. The parent reads a keyed JSONL
 file once to find each line's key and keeps (offset, length, line) per line, never the lines;
@@ -23,8 +24,11 @@ Leaves out: the cluster engine (:mod:`llmcore.audit.engine`), which runs the sam
 
 from __future__ import annotations
 
+import multiprocessing
+import multiprocessing.context
 import os
 import tempfile
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
@@ -32,15 +36,8 @@ from pathlib import Path
 from typing import Final
 
 from llmcore.audit._merge import Again, Merge, merge_results
-from llmcore.audit._partition import (
-    Task,
-    TaskResult,
-    Unit,
-    rows_of,
-    run_task,
-    start_worker,
-    tail_rows,
-)
+from llmcore.audit._partition import Task, TaskResult, Unit, run_task, start_worker
+from llmcore.audit._rows import rows_of, tail_rows
 from llmcore.audit.inputs import STDIN_NAME, envelope_key, input_files
 from llmcore.audit.report import AuditInputError, AuditReport
 
@@ -72,6 +69,8 @@ class _Plan:
     """Conversation key → its line shares."""
     key_bytes: dict[str, int] = field(default_factory=dict)
     """Conversation key → bytes of its lines."""
+    shared_bytes: int = 0
+    """Bytes of :attr:`shared` (its lines, or its files' sizes)."""
     own: list[tuple[int, Unit]] = field(default_factory=list)
     """Files that are a partition of their own, with their sizes."""
     planned: tuple[int, BaseException] | None = None
@@ -118,6 +117,7 @@ def _place(
         assert stdin is not None
         data = stdin()
         out.size += len(data)
+        out.shared_bytes += len(data)
         out.shared.append(Unit(ordinal, STDIN_NAME, None, data=data))
         return
     unit = Unit(ordinal, str(path), named, skip=skip)
@@ -129,15 +129,17 @@ def _place(
     suffix = path.suffix.lower()
     if group in ("key", "prefix") or skip is not None:
         out.shared.append(unit)
+        out.shared_bytes += size
     elif group == "file" or suffix in (".yaml", ".yml", ".har"):
         out.own.append((size, unit))
     elif suffix == ".jsonl":
-        _split(out, unit)
+        _split(out, unit, size)
     else:
         out.shared.append(unit)
+        out.shared_bytes += size
 
 
-def _split(out: _Plan, unit: Unit) -> None:
+def _split(out: _Plan, unit: Unit, size: int) -> None:
     """Share a JSONL file's lines out by envelope key (the others stay shared)."""
     lines: dict[str | None, list[tuple[int, int, int]]] = {}
     try:
@@ -148,14 +150,17 @@ def _split(out: _Plan, unit: Unit) -> None:
                 out.key_bytes[key] = out.key_bytes.get(key, 0) + len(line)
     except OSError:
         out.shared.append(unit)  # the worker reads it again and names the error
+        out.shared_bytes += size
         return
     if set(lines) <= {None}:
         out.shared.append(unit)  # no keys: the whole file, read as one
+        out.shared_bytes += size
         return
     for key, found in lines.items():
         share = replace(unit, lines=tuple(found))
         if key is None:
             out.shared.append(share)
+            out.shared_bytes += sum(length for _offset, length, _number in found)
         else:
             out.keys.setdefault(key, []).append(share)
 
@@ -194,6 +199,7 @@ def _tasks(
 ) -> list[Task]:
     """Pack the partitions into tasks of similar size, the largest first."""
     buckets: list[tuple[int, list[Unit]]] = []
+    shared = p.shared
     if p.keys:  # the largest keys first, each to the least loaded bucket
         count = min(len(p.keys), jobs)  # one per worker: all run, and merge, at once
         sizes, parts = [0] * count, [list[Unit]() for _ in range(count)]
@@ -201,6 +207,11 @@ def _tasks(
             i = min(range(count), key=lambda n: (sizes[n], n))
             sizes[i] += p.key_bytes[key]
             parts[i].extend(p.keys[key])
+        if shared and count == jobs:  # the shared partition joins the least loaded bucket
+            i = min(range(count), key=lambda n: (sizes[n], n))
+            sizes[i] += p.shared_bytes
+            parts[i].extend(shared)
+            shared = []
         buckets = list(zip(sizes, parts, strict=True))
     target = max(1, p.size // (jobs * 4))
     run: list[Unit] = []
@@ -213,8 +224,8 @@ def _tasks(
             run, run_size = [], 0
     if run:
         buckets.append((run_size, run))
-    if p.shared:
-        buckets.append((p.size, p.shared))  # its size is unknown: started first
+    if shared:
+        buckets.append((p.size, shared))  # its size is unknown: started first
     buckets.sort(key=lambda b: -b[0])
     return [
         Task(
@@ -314,13 +325,9 @@ def _run(
     """
     if workers == 1 or len(tasks) <= 1:
         return [run_task(replace(task, spill=None)) for task in tasks], None
-    import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-    if "forkserver" in methods:
-        context.set_forkserver_preload(["llmcore.audit._partition"])
+    context = _context()
     merged = Merge(group)
     count = min(workers, len(tasks))
     with ProcessPoolExecutor(count, context, initializer=start_worker) as pool:
@@ -332,6 +339,22 @@ def _run(
         ]
         merged.add_all(rows_of(streams))
         return [future.result() for future in futures], merged
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    """How workers start: ``fork`` when this process runs one thread, else ``forkserver``.
+
+    A forked worker starts at once, with the auditor already imported; forking a process
+    that runs other threads can copy a lock one of them holds, so then the fork server (or
+    ``spawn`` where the platform has none) starts them.
+    """
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+    if "forkserver" in methods:
+        context.set_forkserver_preload(["llmcore.audit._partition"])
+    return context
 
 
 def _running(future: Future[TaskResult]) -> Callable[[], bool]:

@@ -14,12 +14,19 @@ Imports nothing heavy at module level: only :mod:`llmcore.errors` and the standa
 from __future__ import annotations
 
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from llmcore.cli._stdout import silence_stdout, stdout_error
-from llmcore.errors import EncodingError, InvalidRequestError, LLMCoreError, RequestFileError
+from llmcore.errors import (
+    EncodingError,
+    FieldsNotSentWarning,
+    InvalidRequestError,
+    LLMCoreError,
+    RequestFileError,
+)
 
 if TYPE_CHECKING:
     from llmcore.request import Request
@@ -77,10 +84,19 @@ def run_body(request: str, provider: str) -> None:
         loaded = load_request_file(request)
     _say_rejected(loaded, name)
     try:
-        built = chosen.build_body(loaded)
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always", FieldsNotSentWarning)
+            built = chosen.build_body(loaded)
     except (InvalidRequestError, EncodingError) as exc:
         where = f"{name}: $.{exc.location}" if exc.location else f"{name}: $"
         raise type(exc)(exc.message, location=where) from None
+    for warning in said:  # a field the body leaves out by the provider's rule, one line each
+        if isinstance(warning.message, FieldsNotSentWarning):
+            print(f"llmcore: warning: {name}: $.{warning.message}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(
+                warning.message, warning.category, warning.filename, warning.lineno
+            )
     if loaded.params.extra:  # only params.extra can give a built body another shape
         warn_shape(built, provider, name, "built")
     write_stdout(built)

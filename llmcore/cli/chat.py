@@ -9,10 +9,15 @@ The terminal agent of SPEC S1–S6 (R2): a session per workspace (``llmcore.sess
   and works on the files the user names; it writes only a file the user asked for): no key,
   nothing leaves the machine;
 * ``--live --provider P [--model M]`` — the real API (key from ``ANTHROPIC_API_KEY``,
-  ``OPENAI_API_KEY`` or ``OPENROUTER_API_KEY``; a missing key is one line, exit 2);
+  ``OPENAI_API_KEY``, ``OPENROUTER_API_KEY``, ``GEMINI_API_KEY`` or ``GOOGLE_API_KEY``; Bedrock
+  Converse signs with the AWS chain or sends ``AWS_BEARER_TOKEN_BEDROCK``);
 * ``--base-url URL`` — any compatible endpoint (the key from the same variable, or ``none``);
 * ``--endpoint vertex|bedrock|azure`` — the provider's API on a cloud (:mod:`llmcore.cloud`;
   settings and credentials from the environment, ``--base-url`` for its host).
+
+Whichever it is, the credentials and settings the first request needs are resolved before the
+first prompt (:meth:`llmcore.transport.HTTPTransport.prepare`, nothing sent): a missing key,
+token, AWS credential chain or cloud setting is one line naming it, exit 2.
 
 With a terminal, lines are read with prompt_toolkit (line editing; history in the project's
 folder, ``<project>/history``: each line scrubbed of secrets, the file 0600, removed by
@@ -70,24 +75,29 @@ HOLD_ENV: Final = "LLMCORE_CHAT_TEST_HOLD"
 
 @contextmanager
 def _endpoint(
-    name: str, live: bool, base_url: str | None, cloud: str | None = None
+    name: str, live: bool, base_url: str | None, cloud: str | None = None, model: str = ""
 ) -> Iterator[tuple[HTTPTransport, str]]:
-    """Yield the transport and a description of where it sends."""
+    """Yield the transport and a description of where it sends, its credentials checked.
+
+    Raises:
+        typer.Exit: The credentials or settings the first request needs are missing (code 2,
+            one line naming the variable or the chain that was tried).
+    """
     from llmcore.transport import HTTPTransport
 
     if cloud:
         with cloud_transport(name, cloud, base_url) as transport:
+            _check_credentials(transport, name, model, f"--endpoint {cloud}")
             yield transport, f"{cloud} endpoint"
         return
     if base_url:
         with base_url_transport(name, base_url) as transport:
+            _check_credentials(transport, name, model, "--base-url")
             yield transport, base_url
         return
     if live:
-        env = get_provider(name).endpoint.api_key_env
-        if not os.environ.get(env):
-            raise fail(f"--live needs {env} in the environment")
         with HTTPTransport() as transport:
+            _check_credentials(transport, name, model, "--live")
             yield transport, "live API"
         return
     require_extra("chat", "emulator")
@@ -101,6 +111,18 @@ def _endpoint(
         ) as transport,
     ):
         yield transport, "embedded emulator"
+
+
+def _check_credentials(transport: HTTPTransport, name: str, model: str, option: str) -> None:
+    """Resolve what the first request needs before the first prompt (``prepare``, no send).
+
+    Raises:
+        typer.Exit: A missing key, token, credential chain or cloud setting (code 2).
+    """
+    try:
+        transport.prepare(get_provider(name), model=model, stream=True)
+    except LLMCoreError as exc:
+        raise fail(f"{option}: {exc.message}") from None
 
 
 def _line_reader(
@@ -218,7 +240,7 @@ def chat_command(
         resume=resume, forget_history=forget, session_id=session_id,
     )  # fmt: skip
     try:
-        with _endpoint(provider, live, base_url, endpoint) as (transport, where):
+        with _endpoint(provider, live, base_url, endpoint, setup.model) as (transport, where):
             return run_chat(setup, transport, where)
     except KeyboardInterrupt:  # while the endpoint starts or stops
         console.print("\nInterrupted.", highlight=False)
@@ -261,7 +283,6 @@ def _run(setup: ChatSetup, transport: Transport, where: str, started: list[Sessi
     from rich.markup import escape
 
     from llmcore.chat import Chat, Display, Echo, Tapped, WorkspaceTools
-    from llmcore.request import Params
     from llmcore.runner import Runner
     from llmcore.session import Session
 
@@ -277,7 +298,7 @@ def _run(setup: ChatSetup, transport: Transport, where: str, started: list[Sessi
         model=model,
         transport=Echo(transport, display.response),
         tools=tools.function_tools(),
-        params=Params(stream=True),
+        stream=True,
     )
     plain = Runner(provider=provider, model=model, transport=transport)
     session = Session.start(

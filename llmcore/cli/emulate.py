@@ -31,8 +31,10 @@ def emulate_command(
 ) -> int:
     """Serve the emulator on 127.0.0.1 until interrupted.
 
-    Prints one line with the base URLs, then serves Anthropic ``POST /v1/messages`` and OpenAI
-    ``POST /v1/chat/completions`` / ``POST /v1/responses``.
+    Prints a line with the Anthropic base URL, then one line per API served
+    (:meth:`Emulator.apis`: Anthropic Messages, OpenAI Chat Completions and Responses,
+    OpenRouter, Gemini, Bedrock Converse and InvokeModel, Vertex AI, Azure OpenAI), each with
+    its base URL and how a client is pointed at it; then serves them.
 
     Args:
         port: TCP port; 0 lets the OS choose (the chosen port is printed).
@@ -73,11 +75,13 @@ def emulate_command(
 
 
 def _announce(emulator: Emulator) -> None:
-    print(
-        f"llmcore emulator listening: anthropic base URL {emulator.base_url} · "
-        f"openai base URL {emulator.openai_base_url} (Ctrl+C stops)",
-        flush=True,
-    )
+    """Print the start-up lines: the Anthropic base URL first, then every API served."""
+    apis = emulator.apis()
+    width = max(len(api) for api, _, _ in apis)
+    reach = max(len(url) for _, url, _ in apis)
+    lines = [f"llmcore emulator listening: anthropic base URL {emulator.base_url} (Ctrl+C stops)"]
+    lines += [f"  {api:<{width}}  {url:<{reach}}  {how}" for api, url, how in apis]
+    print("\n".join(lines), flush=True)
 
 
 def emulate(

@@ -52,7 +52,24 @@ from llmcore.emulator.routes import CLIENT_CLOSED, extra_routes, not_found_handl
 from llmcore.emulator.routes import gone as gone_mid_body
 from llmcore.emulator.script import Script
 
-__all__ = ["CLIENT_CLOSED", "AccessLog", "Emulator", "build_app"]
+__all__ = ["CLIENT_CLOSED", "SERVED_APIS", "AccessLog", "Emulator", "build_app"]
+
+SERVED_APIS: Final = (
+    ("Anthropic Messages", "", "ANTHROPIC_BASE_URL; POST /v1/messages"),
+    ("OpenAI Chat Completions", "/v1", "OPENAI_BASE_URL; POST /chat/completions"),
+    ("OpenAI Responses", "/v1", "OPENAI_BASE_URL; POST /responses"),
+    ("OpenRouter", "/v1", "the OpenAI SDK's base_url; POST /chat/completions"),
+    (
+        "Gemini",
+        "/v1beta",
+        "llmcore's gemini base URL; google-genai: the bare URL with api_version='v1beta'",
+    ),
+    ("Bedrock Converse", "", "boto3 endpoint_url; POST /model/{id}/converse, /converse-stream"),
+    ("Bedrock InvokeModel (Claude)", "", "boto3 endpoint_url; POST /model/{id}/invoke"),
+    ("Vertex AI (Claude, Gemini)", "/v1", "base URL; …/publishers/{anthropic|google}/models/…"),
+    ("Azure OpenAI", "", "azure_endpoint; /openai/deployments/{d}/…, /openai/v1/…"),
+)
+"""Every API served: (API, suffix of :attr:`Emulator.base_url`, how a client uses it)."""
 
 _SSE_HEADERS = {"cache-control": "no-cache"}
 ACCESS: Final = logging.getLogger("llmcore.emulator.access")
@@ -308,6 +325,17 @@ class Emulator(StartStop):
     def vertex_base_url(self) -> str:
         """``http://127.0.0.1:PORT/v1`` — the Vertex AI base URL (``/projects/…:rawPredict``)."""
         return self.base_url + "/v1"
+
+    def apis(self) -> tuple[tuple[str, str, str], ...]:
+        """Every API the emulator serves: ``(API, base URL, how a client is pointed at it)``.
+
+        What ``llmcore emulate`` prints at start-up, one line each (:data:`SERVED_APIS`).
+
+        Raises:
+            EmulatorError: The server is not started.
+        """
+        base = self.base_url
+        return tuple((api, base + suffix, how) for api, suffix, how in SERVED_APIS)
 
     @property
     def gemini_base_url(self) -> str:

@@ -218,6 +218,8 @@ class EncodeCache:
     _asked: tuple[Message, ...] | None = field(default=None, repr=False)
     """The messages :meth:`known` was last asked about (a build asks twice: checks, encoding)."""
     _answer: int = field(default=0, repr=False)
+    _said: set[str] = field(default_factory=set, repr=False, compare=False)
+    """The keys :meth:`first_time` was asked about (warnings said once per conversation)."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     """Held while a build (or :meth:`known`) reads and changes the fields above."""
 
@@ -235,6 +237,7 @@ class EncodeCache:
                 _options=dict(self._options),
                 _buffer=_copy_with_room(self._buffer),
                 _ends=list(self._ends),
+                _said=set(self._said),
             )
 
     def __getstate__(self) -> dict[str, Any]:
@@ -247,6 +250,18 @@ class EncodeCache:
         for name, value in state.items():
             object.__setattr__(self, name, value)
         self._lock = threading.Lock()
+
+    def first_time(self, key: str) -> bool:
+        """Return ``True`` the first time ``key`` is asked of this cache, then ``False``.
+
+        A builder uses it to say a warning once per conversation rather than once per request
+        (Gemini's ``cachedContent``, :class:`~llmcore.errors.FieldsNotSentWarning`).
+        """
+        with self._lock:
+            if key in self._said:
+                return False
+            self._said.add(key)
+            return True
 
     def known(self, messages: tuple[Message, ...]) -> int:
         """Return how many leading messages of ``messages`` the latest build also began with."""

@@ -17,11 +17,11 @@ from hypothesis import strategies as st
 
 from llmcore import jsonbytes
 from llmcore.archive import ConversationState, Item, decode, encode
-from llmcore.archive.codec import FragmentCache
+from llmcore.archive.codec import UNREAD, FragmentCache, Unread
 from llmcore.archive.images import DigestCache, kept_images
 from llmcore.errors import EncodingError
 from llmcore.messages import Image, Message, Text
-from tests.archive.helpers import conversation
+from tests.archive.helpers import conversation, png, turn
 from tests.examples import examples
 from tests.strategies import images, omitted_images, texts, user_messages
 
@@ -76,12 +76,17 @@ def test_float_free_sorted_writer_refuses_what_dumps_sorted_refuses():
     )
 
 
+_UNREAD = st.builds(
+    lambda mime, n: Text.omitted_image(mime, unread_sha256=f"{n:064x}"),
+    st.sampled_from(["image/png", "image/jpeg"]),
+    st.integers(0, 7),
+)
 _MESSAGE = st.one_of(
     user_messages(),
     st.builds(lambda t: Message.assistant(t), st.text(min_size=1, max_size=12)),
     st.builds(
         lambda parts: Message(role="user", content=tuple(parts)),
-        st.lists(st.one_of(images(), omitted_images()), min_size=1, max_size=3),
+        st.lists(st.one_of(images(), omitted_images(), _UNREAD), min_size=1, max_size=3),
     ),
 )
 _ITEM = st.builds(
@@ -94,6 +99,7 @@ _STEP = st.one_of(
     st.tuples(st.just("append"), st.lists(_MESSAGE, min_size=1, max_size=3)),
     st.tuples(st.just("items"), st.lists(_ITEM, max_size=3)),
     st.tuples(st.just("budget"), st.integers(0, 400)),
+    st.tuples(st.just("unread"), st.integers(0, 255)),
     st.tuples(st.just("compact"), st.integers(0, 4)),
     st.tuples(st.just("reorder"), st.integers(0, 6)),
     st.tuples(st.just("reopen"), st.none()),
@@ -127,15 +133,19 @@ def test_every_cached_encoding_equals_a_plain_encode(steps, first):
     state = conversation(first, image_every=2, image_size=32)
     cache, digests = FragmentCache(), DigestCache()
     budget: int | None = None
+    unread_mask = 0  # which of the eight unread-image hashes still have their file
     for step in steps:
         if step[0] == "budget":
             budget = step[1]
+        if step[0] == "unread":
+            unread_mask = step[1]
         state = _apply(state, step)
         kept = None if budget is None else kept_images(state.history, budget).kept
-        written = encode(state, kept_images=kept, fragments=cache, digest=digests)
-        assert written == encode(state, kept_images=kept)
+        on = [f"{n:064x}" for n in range(8) if unread_mask >> n & 1]
+        written = encode(state, kept_images=kept, fragments=cache, digest=digests, kept_unread=on)
+        assert written == encode(state, kept_images=kept, kept_unread=on)
         if step[0] == "reopen":  # a new cache filled by the decode, as a store's open does
-            on_disk = _images_of(state)
+            on_disk: dict[str, bytes | Unread] = {**_images_of(state), **dict.fromkeys(on, UNREAD)}
             cache, digests = FragmentCache(), DigestCache()
             state = decode(
                 written,
@@ -144,8 +154,8 @@ def test_every_cached_encoding_equals_a_plain_encode(steps, first):
                 digests=digests,
             )
             budget = None
-            again = encode(state, fragments=cache, digest=digests)
-            assert again == encode(state) == written
+            again = encode(state, fragments=cache, digest=digests, kept_unread=on)
+            assert again == encode(state, kept_unread=on) == written
 
 
 def test_a_decode_fills_the_cache_so_an_unchanged_encode_makes_no_new_piece(monkeypatch):
@@ -175,3 +185,30 @@ def test_a_file_whose_images_are_missing_fills_the_cache_with_what_a_save_writes
     reopened = decode(written, load_image=lambda sha, mime: None, fragments=cache)
     assert encode(reopened, fragments=cache) == encode(reopened)
     assert b'"imageOmitted"' in encode(reopened, fragments=cache)
+
+
+def test_a_save_asks_again_only_the_messages_whose_images_changed_status(monkeypatch):
+    from llmcore.archive import _history
+
+    state = conversation(40, image_every=1, image_size=32)
+    with_images = [m for m in state.history if any(isinstance(p, Image) for p in m.content)]
+    size = next(len(p.data) for p in with_images[0].content if isinstance(p, Image))
+    cache, digests = FragmentCache(), DigestCache()
+    plan = kept_images(state.history, 30 * size, digest=digests)  # the 30 newest images fit
+    encode(state, kept_images=plan.kept, fragments=cache, digest=digests)
+    asked: list[Message] = []
+    real = _history._Media.variant
+    monkeypatch.setattr(
+        _history._Media, "variant", lambda self, m: asked.append(m) or real(self, m)
+    )
+    new = tuple(turn(90, image=png(b"\x01\x02\x03\x04" * 8)))
+    grown = dataclasses.replace(state, history=state.history + new)
+    plan = kept_images(grown.history, 30 * size, digest=digests)  # one image in, the oldest out
+    written = encode(grown, kept_images=plan.kept, fragments=cache, digest=digests)
+    assert written == encode(grown, kept_images=plan.kept)
+    dropped = with_images[-30]
+    assert {id(m) for m in asked} == {id(dropped)} | {id(m) for m in new if m in asked}
+    assert any(m is dropped for m in asked) and len(asked) <= 1 + len(new)
+    asked.clear()
+    assert encode(grown, kept_images=plan.kept, fragments=cache, digest=digests) == written
+    assert asked == []  # the same plan again: no message is asked

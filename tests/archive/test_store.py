@@ -300,3 +300,26 @@ def test_turn_facts_persist_so_reopened_turn_sends_the_same_sections(tmp_path):
     reopened = store.open().plan_turn(following)
     assert live == reopened
     assert [s.name for s in live.send] == ["This turn"]
+
+
+@pytest.mark.parametrize("turns", [2, 120])
+def test_a_saves_version_is_the_sha256_of_the_file_it_wrote(tmp_path, turns):
+    # 120 turns of 8 KiB tool results make a file over 1 MiB, hashed while it is written
+    import hashlib
+
+    state = conversation(turns, image_every=0)
+    big = ConversationState(
+        provider=state.provider,
+        model=state.model,
+        history=tuple(
+            m for index in range(turns) for m in turn(index, result=b'"' + b"x" * 8192 + b'"')
+        ),
+    )
+    store = ArchiveStore(tmp_path / "agent")
+    result = store.write(big)
+    data = (tmp_path / "agent" / "conversation.json").read_bytes()
+    assert (len(data) >= 1 << 20) == (turns == 120)
+    assert result.action == "written"
+    assert result.version == hashlib.sha256(data).hexdigest()
+    again = store.write(big)
+    assert (again.action, again.version) == ("unchanged", result.version)

@@ -7,8 +7,10 @@ tasks a pool runs); one runs a real pool of 2 workers through the command line.
 from __future__ import annotations
 
 import io
+import pickle
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -16,7 +18,9 @@ from hypothesis import strategies as st
 
 from llmcore import jsonbytes
 from llmcore.audit import AuditInputError, audit_paths
-from llmcore.audit.jobs import audit_jobs, plan
+from llmcore.audit._maximum import Entry
+from llmcore.audit._rows import Encoder, Row, _Decoder
+from llmcore.audit.jobs import _tasks, audit_jobs, plan
 from llmcore.cli.audit import audit_command
 
 from .keyed_logs import keyed_log, write_keyed_log
@@ -172,3 +176,44 @@ def test_a_worker_error_reaches_the_command_line_as_one_line(tmp_path: Path) -> 
     assert audit_command([bad], None, False, jobs=2, out=out, err=err) == 2
     assert err.getvalue().startswith(f"llmcore: {bad}:5: ")
     assert err.getvalue().count("\n") == 1 and out.getvalue() == ""
+
+
+def test_keyless_lines_join_a_key_bucket_so_each_worker_gets_one_task(tmp_path: Path) -> None:
+    path = write_keyed_log(tmp_path / "log.jsonl", 5, conversations=6, turns=4)
+    p = plan([path], None)
+    assert p.shared and 0 < p.shared_bytes < p.size
+    tasks = _tasks(p, None, None, 2, None)
+    assert len(tasks) == 2
+    lines = sorted(n for task in tasks for unit in task.units for _o, _l, n in unit.lines or ())
+    assert lines == [n for n, line in enumerate(path.read_bytes().split(b"\n"), 1) if line]
+    _same([path], jobs=2)
+
+
+def test_two_worker_processes_on_repeated_cassettes_give_the_same_report(tmp_path: Path) -> None:
+    # the copies repeat every item: a worker's tasks share one item cache
+    for n in range(2):
+        shutil.copytree(REAL / "pydantic-ai", tmp_path / f"copy{n}")
+    one = audit_paths([tmp_path])
+    many = audit_jobs([tmp_path], jobs=2)
+    assert many.to_json() == one.to_json()
+    assert len(one.requests) > 100
+
+
+_TOKS = st.tuples(
+    st.tuples(st.integers(0, 3), st.sampled_from(["user", "assistant"]), st.binary(max_size=8)),
+    st.binary(max_size=8),
+    st.integers(0, 50),
+    st.sampled_from(["tools", "system", "messages"]),
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(entries=st.lists(st.lists(_TOKS, max_size=6), max_size=8), level=st.integers(0, 2))
+def test_rows_decode_to_the_rows_encoded(entries: list[list[Any]], level: int) -> None:
+    encoder, decoder = Encoder(), _Decoder()
+    for n, toks in enumerate(entries):
+        keys = tuple((tok[0], level) if tok[3] == "messages" else tok[0] for tok in toks)
+        entry = Entry("anthropic", "m", None, True, True, keys, tuple(toks), (0,), 1024, 300.0)
+        row = Row((0, n), ("record", n), entry if n % 3 else None, "server", n % 2 == 0)
+        back = decoder.decode(pickle.loads(pickle.dumps(encoder.encode(row))))
+        assert back == row

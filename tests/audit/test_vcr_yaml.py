@@ -15,7 +15,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmcore.audit import _vcr_yaml
+from llmcore.audit import _vcr_lines, _vcr_yaml
 from llmcore.audit._cassette import _interaction_lines
 from tests.examples import examples
 
@@ -90,16 +90,33 @@ def _pyyaml(data: bytes) -> tuple[Any, list[int]]:
     return doc, _interaction_lines(yaml.compose(data, Loader=yaml.CSafeLoader))
 
 
+def _line_loop(data: bytes) -> tuple[Any, list[int]] | None:
+    """The line loop's own result (``None`` when it gives up), without the recursive reader."""
+    text = _vcr_yaml.checked_text(data)
+    if text is None:
+        return None
+    try:
+        return _vcr_lines.read(_vcr_yaml._Reader(text))
+    except (_vcr_lines.Fallback, IndexError, ValueError, RecursionError):
+        return None
+
+
 def _check(data: bytes) -> bool:
-    """Assert the reader equals PyYAML or falls back; return whether it read the file."""
+    """Assert each reader equals PyYAML or falls back; return whether the file was read.
+
+    Checked apart: the line loop, the recursive reader, and the two together (:func:`load`).
+    """
     got = _vcr_yaml.load(data)
-    if got is None:
+    results = [got, _vcr_yaml.load(data, lines=False), _line_loop(data)]
+    if all(one is None for one in results):
         return False
     doc, lines = _pyyaml(data)
-    assert got[0] == doc
-    assert repr(got[0]) == repr(doc)  # key order, and -0.0 against 0.0
-    assert got[1] == lines
-    return True
+    for one in results:
+        if one is not None:
+            assert one[0] == doc
+            assert repr(one[0]) == repr(doc)  # key order, and -0.0 against 0.0
+            assert one[1] == lines
+    return got is not None
 
 
 @pytest.mark.full_count
@@ -109,6 +126,7 @@ def test_vcrpy_serializer_output_is_read_as_pyyaml_reads_it(cassette: dict[str, 
     """vcrpy's own serializer output (CDumper, no other option) never falls back."""
     data = yaml.dump(cassette, Dumper=yaml.CDumper).encode("utf-8")
     assert _check(data)
+    assert _line_loop(data) is not None
 
 
 @pytest.mark.full_count
@@ -193,3 +211,41 @@ def test_every_real_cassette_equals_pyyaml_or_is_a_recorded_fallback() -> None:
     assert len(files) > 150
     fell_back = {name for name in files if not _check((ROOT / name).read_bytes())}
     assert fell_back == set(_FALLBACKS)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a:\n- x\n- y\nb: 1\n",
+        "a:\n  - x\n  - y\nb:\n",
+        "a:\n  b:\n  - c: 1\n    d:\n    - 2\n  e: {}\n",
+        "interactions:\n-   request: 1\n    x: 2\n- 'y'\n",
+        "interactions: 1\ninteractions:\n- a\n",
+        "a:\n  b: 1\n c: 2\n",
+        "a:\n  - x\n - y\n",
+        "a:\n- x\n  b: 1\n",
+        "a: 1\n  b: 2\n",
+        "- a\n",
+        "a:\n    - x\n  - y\n",
+        "a:\n  b: 1\n\n\n  c: 'x'\n",
+        "a: x\n\n  y\n",
+        "a: x\n   y: z\n",
+        "a:\n- b:\n  - c\n- d\n",
+        "a: b\na: c\n",
+        "a:\n- - x\n",
+        "a:\n- \n",
+        "a: 'x' y\n",
+        'a: "x"\n  b: 1\n',
+    ],
+)
+def test_block_structure_equals_pyyaml_or_falls_back(text: str) -> None:
+    """Indentless and indented sequences, item mappings, dedents, and what PyYAML refuses."""
+    data = text.encode()
+    try:
+        _pyyaml(data)
+    except yaml.YAMLError:
+        assert _vcr_yaml.load(data) is None
+        assert _vcr_yaml.load(data, lines=False) is None
+        assert _line_loop(data) is None
+        return
+    _check(data)

@@ -141,6 +141,13 @@ def test_body_reads_strict_utf8(tmp_path, data, expected):
             "openai-responses",
             "nests more than 256",
         ),
+        (
+            '{"modelId":"m","messages":[{"role":"user","content":[{"text":"a"}]},'
+            '{"role":"user","content":[{"text":"b"}]}]}',
+            "bedrock-converse",
+            "$.messages[1].role: 'user' follows 'user' (messages[0]): Converse roles must"
+            " alternate",
+        ),
     ],
 )
 def test_import_errors_are_one_line(tmp_path, body, provider, expected):

@@ -59,4 +59,4 @@ def test_bad_options_are_one_line_exit_2(tmp_path: Path) -> None:
     (tmp_path / "ws").mkdir()
     done = _chat(tmp_path, [], "--live", "--provider", "openai-chat")
     assert done.returncode == 2
-    assert done.stderr == "llmcore: --live needs OPENAI_API_KEY in the environment\n"
+    assert done.stderr == "llmcore: --live: no API key for openai-chat: set OPENAI_API_KEY\n"

@@ -115,3 +115,21 @@ def test_an_ambiguous_body_is_no_contradiction():
     for provider in ("anthropic", "openai-chat"):
         assert wire_conflict(body, provider, name="x", done="built") is None
     assert wire_shape(b"not json") is None
+
+
+def test_body_naming_a_gemini_cache_says_what_it_leaves_out(tmp_path: Path):
+    request = {
+        "model": "gemini-2.5-flash",
+        "system": [{"type": "text", "text": "Be brief."}],
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "Hi"}]}],
+        "params": {"extra": {"cachedContent": "cachedContents/abc"}},
+    }
+    path = _write(tmp_path / "req.json", request)
+    code, out, err = _invoke("body", str(path), "-p", "gemini")
+    assert code == 0
+    assert json.loads(out) == {**GEMINI_BODY, "cachedContent": "cachedContents/abc"}
+    assert err == (
+        f"llmcore: warning: {path}: $.params.extra.cachedContent: the request names a cache, so"
+        " the body leaves out its system prompt (systemInstruction) (the cache holds them;"
+        " Gemini refuses them beside a cachedContent)\n"
+    )

@@ -176,6 +176,52 @@ def test_import_errors_name_the_place():
         P.import_body(bad)
 
 
+def _wire(role: str, *blocks: dict[str, object]) -> dict[str, object]:
+    return {"role": role, "content": list(blocks)}
+
+
+USE = {"toolUse": {"toolUseId": "t1", "name": "f", "input": {}}}
+RESULT = {"toolResult": {"toolUseId": "t1", "content": [{"text": "r"}]}}
+
+
+@pytest.mark.parametrize(
+    ("messages", "where", "role"),
+    [
+        ([_wire("user", {"text": "a"}), _wire("user", {"text": "b"})], 1, "user"),
+        (
+            [_wire("user", {"text": "a"}), _wire("assistant", {"text": "b"})]
+            + [_wire("assistant", {"text": "c"})],
+            2,
+            "assistant",
+        ),
+        (  # a toolResult turn then a text turn: both are user messages on the wire
+            [_wire("user", {"text": "a"}), _wire("assistant", USE), _wire("user", RESULT)]
+            + [_wire("user", {"text": "b"})],
+            3,
+            "user",
+        ),
+    ],
+)
+def test_import_refuses_roles_that_do_not_alternate(messages, where, role):
+    body = {"modelId": CLAUDE, "messages": messages, "toolConfig": {"tools": []}}
+    with pytest.raises(RequestFileError) as caught:
+        P.import_body(body)
+    assert caught.value.location == f"$.messages[{where}].role"
+    assert str(caught.value) == (
+        f"$.messages[{where}].role: {role!r} follows {role!r} (messages[{where - 1}]): Converse"
+        " roles must alternate between user and assistant (Bedrock refuses the body with a"
+        " ValidationException)"
+    )
+
+
+def test_import_of_alternating_roles_with_tool_results_rebuilds_the_bytes():
+    messages = [_wire("user", {"text": "a"}), _wire("assistant", USE), _wire("user", RESULT)]
+    body = {"messages": messages, "toolConfig": {"tools": [{"toolSpec": {"name": "f"}}]}}
+    result = P.import_body({**body, "modelId": CLAUDE})
+    rebuilt = json.loads(P.build_body(result.request))
+    assert [m["role"] for m in rebuilt["messages"]] == ["user", "assistant", "user"]
+
+
 RESPONSE = (
     b'{"output":{"message":{"role":"assistant","content":[{"reasoningContent":'
     b'{"reasoningText":{"text":"t","signature":"s"}}},{"text":"Hi"},'

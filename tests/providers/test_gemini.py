@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,10 +14,17 @@ import httpx
 import pytest
 
 from llmcore import jsonbytes
-from llmcore.errors import APIStatusError, ResponseParseError, UnsupportedContentError, UserError
+from llmcore.errors import (
+    APIStatusError,
+    FieldsNotSentWarning,
+    ResponseParseError,
+    UnsupportedContentError,
+    UserError,
+)
 from llmcore.messages import Image, Message, Text, ToolCall, ToolResult
 from llmcore.providers import get_provider
 from llmcore.providers._sse import iter_events
+from llmcore.providers.base import EncodeCache
 from llmcore.providers.gemini import (
     cached_content_body,
     create_cached_content,
@@ -74,11 +83,69 @@ GOLDEN_CASES = {
 }
 
 
+NOT_SENT = (
+    "params.extra.cachedContent: the request names a cache, so the body leaves out its system"
+    " prompt (systemInstruction), tools (tools) and tool choice (toolConfig) (the cache holds"
+    " them; Gemini refuses them beside a cachedContent)"
+)
+
+
+def _build_naming_a_cache(request: Request) -> bytes:
+    with pytest.warns(FieldsNotSentWarning) as caught:
+        raw = P.build_body(request)
+    assert [str(w.message) for w in caught] == [NOT_SENT]
+    return raw
+
+
 @pytest.mark.parametrize("name", sorted(GOLDEN_CASES))
 def test_golden_bodies(name: str) -> None:
-    raw = P.build_body(GOLDEN_CASES[name]())
+    request = GOLDEN_CASES[name]()
+    raw = _build_naming_a_cache(request) if name == "cached-content" else P.build_body(request)
     check_golden(GOLDEN / f"{name}.json", raw)
     assert b"null" not in raw
+
+
+def test_naming_a_cache_warns_once_per_conversation() -> None:
+    request = GOLDEN_CASES["cached-content"]()
+    cache = EncodeCache()
+    with pytest.warns(FieldsNotSentWarning) as caught:
+        first = P.build_body(request, cache=cache)
+        longer = (*request.messages, Message.assistant("ok"), Message.user("again"))
+        second = P.build_body(dataclasses.replace(request, messages=longer), cache=cache)
+    assert [str(w.message) for w in caught] == [NOT_SENT]  # the second request says nothing
+    assert caught[0].filename == __file__  # it points at the caller of build_body
+    assert b"systemInstruction" not in first + second
+    with pytest.warns(FieldsNotSentWarning) as caught:
+        P.build_body(request, cache=copy.copy(cache))  # a copy remembers it was said: nothing
+        P.build_body(request, cache=EncodeCache())  # another conversation is told
+        P.build_body(request)  # without a cache, every build says it
+        P.build_body(request)
+    assert [str(w.message) for w in caught] == [NOT_SENT] * 3
+
+
+@pytest.mark.parametrize(
+    ("changes", "said"),
+    [
+        ({"system": ()}, "its tools (tools) and tool choice (toolConfig)"),
+        ({"system": (), "tools": ()}, "its tool choice (toolConfig)"),
+    ],
+)
+def test_the_warning_names_what_is_left_out(changes: dict[str, object], said: str) -> None:
+    request = dataclasses.replace(GOLDEN_CASES["cached-content"](), **changes)
+    if not request.tools:
+        request = dataclasses.replace(request, messages=(Message.user("q"),))
+    with pytest.warns(FieldsNotSentWarning, match=rf"leaves out {re.escape(said)} \(the cache"):
+        P.build_body(request)
+
+
+def test_naming_a_cache_with_nothing_to_leave_out_says_nothing() -> None:
+    extra = (("cachedContent", '"cachedContents/abc123"'),)
+    request = Request(model="gemini-2.5-flash", messages=(Message.user("q"),))
+    raw = P.build_body(dataclasses.replace(request, params=Params(extra=extra)))
+    assert json.loads(raw) == {
+        "contents": [{"role": "user", "parts": [{"text": "q"}]}],
+        "cachedContent": "cachedContents/abc123",
+    }
 
 
 def test_body_shape_and_documented_mappings() -> None:
@@ -113,7 +180,7 @@ def test_body_shape_and_documented_mappings() -> None:
 
 
 def test_a_request_naming_a_cache_sends_no_system_tools_or_tool_config() -> None:
-    body = json.loads(P.build_body(GOLDEN_CASES["cached-content"]()))
+    body = json.loads(_build_naming_a_cache(GOLDEN_CASES["cached-content"]()))
     assert list(body) == ["contents", "cachedContent"]
     assert body["cachedContent"] == "cachedContents/abc123"
 

@@ -7,7 +7,11 @@ line adds it from a corpus case's URL. ``toolResult`` blocks become ``tool`` mes
 ``cachePoint`` blocks are dropped (llmcore places its own, P3); ``reasoningContent`` blocks
 are dropped (M4) and said in the notes; ``toolResult`` ``json`` content becomes its compact JSON
 text; unmodeled top-level fields go to ``params.extra`` in body order. Documents, videos, S3
-image sources, guard content and other content outside the four cases are refused.
+image sources, guard content and other content outside the four cases are refused. Roles
+must alternate, as Bedrock requires (``A conversation must alternate between user and assistant
+roles``): two consecutive messages of one role are refused at the second one's ``role``
+(:class:`~llmcore.errors.RequestFileError`), since the builder would join them into one message
+and the bytes would differ.
 """
 
 from __future__ import annotations
@@ -22,6 +26,10 @@ from llmcore.request import Params, ToolChoiceName
 
 _MIME: Final = {fmt: mime for mime, fmt in IMAGE_FORMATS.items()}
 _IMPORT_MODELED: Final = MODELED | {"model", "modelId"}
+_NOT_ALTERNATING: Final = (
+    "{role!r} follows {role!r} (messages[{before}]): Converse roles must alternate between"
+    " user and assistant (Bedrock refuses the body with a ValidationException)"
+)
 
 
 class _Importer(imp.Importer):
@@ -52,10 +60,14 @@ class _Importer(imp.Importer):
 
     def messages(self, body: dict[str, Any], at: str) -> list[Message]:
         out: list[Message] = []
+        previous = None
         for index, item in enumerate(imp.need_list(body, "messages", at)):
             where = f"{at}.messages[{index}]"
             obj = imp.need_obj(item, where)
             role = imp.need_str(obj, "role", where)
+            if role == previous:
+                raise imp.bad(_NOT_ALTERNATING.format(role=role, before=index - 1), f"{where}.role")
+            previous = role
             parts: list[MessageContent] = []
             for number, block in enumerate(imp.need_list(obj, "content", where)):
                 self.path = ("messages", index, "content", number)

@@ -56,7 +56,9 @@ Encoding rules:
   nothing. Explicit caching names a cache in ``params.extra`` (``cachedContent``, a
   ``cachedContents/…`` name made by :func:`llmcore.providers.gemini.cached_content_body`); a
   request that uses one sends no ``systemInstruction``, ``tools`` or ``toolConfig`` (the cache
-  holds them; the API refuses them beside a cache) and its whole history in ``contents``.
+  holds them; the API refuses them beside a cache) and its whole history in ``contents``; a
+  request that holds any of them is warned so (:class:`~llmcore.errors.FieldsNotSentWarning`),
+  once per encode cache (conversation).
 * ``carry`` (M4): the raw parts of the running turn's model responses that held thought
   signatures or thoughts (:mod:`.parse`), sent in place of that message's own parts, unchanged,
   until the turn ends.
@@ -75,11 +77,12 @@ from __future__ import annotations
 
 import re
 import sys
+import warnings
 from collections.abc import Callable, Hashable
 from typing import Any, Final, assert_never
 
 from llmcore import jsonbytes
-from llmcore.errors import InvalidRequestError
+from llmcore.errors import FieldsNotSentWarning, InvalidRequestError
 from llmcore.messages import Image, Message, MessageContent, Text, ToolCall, ToolResult
 from llmcore.providers import _import_common as imp
 from llmcore.providers.base import (
@@ -275,6 +278,26 @@ def uses_cache(request: Request) -> bool:
     return any(key == "cachedContent" for key, _ in request.params.extra)
 
 
+def _warn_not_sent(request: Request, cache: EncodeCache | None) -> None:
+    """Warn that a request naming a cache leaves out its own system, tools and tool choice.
+
+    Once per conversation (``cache``), or on every build without one; nothing when the request
+    holds none of them (:class:`~llmcore.errors.FieldsNotSentWarning`).
+    """
+    held = cache_held(request)
+    if not held or (cache is not None and not cache.first_time("gemini.cachedContent")):
+        return
+    fields = {"systemInstruction": "system prompt", "tools": "tools", "toolConfig": "tool choice"}
+    said = [f"{fields[key]} ({key})" for key in held]
+    names = "its " + (f"{', '.join(said[:-1])} and {said[-1]}" if len(said) > 1 else said[0])
+    warnings.warn(
+        f"params.extra.cachedContent: the request names a cache, so the body leaves out {names}"
+        " (the cache holds them; Gemini refuses them beside a cachedContent)",
+        FieldsNotSentWarning,
+        stacklevel=4,
+    )
+
+
 def build_body(
     request: Request, *, cache: EncodeCache | None = None, carry: Carry | None = None
 ) -> bytes:
@@ -295,6 +318,8 @@ def build_body(
     }
     if not uses_cache(request):
         body.update(cache_held(request))
+    else:
+        _warn_not_sent(request, cache)
     config = _generation_config(request)
     if config:
         body["generationConfig"] = config

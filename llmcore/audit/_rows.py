@@ -1,0 +1,263 @@
+"""A partition's rows on their way to the merge: plain tuples, each prefix item sent once.
+
+A worker (:mod:`llmcore.audit._partition`) gives one :class:`Row` per request. What crosses
+to the merge is built for the merge's share of the work, which runs in one process while the
+workers run in many: records travel as the tuple of their field values (one record is built,
+by the merge, with the input's numbers), and the prefix items of the theoretical maximum
+(:class:`~llmcore.audit._maximum.Entry`: an item's trie key and its compact bytes) travel as
+numbers into a table each task sends once per distinct item, so a conversation's history is
+pickled, read and hashed once rather than once per request that repeats it.
+
+A spill file holds frames: an 8-byte big-endian length, then a pickle; length 0 ends the file.
+The first frame is the worker process's request-number mark
+(:data:`~llmcore.audit._partition.MARK`), then lists of encoded rows, in order.
+
+Leaves out: what a row holds and how it is computed (:mod:`llmcore.audit._partition`), the
+merge (:mod:`llmcore.audit._merge`).
+"""
+
+from __future__ import annotations
+
+import heapq
+import operator
+import os
+import pickle
+import struct
+import time
+from collections.abc import Callable, Hashable, Iterator
+from dataclasses import fields
+from typing import Any, BinaryIO, Final, NamedTuple
+
+from llmcore.audit._maximum import Entry
+from llmcore.audit.report import RequestRecord
+
+__all__ = [
+    "FIELDS",
+    "Encoder",
+    "Position",
+    "Row",
+    "Sink",
+    "Stream",
+    "inline_rows",
+    "record_fields",
+    "rows_of",
+    "tail_rows",
+]
+
+Position = tuple[int, int]
+"""Where an input stands in the whole input: (file number, input or line number in the file)."""
+
+FIELDS: Final = tuple(f.name for f in fields(RequestRecord))
+""":class:`~llmcore.audit.report.RequestRecord`'s fields, in order (:func:`record_fields`)."""
+
+record_fields: Final[Callable[[RequestRecord], tuple[Any, ...]]] = operator.attrgetter(*FIELDS)
+"""A record's field values in :data:`FIELDS` order (the merge builds the record from them)."""
+
+SPILL_ROWS: Final = 500
+"""Rows per frame of a spill file (the merge reads a frame once it is whole)."""
+
+_HEADER: Final = struct.Struct(">Q")
+
+
+class Row(NamedTuple):
+    """One request of a partition: its record so far, or why it was passed over."""
+
+    position: Position
+    """Where the input stands in the whole input."""
+    record: tuple[Any, ...] | None
+    """The record's field values (:data:`FIELDS`) with the partition's own numbers and no
+    maximum yet; ``None``: skipped."""
+    entry: Entry | None = None
+    """What the maximum needs (``None`` for a rejected request, which has none)."""
+    server: str | None = None
+    """Its :func:`~llmcore.audit._visible.server_side` reason."""
+    first: bool = False
+    """Whether it is the first of its scope for its provider and model."""
+    skipped: str | None = None
+    """For a body found in a folder that the auditor cannot read: the skip line."""
+
+
+_Wire = tuple[Any, ...]
+"""A row as sent: :class:`Row` with its entry as (new table values, the entry's fields with
+``keys`` and ``toks`` as table numbers)."""
+
+
+class Encoder:
+    """Turns a task's rows into wire rows, numbering each distinct key and item once."""
+
+    __slots__ = ("_numbers",)
+
+    def __init__(self) -> None:
+        self._numbers: dict[Hashable, int] = {}
+
+    def _ids(self, values: tuple[Any, ...], new: list[Any]) -> tuple[int, ...]:
+        numbers = self._numbers
+        got = tuple(map(numbers.get, values))  # most items were sent with an earlier row
+        if None not in got:
+            return got  # type: ignore[return-value]  # no None in it
+        out = []
+        for value, n in zip(values, got, strict=True):
+            if n is None:
+                n = numbers.get(value)  # the same item twice in one row
+                if n is None:
+                    n = numbers[value] = len(numbers)
+                    new.append(value)
+            out.append(n)
+        return tuple(out)
+
+    def encode(self, row: Row) -> _Wire:
+        """The wire form of ``row`` (rows must be decoded in the order they were encoded)."""
+        e = row.entry
+        if e is None:
+            return tuple(row)
+        new: list[Any] = []
+        keys = self._ids(e.keys, new)
+        toks = self._ids(e.toks, new)
+        entry = (
+            *(e.provider, e.model, e.timestamp, e.anthropic, e.breakpoints),
+            *(keys, toks, e.marks, e.minimum, e.ttl),
+        )
+        return (row.position, row.record, (tuple(new), entry), row.server, row.first, row.skipped)
+
+
+class _Decoder:
+    """Turns one task's wire rows back into rows, in the order they were encoded."""
+
+    __slots__ = ("_table",)
+
+    def __init__(self) -> None:
+        self._table: list[Any] = []
+
+    def decode(self, wire: _Wire) -> Row:
+        position, record, packed, server, first, skipped = wire
+        if packed is None:
+            return Row(position, record, None, server, first, skipped)
+        new, (provider, model, timestamp, anthropic, breakpoints, keys, toks, *rest) = packed
+        table = self._table
+        table.extend(new)
+        item = table.__getitem__
+        entry = Entry(
+            provider,
+            model,
+            timestamp,
+            anthropic,
+            breakpoints,
+            tuple(map(item, keys)),
+            tuple(map(item, toks)),
+            *rest,
+        )
+        return Row(position, record, entry, server, first, skipped)
+
+
+class Sink:
+    """Collects a task's rows; with a spill file, writes them as they come, in flushed frames.
+
+    Args:
+        path: The spill file, or ``None`` to keep the rows (:attr:`rows`, wire form).
+        mark: The process's request-number mark, the file's first frame.
+    """
+
+    def __init__(self, path: str | None, mark: str) -> None:
+        self.rows: list[_Wire] = []
+        self.count = 0
+        self.path = path
+        self._encoder = Encoder()
+        self._file: BinaryIO | None = None
+        if path is not None:
+            self._file = open(path, "wb")  # noqa: SIM115 - closed in close()
+            self._frame(mark)
+
+    def _frame(self, value: object) -> None:
+        assert self._file is not None
+        data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        self._file.write(_HEADER.pack(len(data)) + data)
+        self._file.flush()
+
+    def add(self, row: Row) -> None:
+        """Take the task's next row."""
+        self.rows.append(self._encoder.encode(row))
+        self.count += 1
+        if self._file is not None and len(self.rows) >= SPILL_ROWS:
+            self._frame(self.rows)
+            self.rows = []
+
+    def close(self) -> list[_Wire] | None:
+        """End the file (and return ``None``), or return the rows kept."""
+        if self._file is None:
+            return self.rows
+        if self.rows:
+            self._frame(self.rows)
+        self._file.write(_HEADER.pack(0))
+        self._file.close()
+        self.rows = []
+        return None
+
+
+Stream = Iterator[tuple[int, str, Row]]
+"""A task's rows in order, each with the task's number and its process's mark."""
+
+
+def inline_rows(number: int, mark: str, rows: list[_Wire] | None) -> Stream:
+    """The rows a task returned (:meth:`Sink.close`), as task ``number`` with ``mark``."""
+    decode = _Decoder().decode
+    for wire in rows or ():
+        yield number, mark, decode(wire)
+
+
+def tail_rows(number: int, path: str, running: Callable[[], bool], wait: float = 0.002) -> Stream:
+    """A spill file's rows, read while its task still writes it; the file is deleted after.
+
+    Args:
+        number: The task's number.
+        path: Its spill file.
+        running: Whether the task still runs: a frame not yet whole is waited for while it
+            does; once it has stopped, the rows end at the last whole frame (a task that
+            failed gives its error with its result).
+        wait: Seconds between two looks at a frame not yet whole.
+    """
+    while not os.path.exists(path):
+        if not running() and not os.path.exists(path):
+            return
+        time.sleep(wait)
+    decode = _Decoder().decode
+    try:
+        with open(path, "rb") as file:
+            mark: str | None = None
+            while (frame := _next_frame(file, running, wait)) is not None:
+                if mark is None:
+                    mark = frame
+                    continue
+                for wire in frame:
+                    yield number, mark, decode(wire)
+    finally:
+        os.unlink(path)
+
+
+def _next_frame(file: BinaryIO, running: Callable[[], bool], wait: float) -> Any:
+    """The next frame's value, or ``None`` at the end (an empty frame, or a stopped task)."""
+    start = file.tell()
+    while True:
+        stopped = not running()  # looked at before reading: a stopped task wrote everything
+        head = file.read(_HEADER.size)
+        if len(head) == _HEADER.size:
+            (size,) = _HEADER.unpack(head)
+            if size == 0:
+                return None
+            data = file.read(size)
+            if len(data) == size:
+                return pickle.loads(data)
+        if stopped:
+            return None
+        file.seek(start)
+        time.sleep(wait)
+
+
+def rows_of(streams: list[Stream]) -> Stream:
+    """Every task's rows merged into input order (each task's rows are in order)."""
+
+    def keyed(stream: Stream) -> Iterator[tuple[Position, int, str, Row]]:
+        for number, mark, row in stream:
+            yield row.position, number, mark, row
+
+    for _pos, number, mark, row in heapq.merge(*(keyed(s) for s in streams)):
+        yield number, mark, row

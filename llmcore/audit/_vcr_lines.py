@@ -1,0 +1,239 @@
+"""The line loop of the cassette reader: one regular expression per line, an explicit stack.
+
+:mod:`llmcore.audit._vcr_yaml` checks a cassette's characters and holds the scalar readers;
+:func:`read` walks the lines. A line of the commonest shapes (``key: value``, ``key:``,
+``- value``, ``- key: value``, ``- key:``, the value a plain scalar on one line, a quoted one
+without escapes or doubled quotes, ``{}`` or ``[]``) is read by one match of :data:`_LINE`;
+any other line (a multi-line scalar, a quoted key, a block scalar, ``!!binary``) by the
+reader's general methods, which leave ``pos`` after what they read. Block structure follows
+YAML 1.1 §9 as PyYAML applies it: a mapping's keys share one column; a sequence's dashes
+share one column, at or past its key's (indentless sequences); ``- key:`` opens a mapping at
+the key's column. Anything else raises :class:`Fallback`, and the caller reads the document
+another way (the same result, or PyYAML's error).
+
+Leaves out: which characters and scalars are in the subset (:mod:`llmcore.audit._vcr_yaml`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final, Protocol
+
+__all__ = ["Fallback", "read"]
+
+
+class Fallback(Exception):
+    """Internal: outside the subset; read the document another way."""
+
+
+class _Reader(Protocol):
+    """What :func:`read` needs of the scalar reader (:class:`llmcore.audit._vcr_yaml._Reader`)."""
+
+    text: str
+    pos: int
+    plains: dict[str, Any]
+
+    def next_line(self) -> tuple[int, int, int]: ...
+    def line_at(self, offset: int) -> int: ...
+    def plain(self, value: str) -> Any: ...
+    def key(self, at: int, end: int) -> tuple[Any, int]: ...
+    def closing(self, at: int) -> int: ...
+    def scalar(self, at: int, end: int, indent: int) -> Any: ...
+
+
+_LINE: Final = re.compile(
+    r"(?:[ ]*\n)*( *)(- +)?"
+    r"(?:([A-Za-z_][\w.\-/]*):(?: +|(?=\n)))?"
+    r"(?:'([^'\n]*)'|\"([^\"\\\n]*)\"|(\{\}|\[\])|((?:[A-Za-z0-9_/(.]|-[^ \n])[^\n]*?))?"
+    r" *\n"
+)
+"""One line: indent, dash, plain key, then a value: single-quoted, double-quoted, ``{}``/``[]``
+or plain (a plain value holding ``: `` or `` #``, ending in ``:``, or continued on the next line
+takes the general path)."""
+
+_PENDING: Final = object()
+"""A key ending its line: its value is the node below, or null."""
+_NO_KEY: Final = object()
+_PADS: Final = tuple(" " * n for n in range(130))
+
+
+def _general(r: _Reader) -> tuple[int, int, bool, int, Any, Any]:
+    """Read the next line with the reader's methods.
+
+    Returns ``(start, column, dash, key column, key, value)``; ``column`` is -1 at the end.
+    The key is :data:`_NO_KEY` for a scalar item; the value :data:`_PENDING` for a key ending
+    its line.
+    """
+    start, column, end = r.next_line()
+    if column < 0:
+        return start, -1, False, -1, _NO_KEY, None
+    text = r.text
+    at = start + column
+    dash = text.startswith("- ", at)
+    indent = column
+    if dash:
+        at += 2
+        while text[at] == " ":
+            at += 1
+        if at >= end or text.startswith("- ", at) or text[at] == "-" and at + 1 == end:
+            raise Fallback  # an empty item, or a sequence in a sequence
+        first = text[at]
+        if first == "'" or first == '"':
+            close = r.closing(at)
+            is_key = close < end and text.startswith(":", close + 1)
+        else:
+            is_key = text.find(": ", at, end) >= 0 or text[end - 1] == ":"
+        if not is_key:
+            return start, column, True, at - start, _NO_KEY, r.scalar(at, end, column)
+        indent = at - start
+    key, value_at = r.key(at, end)
+    if value_at < end:
+        return start, column, dash, indent, key, r.scalar(value_at, end, indent)
+    r.pos = end + 1
+    return start, column, dash, indent, key, _PENDING
+
+
+def read(r: _Reader) -> tuple[dict[Any, Any], list[int]]:
+    """The document (a block mapping at column 0) and its ``interactions`` items' lines.
+
+    Raises:
+        Fallback: A line outside the subset, or a structure PyYAML reads otherwise or refuses.
+    """
+    text = r.text
+    match = _LINE.match
+    tree = _Tree(r)
+    while True:
+        pos = r.pos
+        got = match(text, pos)
+        line = _simple(r, got) if got is not None else None
+        if line is None:
+            r.pos = pos
+            line = _general(r)
+        if line[1] < 0:
+            return tree.document()
+        tree.add(*line)
+
+
+def _simple(r: _Reader, got: re.Match[str]) -> tuple[int, int, bool, int, Any, Any] | None:
+    """The line :data:`_LINE` matched, as :func:`_general` gives it, or ``None`` (take that)."""
+    spaces, dash_text, key_text, single, double, empty, plain = got.groups()
+    column = len(spaces)
+    key_column = column + len(dash_text) if dash_text is not None else column
+    value: Any
+    if single is not None:
+        value = single
+    elif double is not None:
+        value = double
+    elif plain is not None:
+        value = _plain_value(r, plain, got.end(), key_column if key_text is not None else column)
+        if value is _NO_KEY:
+            return None
+    elif empty is not None:
+        value = {} if empty == "{}" else []
+    elif key_text is not None:
+        value = _PENDING
+    else:
+        return None
+    r.pos = got.end()
+    key = _NO_KEY if key_text is None else r.plains.get(key_text, _NO_KEY)
+    if key is _NO_KEY and key_text is not None:
+        key = r.plain(key_text)
+    return got.start(1), column, dash_text is not None, key_column, key, value
+
+
+def _plain_value(r: _Reader, plain: str, after: int, indent: int) -> Any:
+    """A one-line plain scalar's value, or :data:`_NO_KEY` when the general path must read it.
+
+    The general path reads one holding ``: `` or `` #``, ending in ``:``, or followed by a
+    blank line or a line indented past ``indent`` (it may go on there).
+    """
+    if ": " in plain or " #" in plain or plain[-1] == ":":
+        return _NO_KEY
+    text = r.text
+    if after < len(text):
+        pad = _PADS[indent + 1] if indent < len(_PADS) - 1 else " " * (indent + 1)
+        if text[after] == "\n" or text.startswith(pad, after):
+            return _NO_KEY
+    value = r.plains.get(plain, _NO_KEY)
+    return r.plain(plain) if value is _NO_KEY else value
+
+
+class _Tree:
+    """The nodes open at the current line, innermost last, and the document they build."""
+
+    def __init__(self, r: _Reader) -> None:
+        self.r = r
+        self.root: dict[Any, Any] = {}
+        self.stack: list[tuple[Any, int, bool]] = []
+        self.top: Any = self.root  # the innermost open node: a dict or a list
+        self.indent = 0  # its column: a mapping's keys', a sequence's dashes'
+        self.mapping = True
+        self.pending: dict[Any, Any] | None = None  # the mapping of a key ending its line
+        self.pending_key: Any = None
+        self.pending_indent = 0
+        self.lines: list[int] = []
+        self.items: list[Any] | None = None  # the root's first `interactions` sequence
+
+    def document(self) -> tuple[dict[Any, Any], list[int]]:
+        """The root mapping and the interactions' lines, once the text is read."""
+        if self.pending is not None:
+            self.pending[self.pending_key] = None
+        if not self.root:
+            raise Fallback
+        return self.root, self.lines
+
+    def add(
+        self, start: int, column: int, dash: bool, key_column: int, key: Any, value: Any
+    ) -> None:
+        """Place one line (see :func:`_general`) in the tree."""
+        if self.pending is not None:
+            self.below(column, dash)
+        self.close(column, dash)
+        top = self.top
+        if self.mapping:
+            if key is _NO_KEY:
+                raise Fallback  # a scalar where a key belongs
+            if value is _PENDING:
+                self.pending, self.pending_key, self.pending_indent = top, key, column
+            else:
+                top[key] = value
+            return
+        if top is self.items:
+            self.lines.append(self.r.line_at(start))
+        if key is _NO_KEY:
+            top.append(value)
+            return
+        item: dict[Any, Any] = {}
+        top.append(item)
+        self.open(item, key_column, True)
+        if value is _PENDING:
+            self.pending, self.pending_key, self.pending_indent = item, key, key_column
+        else:
+            item[key] = value
+
+    def below(self, column: int, dash: bool) -> None:
+        """The value of the pending key, from the line after it (YAML 1.1 §9.2, §9.3)."""
+        assert self.pending is not None
+        node: Any = None
+        if dash and column >= self.pending_indent:
+            node = []
+            if self.items is None and self.pending is self.root:
+                if self.pending_key == "interactions":
+                    self.items = node
+        elif not dash and column > self.pending_indent:
+            node = {}
+        self.pending[self.pending_key] = node
+        self.pending = None
+        if node is not None:
+            self.open(node, column, not dash)
+
+    def open(self, node: Any, indent: int, mapping: bool) -> None:
+        self.stack.append((self.top, self.indent, self.mapping))
+        self.top, self.indent, self.mapping = node, indent, mapping
+
+    def close(self, column: int, dash: bool) -> None:
+        """Close the nodes a line at ``column`` is not part of."""
+        while column != self.indent or dash == self.mapping:
+            if column > self.indent or (column == self.indent and dash) or not self.stack:
+                raise Fallback  # deeper than its node, or a dash at a mapping's keys' column
+            self.top, self.indent, self.mapping = self.stack.pop()

@@ -37,7 +37,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from llmcore.cli._layout import OPTION_HIGHLIGHTS
+from llmcore.cli._layout import HELP_MIN_WIDTH, OPTION_HIGHLIGHTS
 from llmcore.cli._stdout import silence_stdout, stdout_error
 
 __all__ = ["print_help"]
@@ -54,7 +54,7 @@ _NEGATIVE: Final = (
 )
 """The highlighter of the negative names (``--no-x``)."""
 _CODE: Final = re.compile(r"``(.+?)``|`([^`]+)`")
-_HELP_MIN_WIDTH: Final = 12
+_HELP_MIN_WIDTH: Final = HELP_MIN_WIDTH
 _MAX_SIZE: Final = 4096
 """The widest (and tallest) page drawn, whatever the environment says."""
 

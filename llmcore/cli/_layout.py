@@ -9,8 +9,8 @@ and :class:`Panel` (rounded box, a left-aligned title), printed by :func:`render
 rich 15's algorithm (``rich.text``, ``rich._wrap``, ``rich.table``, ``rich._ratio``,
 ``rich.panel``, ``rich.padding``, ``rich.segment``), narrowed to what such a page uses: text
 without line breaks, tabs or control codes, every character one cell wide, the styles ``bold``,
-``dim`` and the eight standard colours. ``tests/cli/test_root_help.py`` compares the pages
-byte for byte with rich's.
+``dim`` and the standard colours typer's help uses. ``tests/cli/test_root_help.py`` compares
+the pages byte for byte with rich's.
 
 A style is a tuple ``(bold, dim, colour)``: ``None`` where the style says nothing, the colour as
 its SGR code (``"36"`` for cyan).
@@ -25,6 +25,7 @@ from operator import itemgetter
 from typing import Final, NamedTuple, Protocol
 
 __all__ = [
+    "HELP_MIN_WIDTH",
     "NULL",
     "OPTION_HIGHLIGHTS",
     "Padding",
@@ -41,16 +42,10 @@ __all__ = [
 Style = tuple[bool | None, bool | None, str | None]
 """``(bold, dim, colour)``; ``None`` where the style sets nothing."""
 NULL: Final[Style] = (None, None, None)
-_COLOURS: Final = {
-    "black": "30",
-    "red": "31",
-    "green": "32",
-    "yellow": "33",
-    "blue": "34",
-    "magenta": "35",
-    "cyan": "36",
-    "white": "37",
-}
+_COLOURS: Final = {"red": "31", "green": "32", "yellow": "33", "magenta": "35", "cyan": "36"}
+"""The colours of typer's help, by their SGR code."""
+HELP_MIN_WIDTH: Final = 12
+"""The narrowest an option's help column gets (unless the terminal is narrower than 36)."""
 OPTION_HIGHLIGHTS: Final = (
     (re.compile(r"(?:^|\W)(-\w+)(?![a-zA-Z0-9])"), "bold green"),
     (re.compile(r"(?:^|\W)(--[\w\-]+)(?![a-zA-Z0-9])"), "bold cyan"),

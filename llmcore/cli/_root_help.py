@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import IO, Any, Final
 
 from llmcore.cli._layout import (
+    HELP_MIN_WIDTH,
     NULL,
     OPTION_HIGHLIGHTS,
     Column,
@@ -116,7 +117,7 @@ def page(prog: str, width: int, sgr: Callable[[Style], str]) -> str:
     usage = Text(f"Usage: {prog} [OPTIONS] COMMAND [ARGS]...").highlight(_HIGHLIGHTS)
     usage.highlight_regex(r"Usage: ", parse_style("yellow"))
     options = Table(
-        [*[Column(overflow="fold")] * 5, Column(ratio=1, width=min(12, width // 3))],
+        [*[Column(overflow="fold")] * 5, Column(ratio=1, width=min(HELP_MIN_WIDTH, width // 3))],
         [
             [
                 Text(name).highlight(_HIGHLIGHTS),
@@ -220,7 +221,7 @@ def console_mode(
     """
     if sys.platform == "win32" or "get_ipython" in vars(builtins):
         return None
-    if getattr(sys.stdin, "__module__", "").startswith("idlelib"):
+    if str(getattr(sys.stdin, "__module__", None) or "").startswith("idlelib"):
         return None
     if stream is None or hasattr(stream, "rich_proxied_file"):
         return None

@@ -4,7 +4,8 @@
 :mod:`llmcore.cli._layout`. Its page is compared with the one typer draws (with the rich
 installed here) at every width from 1 to 260 and at wider ones up to the 4096 cap, without
 colours, with colours and with ``NO_COLOR``; its reading of the console (width, colours) is
-compared with rich's own for any mix of the variables rich and typer read.
+compared with rich's own for any mix of the variables rich and typer read; on a real terminal
+(a pty) both pages are the same bytes.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import sys
 import types
 from typing import Any
 
+import pexpect
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -94,6 +96,17 @@ def test_the_page_is_typers_at_every_width(as_llmcore, mode) -> None:
             different.append(width)
     assert different == []
     assert expected[0] == 0 and expected[1].endswith("\n\n")  # the page, then click's newline
+
+
+@pytest.mark.full_count
+@settings(max_examples=examples(600, 30))
+@given(width=st.integers(261, 4096), mode=st.sampled_from(sorted(MODES)))
+def test_the_page_is_typers_at_any_wider_width(width, mode) -> None:
+    env = _environment(COLUMNS=str(width), **MODES[mode])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sys, "argv", ["/usr/local/bin/llmcore"])
+        patch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))
+        assert _fast(patch, ["--help"], env) == _typers(["--help"], env)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -238,4 +251,58 @@ def test_the_width_and_colours_are_richs(console) -> None:
         expected[0],
         expected[1],
         expected[1] and expected[2],
+    )
+
+
+# ------------------------------------------------ on a real terminal
+
+_ON_A_TERMINAL = """
+import sys
+args, draw, record = sys.argv[1].split(), sys.argv[2], sys.argv[3]
+sys.argv = ["llmcore", *args]
+import llmcore.cli._root_help as root_help
+if draw == "typer":
+    root_help.fast_help = lambda *args, **kwargs: None
+from llmcore.cli import main
+try:
+    main()
+finally:
+    with open(record, "w") as file:
+        file.write(" ".join(sorted({"rich", "typer"} & set(sys.modules))))
+"""
+
+
+def _on_a_terminal(tmp_path, args: str, draw: str, env: dict[str, str]) -> tuple[bytes, str]:
+    record = tmp_path / f"{draw}.txt"
+    full = {k: v for k, v in os.environ.items() if k not in _CONSOLE_VARIABLES}
+    child = pexpect.spawn(
+        sys.executable,
+        ["-c", _ON_A_TERMINAL, args, draw, str(record)],
+        env={**full, **env},
+        timeout=60,
+        dimensions=(40, 97),
+    )
+    output = child.read()
+    child.close()
+    return output, record.read_text()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty")
+@pytest.mark.parametrize(
+    "env",
+    [{"TERM": "xterm-256color"}, {"TERM": "xterm", "NO_COLOR": "1"}, {"TERM": "dumb"}],
+    ids=["colour", "no colour", "dumb"],
+)
+@pytest.mark.parametrize("args", ["--help", ""])
+def test_on_a_terminal_the_page_is_typers(tmp_path, env, args) -> None:
+    fast, fast_modules = _on_a_terminal(tmp_path, args, "fast", env)
+    typer, typer_modules = _on_a_terminal(tmp_path, args, "typer", env)
+    assert (fast_modules, typer_modules) == ("", "rich typer")
+    assert fast == typer
+    lines = fast.split(b"\r\n")
+    width = 80 if env["TERM"] == "dumb" else 97  # the terminal's own, or rich's 80 for a dumb one
+    assert max(len(line.decode()) for line in lines if b"\x1b" not in line) == width
+    assert (b"\x1b[1;36m" in fast, b"\x1b[1m" in fast) == (
+        "NO_COLOR" not in env and env["TERM"] != "dumb",
+        env["TERM"] != "dumb",
     )

@@ -69,7 +69,7 @@ COMMANDS: Final[dict[str, tuple[str, str]]] = {
     ),
     "emulate": (
         "llmcore.cli.emulate",
-        "Run the local provider emulator (Anthropic Messages, OpenAI Chat and Responses).",
+        "Run the local provider emulator (Anthropic, OpenAI, Gemini, Bedrock wire APIs).",
     ),
     "proxy": (
         "llmcore.cli.proxy",

@@ -100,7 +100,7 @@ def emulate(
     ] = False,
     record: RecordOption = None,
 ) -> None:
-    """Run the local provider emulator (Anthropic Messages, OpenAI Chat and Responses)."""
+    """Run the local provider emulator (Anthropic, OpenAI, Gemini, Bedrock wire APIs)."""
     raise typer.Exit(emulate_command(port, script, access_log, record))
 
 

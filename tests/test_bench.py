@@ -239,3 +239,28 @@ def test_bench_command_passes_the_waiting_callback(tmp_path, monkeypatch):
     )
     assert result.exit_code == 0, result.output
     assert seen["live"] is True and callable(seen["on_send"])
+
+
+@pytest.mark.parametrize(
+    ("provider", "variable"),
+    [("anthropic", "ANTHROPIC_API_KEY"), ("openai-chat", "OPENAI_API_KEY"), ("gemini", "GEMINI")],
+)
+def test_live_without_credentials_fails_before_anything_runs(
+    tmp_path, monkeypatch, provider, variable
+):
+    from llmcore import bench as core_bench
+
+    for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    for name in ("ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "GEMINI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    called = []
+    monkeypatch.setattr(core_bench, "run_bench", lambda **kwargs: called.append(kwargs))
+    result = CliRunner().invoke(
+        app, ["bench", "--live", "-p", provider, "--out", str(tmp_path / "r")]
+    )
+    assert result.exit_code == 2, result.output
+    assert called == []  # nothing was sent
+    assert "--live:" in result.output and variable in result.output
+    assert "Traceback" not in result.output
+    assert not (tmp_path / "r" / "bench.json").exists()

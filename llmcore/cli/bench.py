@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Final
 import typer
 
 from llmcore.cli._common import fail, one_line_errors, require_extra
+from llmcore.errors import LLMCoreError
 from llmcore.providers import PROVIDER_NAMES
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from rich.progress import Progress
     from rich.table import Table
 
-    from llmcore.bench import BenchResult, BenchRow
+    from llmcore.bench import BenchLeg, BenchResult, BenchRow
 
 __all__ = ["chart_figure", "register"]
 
@@ -332,6 +333,8 @@ def bench(
     from llmcore.bench import DEFAULT_PLAN, LIVE_TIMEOUT, with_provider
 
     plan = with_provider(DEFAULT_PLAN, provider, model) if live and provider else DEFAULT_PLAN
+    if live:
+        _check_credentials(plan)
     console = Console()
     with _progress(console) as progress:
         task = progress.add_task("requests", total=None if live else _EMBEDDED_REQUESTS)
@@ -351,6 +354,22 @@ def bench(
     _write_results(result, folder)
     wrote = f"wrote {folder / 'bench.json'} and {folder / 'bench.png'}"
     console.print(wrote, markup=False, soft_wrap=True)
+
+
+def _check_credentials(plan: Sequence[BenchLeg]) -> None:
+    """Resolve what each leg's first request needs before anything is sent (``prepare``).
+
+    Raises:
+        typer.Exit: A missing key, token, credential chain or cloud setting (code 2).
+    """
+    from llmcore import HTTPTransport, get_provider
+
+    with HTTPTransport() as transport:
+        for leg in plan:
+            try:
+                transport.prepare(get_provider(leg.provider), model=leg.model)
+            except LLMCoreError as exc:
+                raise fail(f"--live: {exc.message}") from None
 
 
 def register(app: typer.Typer) -> None:

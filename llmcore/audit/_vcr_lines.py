@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from typing import Any, Final, Protocol
 
+import yaml
+
 __all__ = ["Fallback", "read"]
 
 
@@ -55,6 +57,8 @@ _PENDING: Final = object()
 """A key ending its line: its value is the node below, or null."""
 _NO_KEY: Final = object()
 _PADS: Final = tuple(" " * n for n in range(130))
+_RESOLVED: Final = frozenset(yaml.resolver.Resolver.yaml_implicit_resolvers)
+"""First characters of the plain scalars PyYAML may resolve to another type (the rest: text)."""
 
 
 def _general(r: _Reader) -> tuple[int, int, bool, int, Any, Any]:
@@ -93,15 +97,19 @@ def _general(r: _Reader) -> tuple[int, int, bool, int, Any, Any]:
     return start, column, dash, indent, key, _PENDING
 
 
-def read(r: _Reader) -> tuple[dict[Any, Any], list[int]]:
+def read(r: _Reader, *, skip_response_headers: bool = False) -> tuple[dict[Any, Any], list[int]]:
     """The document (a block mapping at column 0) and its ``interactions`` items' lines.
+
+    With ``skip_response_headers``, an interaction's ``response.headers`` whose lines all have
+    the shapes vcrpy writes for headers (:func:`_headers_end`) is left out of the document
+    unread; any other is read.
 
     Raises:
         Fallback: A line outside the subset, or a structure PyYAML reads otherwise or refuses.
     """
     text = r.text
     match = _LINE.match
-    tree = _Tree(r)
+    tree = _Tree(r, skip_response_headers)
     while True:
         pos = r.pos
         got = match(text, pos)
@@ -135,8 +143,10 @@ def _simple(r: _Reader, got: re.Match[str]) -> tuple[int, int, bool, int, Any, A
     else:
         return None
     r.pos = got.end()
-    key = _NO_KEY if key_text is None else r.plains.get(key_text, _NO_KEY)
-    if key is _NO_KEY and key_text is not None:
+    key: Any = key_text
+    if key_text is None:
+        key = _NO_KEY
+    elif key_text[0] in _RESOLVED:
         key = r.plain(key_text)
     return got.start(1), column, dash_text is not None, key_column, key, value
 
@@ -154,6 +164,8 @@ def _plain_value(r: _Reader, plain: str, after: int, indent: int) -> Any:
         pad = _PADS[indent + 1] if indent < len(_PADS) - 1 else " " * (indent + 1)
         if text[after] == "\n" or text.startswith(pad, after):
             return _NO_KEY
+    if plain[0] not in _RESOLVED:
+        return plain
     value = r.plains.get(plain, _NO_KEY)
     return r.plain(plain) if value is _NO_KEY else value
 
@@ -161,8 +173,11 @@ def _plain_value(r: _Reader, plain: str, after: int, indent: int) -> Any:
 class _Tree:
     """The nodes open at the current line, innermost last, and the document they build."""
 
-    def __init__(self, r: _Reader) -> None:
+    def __init__(self, r: _Reader, skip_response_headers: bool) -> None:
         self.r = r
+        self.skips = skip_response_headers
+        self.response: dict[Any, Any] | None = None  # the latest interaction's `response`
+        self.response_next = False  # the pending key is an interaction's `response`
         self.root: dict[Any, Any] = {}
         self.stack: list[tuple[Any, int, bool]] = []
         self.top: Any = self.root  # the innermost open node: a dict or a list
@@ -194,7 +209,7 @@ class _Tree:
             if key is _NO_KEY:
                 raise Fallback  # a scalar where a key belongs
             if value is _PENDING:
-                self.pending, self.pending_key, self.pending_indent = top, key, column
+                self.hold(top, key, column)
             else:
                 top[key] = value
             return
@@ -207,9 +222,25 @@ class _Tree:
         top.append(item)
         self.open(item, key_column, True)
         if value is _PENDING:
-            self.pending, self.pending_key, self.pending_indent = item, key, key_column
+            self.hold(item, key, key_column)
         else:
             item[key] = value
+
+    def hold(self, mapping: dict[Any, Any], key: Any, indent: int) -> None:
+        """A key ending its line: its value comes from the lines below (:meth:`below`).
+
+        An interaction's response headers, when skipped, are left out of the document.
+        """
+        if key == "headers" and mapping is self.response and self.skips:
+            end = _headers_end(self.r.text, self.r.pos, indent)
+            if end >= 0:
+                self.r.pos = end
+                mapping.pop(key, None)
+                return
+        self.response_next = (
+            key == "response" and bool(self.stack) and self.stack[-1][0] is self.items
+        )
+        self.pending, self.pending_key, self.pending_indent = mapping, key, indent
 
     def below(self, column: int, dash: bool) -> None:
         """The value of the pending key, from the line after it (YAML 1.1 §9.2, §9.3)."""
@@ -224,6 +255,9 @@ class _Tree:
             node = {}
         self.pending[self.pending_key] = node
         self.pending = None
+        if self.response_next:
+            self.response = node if isinstance(node, dict) else None
+            self.response_next = False
         if node is not None:
             self.open(node, column, not dash)
 
@@ -237,3 +271,63 @@ class _Tree:
             if column > self.indent or (column == self.indent and dash) or not self.stack:
                 raise Fallback  # deeper than its node, or a dash at a mapping's keys' column
             self.top, self.indent, self.mapping = self.stack.pop()
+
+
+_NAME: Final = r"[A-Za-z_][\w.\-/]*"
+_PLAIN_REST: Final = r"(?:[^:#\n]|:(?=[^ \n])|(?<! )#)*"
+"""The rest of a plain scalar's line: no ``: `` or `` #``, no ``:`` ending it."""
+_HEADER_VALUE: Final = (
+    r"(?:'(?:[^'\n]|''|\n{deeper}(?=[^ \n]))*'|\"[^\"\\\n]*\""
+    r"|(?:[A-Za-z_/(]|[0-9](?![xXbB])(?=[^\n]*?[a-dfgh-su-wyA-DF-SU-WY]))"
+    + _PLAIN_REST
+    + r"(?: *\n{deeper}(?=[^ \n#])"
+    + _PLAIN_REST
+    + r")*) *\n"
+)
+"""A header's value: a single-quoted scalar (its further lines indented past the header's
+name), a double-quoted one on one line without escapes, or a plain one (its further lines
+indented past the name) without ``: `` or `` #`` that starts with a letter, ``_``, ``/`` or
+``(`` (text, a boolean or null), or with a digit not followed by ``x`` or ``b`` and holds a
+letter other than ``e``, ``t``, ``x``, ``z`` (either case) — letters no YAML 1.1 integer
+(``0x``, ``0b``), float or timestamp holds then (text): never a value PyYAML refuses. No
+blank lines."""
+_HEADER_BLOCKS: dict[int, re.Pattern[str]] = {}
+
+
+def _headers_end(text: str, pos: int, indent: int) -> int:
+    """Where the header mapping below a key at column ``indent`` ends, or -1 if it must be read.
+
+    The lines from ``pos`` on must be, at one column past ``indent``, ``name: value`` or
+    ``name:`` followed by ``- value`` lines at that same column (an indentless sequence), with
+    the values of :data:`_HEADER_VALUE`, and be followed by the end of the text or by a line
+    (not blank) at column ``indent`` or less. PyYAML reads such lines into a mapping of names
+    to texts, booleans, nulls and lists of them, without error: leaving them unread changes
+    nothing else in the document or in what PyYAML would report.
+    """
+    column = _indent_at(text, pos)
+    if column <= indent:
+        return -1
+    pattern = _HEADER_BLOCKS.get(column)
+    if pattern is None:
+        pad = " " * column
+        value = _HEADER_VALUE.replace("{deeper}", f" {{{column + 1},}}")
+        pattern = _HEADER_BLOCKS[column] = re.compile(
+            f"(?:{pad}{_NAME}:(?: +{value}|\n(?:{pad}- {value})+))+"
+        )
+    got = pattern.match(text, pos)
+    if got is None:
+        return -1
+    end = got.end()
+    if end < len(text):
+        after = _indent_at(text, end)
+        if after > indent or text[end + after] == "\n":
+            return -1
+    return end
+
+
+def _indent_at(text: str, pos: int) -> int:
+    """The number of spaces at ``pos``."""
+    at = pos
+    while at < len(text) and text[at] == " ":
+        at += 1
+    return at - pos

@@ -46,12 +46,12 @@ class _Reader(Protocol):
 _LINE: Final = re.compile(
     r"(?:[ ]*\n)*( *)(- +)?"
     r"(?:([A-Za-z_][\w.\-/]*):(?: +|(?=\n)))?"
-    r"(?:'([^'\n]*)'|\"([^\"\\\n]*)\"|(\{\}|\[\])|((?:[A-Za-z0-9_/(.]|-[^ \n])[^\n]*?))?"
-    r" *\n"
+    r"(?:'([^'\n]*)' *\n|\"([^\"\\\n]*)\" *\n|(\{\}|\[\]) *\n"
+    r"|((?:[A-Za-z0-9_/(.]|-[^ \n])[^\n]*)\n|\n)"
 )
 """One line: indent, dash, plain key, then a value: single-quoted, double-quoted, ``{}``/``[]``
-or plain (a plain value holding ``: `` or `` #``, ending in ``:``, or continued on the next line
-takes the general path)."""
+or plain (a plain value holding ``: `` or `` #``, ending in ``:`` or a space, or continued on
+the next line takes the general path). Greedy throughout: no backtracking over a value."""
 
 _PENDING: Final = object()
 """A key ending its line: its value is the node below, or null."""
@@ -120,6 +120,8 @@ def read(r: _Reader, *, skip_response_headers: bool = False) -> tuple[dict[Any, 
         if line[1] < 0:
             return tree.document()
         tree.add(*line)
+        if tree.pending is None and tree.top is not tree.items:
+            r.pos = tree.siblings(text, r.pos)
 
 
 def _simple(r: _Reader, got: re.Match[str]) -> tuple[int, int, bool, int, Any, Any] | None:
@@ -157,7 +159,7 @@ def _plain_value(r: _Reader, plain: str, after: int, indent: int) -> Any:
     The general path reads one holding ``: `` or `` #``, ending in ``:``, or followed by a
     blank line or a line indented past ``indent`` (it may go on there).
     """
-    if ": " in plain or " #" in plain or plain[-1] == ":":
+    if ": " in plain or " #" in plain or plain[-1] == ":" or plain[-1] == " ":
         return _NO_KEY
     text = r.text
     if after < len(text):
@@ -226,6 +228,27 @@ class _Tree:
         else:
             item[key] = value
 
+    def siblings(self, text: str, pos: int) -> int:
+        """Read the lines from ``pos`` on that are leaves of the innermost node, in one match.
+
+        A run of ``key: value`` lines at a mapping's column, or of ``- value`` lines at a
+        sequence's, each value a scalar of :data:`_RUN_VALUE` that the next line (at the
+        node's column or less, not blank) cannot continue; returns where the run ends.
+        """
+        pattern = _RUNS.get((self.indent, self.mapping))
+        if pattern is None:
+            pattern = _RUNS[(self.indent, self.mapping)] = _run(self.indent, self.mapping)
+        got = pattern.match(text, pos)
+        if got is None:
+            return pos
+        r, top, end = self.r, self.top, got.end()
+        if self.mapping:
+            for key, value in _RUN_ENTRY.findall(text, pos, end):
+                top[r.plain(key) if key[0] in _RESOLVED else key] = _run_scalar(r, value)
+        else:
+            top.extend(_run_scalar(r, value) for value in _RUN_ITEM.findall(text, pos, end))
+        return end
+
     def hold(self, mapping: dict[Any, Any], key: Any, indent: int) -> None:
         """A key ending its line: its value comes from the lines below (:meth:`below`).
 
@@ -271,6 +294,32 @@ class _Tree:
             if column > self.indent or (column == self.indent and dash) or not self.stack:
                 raise Fallback  # deeper than its node, or a dash at a mapping's keys' column
             self.top, self.indent, self.mapping = self.stack.pop()
+
+
+_RUN_VALUE: Final = (
+    r"(?:'[^'\n]*'|\"[^\"\\\n]*\"|(?:[A-Za-z0-9_/(.]|-(?=[^ \n]))(?:[^:#\n]|:(?=[^ \n])|(?<! )#)*)"
+    r"(?<! )"
+)
+"""A scalar alone on the rest of its line: quoted without escapes or doubled quotes, or plain
+without ``: `` or `` #``, no ``:`` or space ending it."""
+_RUN_ENTRY: Final = re.compile(r" *([A-Za-z_][\w.\-/]*): (" + _RUN_VALUE + r")\n")
+_RUN_ITEM: Final = re.compile(r" *- (" + _RUN_VALUE + r")\n")
+_RUNS: dict[tuple[int, bool], re.Pattern[str]] = {}
+
+
+def _run(indent: int, mapping: bool) -> re.Pattern[str]:
+    """Lines of :meth:`_Tree.siblings` at ``indent``: entries (``mapping``) or items."""
+    pad = " " * indent
+    head = r"[A-Za-z_][\w.\-/]*: " if mapping else "- "
+    return re.compile(f"(?:{pad}{head}{_RUN_VALUE}\n(?!{pad} | *\n))+")
+
+
+def _run_scalar(r: _Reader, value: str) -> Any:
+    """The value of a scalar :data:`_RUN_VALUE` matched."""
+    first = value[0]
+    if first == "'" or first == '"':
+        return value[1:-1]
+    return r.plain(value) if first in _RESOLVED else value
 
 
 _NAME: Final = r"[A-Za-z_][\w.\-/]*"

@@ -9,8 +9,9 @@ Two inputs, each measured in one run beside its floors:
 Rows: the floors (``read``: the bytes read from disk; ``parse``: read + each line's
 ``orjson.loads``, or each cassette's libyaml ``CSafeLoader`` load and its bodies'
 ``json.loads``), then ``--jobs 1`` (:func:`llmcore.audit.audit_paths`), for cassettes
-``--jobs 1`` again with every file read by PyYAML's safe loader (the reader before
-:mod:`llmcore.audit._vcr_yaml`, same report checked), ``--jobs 2``
+``--jobs 1`` again with the reader before :mod:`llmcore.audit._vcr_yaml` (every file read
+whole by PyYAML's safe loader, parsed bodies written by :func:`llmcore.jsonbytes.dumps`; same
+report checked), ``--jobs 2``
 (:func:`llmcore.audit.jobs.audit_jobs`) and the local cluster (:func:`llmcore.audit.engine.
 audit_dask` on a :class:`distributed.LocalCluster` of 2 worker processes, started before the
 clock; JSONL only: the engine reads no cassettes). Each row gives seconds (the median of
@@ -44,7 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from llmcore import jsonbytes  # noqa: E402
-from llmcore.audit import AuditReport, _vcr_yaml, audit_paths  # noqa: E402
+from llmcore.audit import AuditReport, _cassette, _vcr_yaml, audit_paths  # noqa: E402
 from llmcore.audit.jobs import audit_jobs  # noqa: E402
 from tests.audit.keyed_logs import keyed_log  # noqa: E402
 
@@ -57,13 +58,19 @@ PYYAML_ROW = "--jobs 1, PyYAML reader (before)"
 
 
 def audit_with_pyyaml(paths: list[Path]) -> AuditReport:
-    """``--jobs 1`` with every cassette read by PyYAML's safe loader (the reader before)."""
-    fast = _vcr_yaml.load
+    """``--jobs 1`` with the cassette reader before :mod:`llmcore.audit._vcr_yaml`.
+
+    Every cassette is read whole by PyYAML's safe loader (response headers included), and
+    each parsed body written by :func:`llmcore.jsonbytes.dumps` (the writer before
+    :func:`llmcore.audit._cassette.json_bytes`).
+    """
+    fast, writer = _vcr_yaml.load, _cassette.json_bytes
     _vcr_yaml.load = lambda data, **options: None
+    _cassette.json_bytes = jsonbytes.dumps
     try:
         return audit_paths(paths)
     finally:
-        _vcr_yaml.load = fast
+        _vcr_yaml.load, _cassette.json_bytes = fast, writer
 
 
 def load() -> list[float]:
@@ -146,6 +153,21 @@ def timed(run: Callable[[], Any], repeats: int) -> tuple[float, Any]:
     return statistics.median(times), result
 
 
+def interleaved(paths: list[Path], repeats: int) -> tuple[float, AuditReport, float, AuditReport]:
+    """Median seconds and report of :func:`audit_paths` and of :func:`audit_with_pyyaml`,
+    timed in turns (one of each per repeat)."""
+    now: list[float] = []
+    then: list[float] = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        report = audit_paths(paths)
+        now.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        old = audit_with_pyyaml(paths)
+        then.append(time.perf_counter() - start)
+    return statistics.median(now), report, statistics.median(then), old
+
+
 def measure(
     name: str, paths: list[Path], repeats: int, cluster: Any | None, jsonl: bool
 ) -> dict[str, Any]:
@@ -170,11 +192,13 @@ def measure(
     row("floor: read bytes", seconds, 0)
     seconds, count = timed(lambda: parse(paths), repeats)
     row("floor: parse only", seconds, count)
-    seconds, baseline = timed(lambda: audit_paths(paths), repeats)
+    if jsonl:
+        seconds, baseline = timed(lambda: audit_paths(paths), repeats)
+    else:  # the same audit with today's reader and with the one before, interleaved
+        seconds, baseline, before, got = interleaved(paths, repeats)
     requests = len(baseline.requests)
     expected = baseline.to_json()
-    if not jsonl:  # the same audit with today's reader and with the one before, side by side
-        before, got = timed(lambda: audit_with_pyyaml(paths), repeats)
+    if not jsonl:
         row(PYYAML_ROW, before, requests, got.to_json() == expected)
     row("--jobs 1", seconds, requests, True)
     seconds, got = timed(lambda: audit_jobs(paths, jobs=2), repeats)
@@ -260,6 +284,7 @@ def main() -> None:
     old = next(r for r in cassettes if r["row"] == PYYAML_ROW)["mb_per_s"]
     new = next(r for r in cassettes if r["row"] == "--jobs 1")["mb_per_s"]
     verdict = "met" if new >= READER_GOAL * old else "not met"
+    summary["cassette_reader_ratio"] = round(new / old, 2)
     print(f"cassettes: --jobs 1 reads {new / old:.2f}× the MB/s of the PyYAML reader ({verdict})")
     for result in results:
         two = next(r for r in result["rows"] if r["row"] == "--jobs 2")

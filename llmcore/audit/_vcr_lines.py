@@ -205,7 +205,8 @@ class _Tree:
         """Place one line (see :func:`_general`) in the tree."""
         if self.pending is not None:
             self.below(column, dash)
-        self.close(column, dash)
+        if column != self.indent or dash == self.mapping:
+            self.close(column, dash)
         top = self.top
         if self.mapping:
             if key is _NO_KEY:

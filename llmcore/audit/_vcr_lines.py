@@ -102,7 +102,8 @@ def read(r: _Reader, *, skip_response_headers: bool = False) -> tuple[dict[Any, 
 
     With ``skip_response_headers``, an interaction's ``response.headers`` whose lines all have
     the shapes vcrpy writes for headers (:func:`_headers_end`) is left out of the document
-    unread; any other is read.
+    unread, and such ``request.headers`` are only their ``Content-Type`` entries (the one
+    header the auditor reads); any other is read.
 
     Raises:
         Fallback: A line outside the subset, or a structure PyYAML reads otherwise or refuses.
@@ -178,8 +179,8 @@ class _Tree:
     def __init__(self, r: _Reader, skip_response_headers: bool) -> None:
         self.r = r
         self.skips = skip_response_headers
-        self.response: dict[Any, Any] | None = None  # the latest interaction's `response`
-        self.response_next = False  # the pending key is an interaction's `response`
+        self.sections: dict[str, Any] = {}  # the latest interaction's `request`, `response`
+        self.section_next: str | None = None  # the pending key is one of those
         self.root: dict[Any, Any] = {}
         self.stack: list[tuple[Any, int, bool]] = []
         self.top: Any = self.root  # the innermost open node: a dict or a list
@@ -253,17 +254,29 @@ class _Tree:
     def hold(self, mapping: dict[Any, Any], key: Any, indent: int) -> None:
         """A key ending its line: its value comes from the lines below (:meth:`below`).
 
-        An interaction's response headers, when skipped, are left out of the document.
+        An interaction's response headers, when skipped, are left out of the document; its
+        request headers, when skipped, are only their ``Content-Type`` entries.
         """
-        if key == "headers" and mapping is self.response and self.skips:
-            end = _headers_end(self.r.text, self.r.pos, indent)
-            if end >= 0:
-                self.r.pos = end
+        response = mapping is self.sections.get("response")
+        if (
+            key == "headers"
+            and self.skips
+            and (response or mapping is self.sections.get("request"))
+        ):
+            r = self.r
+            end = _headers_end(r.text, r.pos, indent)
+            if end >= 0 and response:
+                r.pos = end
                 mapping.pop(key, None)
                 return
-        self.response_next = (
-            key == "response" and bool(self.stack) and self.stack[-1][0] is self.items
-        )
+            kept = _content_types(r, r.pos, end) if end >= 0 else None
+            if kept is not None:
+                r.pos = end
+                mapping[key] = kept
+                return
+        self.section_next = None
+        if key in _SECTIONS and bool(self.stack) and self.stack[-1][0] is self.items:
+            self.section_next = key
         self.pending, self.pending_key, self.pending_indent = mapping, key, indent
 
     def below(self, column: int, dash: bool) -> None:
@@ -279,9 +292,9 @@ class _Tree:
             node = {}
         self.pending[self.pending_key] = node
         self.pending = None
-        if self.response_next:
-            self.response = node if isinstance(node, dict) else None
-            self.response_next = False
+        if self.section_next is not None:
+            self.sections[self.section_next] = node if isinstance(node, dict) else None
+            self.section_next = None
         if node is not None:
             self.open(node, column, not dash)
 
@@ -323,6 +336,7 @@ def _run_scalar(r: _Reader, value: str) -> Any:
     return r.plain(value) if first in _RESOLVED else value
 
 
+_SECTIONS: Final = frozenset({"request", "response"})
 _NAME: Final = r"[A-Za-z_][\w.\-/]*"
 _PLAIN_REST: Final = r"(?:[^:#\n]|:(?=[^ \n])|(?<! )#)*"
 """The rest of a plain scalar's line: no ``: `` or `` #``, no ``:`` ending it."""
@@ -381,3 +395,36 @@ def _indent_at(text: str, pos: int) -> int:
     while at < len(text) and text[at] == " ":
         at += 1
     return at - pos
+
+
+_CONTENT_TYPES: dict[int, tuple[re.Pattern[str], re.Pattern[str]]] = {}
+
+
+def _content_types(r: _Reader, pos: int, end: int) -> dict[Any, Any] | None:
+    """The ``Content-Type`` entries (any case) of the header lines from ``pos`` to ``end``.
+
+    The lines are those :func:`_headers_end` accepted. ``None`` when an entry's value is not
+    one-line scalars (:data:`_RUN_VALUE`): the caller reads the headers then.
+    """
+    text = r.text
+    column = _indent_at(text, pos)
+    patterns = _CONTENT_TYPES.get(column)
+    if patterns is None:
+        pad = " " * column
+        name = f"^{pad}((?i:content-type)):"
+        entry = re.compile(
+            f"{name}(?: ({_RUN_VALUE})\\n|\\n((?:{pad}- {_RUN_VALUE}\\n)+))(?!{pad} |{pad}- )",
+            re.MULTILINE,
+        )
+        patterns = _CONTENT_TYPES[column] = (re.compile(name, re.MULTILINE), entry)
+    names, entry = patterns
+    found = entry.findall(text, pos, end)
+    if len(found) != len(names.findall(text, pos, end)):
+        return None
+    out: dict[Any, Any] = {}
+    for key, value, items in found:
+        if value:
+            out[key] = _run_scalar(r, value)
+        else:
+            out[key] = [_run_scalar(r, one) for one in _RUN_ITEM.findall(items)]
+    return out

@@ -100,8 +100,9 @@ def load(
         data: The cassette's bytes (UTF-8, as vcrpy writes them).
         lines: Read with the line loop (:func:`llmcore.audit._vcr_lines.read`) first, and with
             the recursive reader only when it gives up; ``False``: the recursive reader alone.
-        skip_response_headers: Leave out the interactions' ``response.headers`` that the line
-            loop can skip unread (their lines all of the shapes vcrpy writes for headers: see
+        skip_response_headers: Leave out the interactions' ``response.headers``, and keep
+            only the ``Content-Type`` entries of their ``request.headers``, where the line loop
+            can skip them unread (their lines all of the shapes vcrpy writes for headers: see
             :func:`llmcore.audit._vcr_lines.read`); the rest of the document is the same.
 
     Returns:

@@ -103,7 +103,8 @@ def _line_loop(data: bytes) -> tuple[Any, list[int]] | None:
 
 
 def _without_skipped_headers(doc: Any, read: Any) -> Any:
-    """``doc`` less each interaction's ``response.headers`` that ``read`` left out."""
+    """``doc`` less each interaction's ``response.headers`` that ``read`` left out, and with
+    only the ``Content-Type`` entries of the ``request.headers`` it did not read whole."""
     doc = copy.deepcopy(doc)
     items = doc.get("interactions") if isinstance(doc, dict) else None
     for index, item in enumerate(items if isinstance(items, list) else []):
@@ -111,6 +112,14 @@ def _without_skipped_headers(doc: Any, read: Any) -> Any:
         if isinstance(response, dict) and "headers" in response:
             if "headers" not in read["interactions"][index]["response"]:
                 del response["headers"]
+        request = item.get("request") if isinstance(item, dict) else None
+        if isinstance(request, dict) and isinstance(request.get("headers"), dict):
+            if read["interactions"][index]["request"]["headers"] != request["headers"]:
+                request["headers"] = {
+                    key: value
+                    for key, value in request["headers"].items()
+                    if isinstance(key, str) and key.lower() == "content-type"
+                }
     return doc
 
 
@@ -273,7 +282,8 @@ def test_block_structure_equals_pyyaml_or_falls_back(text: str) -> None:
 _HEADER_TEXT = st.text(alphabet=st.sampled_from(list("aZx0b9e-:#'\" .T_/(\n!&*{[")), max_size=12)
 _HEADER_LINES = st.lists(
     st.tuples(
-        st.sampled_from(["x-id", "Date", "on", "null", "a.b/c"]), st.lists(_HEADER_TEXT, max_size=3)
+        st.sampled_from(["x-id", "Date", "on", "null", "a.b/c", "Content-Type", "content-TYPE"]),
+        st.lists(_HEADER_TEXT, max_size=3),
     ),
     min_size=1,
     max_size=4,
@@ -291,8 +301,8 @@ def _header_cassette(headers: list[tuple[str, list[str]]], raw: bool) -> bytes:
         lines.extend(f"      - {value}".replace("\n", "\n        ") for value in values)
     block = "\n".join(lines)
     return (
-        "interactions:\n- request:\n    body: x\n  response:\n    headers:\n"
-        f"{block}\n    status:\n      code: 200\nversion: 1\n"
+        f"interactions:\n- request:\n    body: x\n    headers:\n{block}\n    method: POST\n"
+        f"  response:\n    headers:\n{block}\n    status:\n      code: 200\nversion: 1\n"
     ).encode()
 
 
@@ -305,18 +315,26 @@ def test_skipped_response_headers_are_headers_pyyaml_reads(
     """Header lines written raw (any text, unquoted): skipped only where PyYAML reads them."""
     data = _header_cassette(headers, raw=True)
     skipped = _vcr_yaml.load(data, skip_response_headers=True)
-    if skipped is None or "headers" in skipped[0]["interactions"][0]["response"]:
-        return
+    whole = _vcr_yaml.load(data)
+    if skipped is None or (whole is not None and repr(whole) == repr(skipped)):
+        return  # nothing skipped: the other tests compare what is read
     doc, lines = _pyyaml(data)  # PyYAML reads the file: no error left unreported
     assert repr(skipped[0]) == repr(_without_skipped_headers(doc, skipped[0]))
     assert skipped[1] == lines
 
 
 def test_vcrpy_headers_are_skipped() -> None:
-    """The headers of every real cassette's responses are skipped (none is read)."""
+    """The headers of every real cassette's responses are skipped (none is read), and most
+    requests' are only their Content-Type."""
+    requests = only_content_type = 0
     for name in _real_files():
         got = _vcr_yaml.load((ROOT / name).read_bytes(), skip_response_headers=True)
         items = got[0].get("interactions") if got is not None else None
         for item in items if isinstance(items, list) else []:
             response = item.get("response") if isinstance(item, dict) else None
             assert not (isinstance(response, dict) and "headers" in response), name
+            headers = item.get("request", {}).get("headers") if isinstance(item, dict) else None
+            if isinstance(headers, dict):
+                requests += 1
+                only_content_type += all(k.lower() == "content-type" for k in headers)
+    assert requests > 300 and only_content_type > 0.7 * requests

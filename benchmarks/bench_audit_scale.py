@@ -9,8 +9,9 @@ Two inputs, each measured in one run beside its floors:
 Rows: the floors (``read``: the bytes read from disk; ``parse``: read + each line's
 ``orjson.loads``, or each cassette's libyaml ``CSafeLoader`` load and its bodies'
 ``json.loads``), then ``--jobs 1`` (:func:`llmcore.audit.audit_paths`), for cassettes
-``--jobs 1`` again with every file read by PyYAML's safe loader (the reader before
-:mod:`llmcore.audit._vcr_yaml`, same report checked), ``--jobs 2``
+``--jobs 1`` again with the reader before :mod:`llmcore.audit._vcr_yaml` (every file read
+whole by PyYAML's safe loader, parsed bodies written by :func:`llmcore.jsonbytes.dumps`; same
+report checked), ``--jobs 2``
 (:func:`llmcore.audit.jobs.audit_jobs`) and the local cluster (:func:`llmcore.audit.engine.
 audit_dask` on a :class:`distributed.LocalCluster` of 2 worker processes, started before the
 clock, after the other rows; JSONL only: the engine reads no cassettes). The rows of one input
@@ -50,7 +51,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from llmcore import jsonbytes  # noqa: E402
-from llmcore.audit import AuditReport, _vcr_yaml, audit_paths  # noqa: E402
+from llmcore.audit import AuditReport, _cassette, _vcr_yaml, audit_paths  # noqa: E402
 from llmcore.audit.jobs import audit_jobs  # noqa: E402
 from tests.audit.keyed_logs import keyed_log  # noqa: E402
 
@@ -63,13 +64,19 @@ PYYAML_ROW = "--jobs 1, PyYAML reader (before)"
 
 
 def audit_with_pyyaml(paths: list[Path]) -> AuditReport:
-    """``--jobs 1`` with every cassette read by PyYAML's safe loader (the reader before)."""
-    fast = _vcr_yaml.load
-    _vcr_yaml.load = lambda data: None
+    """``--jobs 1`` with the cassette reader before :mod:`llmcore.audit._vcr_yaml`.
+
+    Every cassette is read whole by PyYAML's safe loader (response headers included), and
+    each parsed body written by :func:`llmcore.jsonbytes.dumps` (the writer before
+    :func:`llmcore.audit._cassette.json_bytes`).
+    """
+    fast, writer = _vcr_yaml.load, _cassette.json_bytes
+    _vcr_yaml.load = lambda data, **options: None
+    _cassette.json_bytes = jsonbytes.dumps
     try:
         return audit_paths(paths)
     finally:
-        _vcr_yaml.load = fast
+        _vcr_yaml.load, _cassette.json_bytes = fast, writer
 
 
 def load() -> list[float]:
@@ -352,6 +359,7 @@ def main() -> None:
     old = next(r for r in cassettes if r["row"] == PYYAML_ROW)["mb_per_s"]
     new = next(r for r in cassettes if r["row"] == "--jobs 1")["mb_per_s"]
     verdict = "met" if new >= READER_GOAL * old else "not met"
+    summary["cassette_reader_ratio"] = round(new / old, 2)
     print(f"cassettes: --jobs 1 reads {new / old:.2f}× the MB/s of the PyYAML reader ({verdict})")
     for result in results:
         two = next(r for r in result["rows"] if r["row"] == "--jobs 2")

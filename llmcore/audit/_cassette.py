@@ -6,6 +6,7 @@ are read through :func:`_cassette_doc` too.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final
@@ -21,6 +22,22 @@ from llmcore.audit.usage import read_response
 from llmcore.errors import EncodingError
 
 _PROTOBUF_TYPES: Final = ("application/grpc", "application/x-protobuf", "application/protobuf")
+
+try:
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - orjson is a core dependency with a fallback
+    _orjson = None  # type: ignore[assignment]
+
+_ORJSON_OWN: Final = (
+    0
+    if _orjson is None
+    else _orjson.OPT_PASSTHROUGH_DATACLASS
+    | _orjson.OPT_PASSTHROUGH_DATETIME
+    | _orjson.OPT_PASSTHROUGH_SUBCLASS
+)
+"""Values orjson would write its own way (dates, subclasses) raise instead (no ``default``)."""
+_FLOAT_TOKEN: Final = re.compile(rb"[:\[,]-?[0-9]+[.eE]")
+"""A number with a fraction or an exponent where a value starts: how orjson writes a float."""
 
 
 try:
@@ -142,7 +159,7 @@ def _load_cassette(path: Path, data: bytes) -> tuple[Any, list[int]]:
         AuditInputError: Not valid YAML (names the line), an alias, a value Python cannot hold
             (names the interaction's line and the value's path), or nested too deeply.
     """
-    fast = _vcr_yaml.load(data)
+    fast = _vcr_yaml.load(data, skip_response_headers=True)  # the auditor never reads them
     if fast is not None:
         return fast
     try:
@@ -196,13 +213,21 @@ def _cassette_doc(
         if isinstance(got, str):
             skipped.append(f"{where}: {got}")
         else:  # errors found while auditing the body name the line too
-            got = _recorded(got, interaction, str(path), index)
-            out.append(replace(got, location=where.replace(str(path), at, 1)))
+            location = where.replace(str(path), at, 1)
+            out.append(_recorded(got, interaction, str(path), index, location))
     return out
 
 
-def _recorded(inp: AuditInput, interaction: dict[str, Any], file: str, index: int) -> AuditInput:
-    """Add the cassette's scope and the recorded response's id, usage and status (never raises).
+def _recorded(
+    inp: AuditInput,
+    interaction: dict[str, Any],
+    file: str,
+    index: int,
+    location: str,
+) -> AuditInput:
+    """Add the cassette's scope and location, the recorded response's id, usage and status.
+
+    Never raises.
 
     ``response: null`` records that no response came (:attr:`AuditInput.answered`); an
     interaction without ``response`` recorded none either way and is judged as usual.
@@ -226,6 +251,7 @@ def _recorded(inp: AuditInput, interaction: dict[str, Any], file: str, index: in
         usage=got.usage,
         status=code if isinstance(code, int) and not isinstance(code, bool) else None,
         answered=not ("response" in interaction and recorded is None),
+        location=location,
     )
 
 
@@ -351,9 +377,34 @@ def _body(request: dict[str, Any], where: str) -> bytes | None:
     )
 
 
+def json_bytes(value: Any) -> bytes:
+    """The bytes :func:`llmcore.jsonbytes.dumps` writes for ``value``, by orjson where equal.
+
+    orjson escapes strings and writes objects, arrays, integers, booleans and ``null`` as
+    :func:`llmcore.jsonbytes.dumps` does (see :func:`llmcore.jsonbytes.dumps_float_free`), and
+    raises where it would write another way (an integer beyond 64 bits, a lone surrogate, a
+    key that is not a string, bytes, a date, a subclass, deep nesting). Floats are its own:
+    ``1e-05`` as ``0.00001``, NaN and infinities as ``null``. So its bytes are kept only when
+    they hold no float token (:data:`_FLOAT_TOKEN`) and no ``null`` at all; anything else is
+    written by :func:`llmcore.jsonbytes.dumps`, which also raises the errors.
+
+    Raises:
+        EncodingError: As :func:`llmcore.jsonbytes.dumps`.
+    """
+    if _orjson is not None:
+        try:
+            written: bytes = _orjson.dumps(value, option=_ORJSON_OWN)
+        except TypeError:  # orjson.JSONEncodeError is a TypeError
+            pass
+        else:
+            if b"null" not in written and _FLOAT_TOKEN.search(written) is None:
+                return written
+    return jsonbytes.dumps(value)
+
+
 def _parsed_body(value: dict[str, Any], where: str) -> bytes:
     """Write pydantic-ai's ``parsed_body`` as JSON; YAML-only values are refused by name."""
     try:
-        return jsonbytes.dumps(value)
+        return json_bytes(value)
     except EncodingError as exc:  # a date, .inf, an integer key, !!binary, !!set, …
         raise AuditInputError(f"parsed_body is not JSON: {exc.message}", location=where) from None

@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from typing import Any, Final, Protocol
 
+import yaml
+
 __all__ = ["Fallback", "read"]
 
 
@@ -44,17 +46,19 @@ class _Reader(Protocol):
 _LINE: Final = re.compile(
     r"(?:[ ]*\n)*( *)(- +)?"
     r"(?:([A-Za-z_][\w.\-/]*):(?: +|(?=\n)))?"
-    r"(?:'([^'\n]*)'|\"([^\"\\\n]*)\"|(\{\}|\[\])|((?:[A-Za-z0-9_/(.]|-[^ \n])[^\n]*?))?"
-    r" *\n"
+    r"(?:'([^'\n]*)' *\n|\"([^\"\\\n]*)\" *\n|(\{\}|\[\]) *\n"
+    r"|((?:[A-Za-z0-9_/(.]|-[^ \n])[^\n]*)\n|\n)"
 )
 """One line: indent, dash, plain key, then a value: single-quoted, double-quoted, ``{}``/``[]``
-or plain (a plain value holding ``: `` or `` #``, ending in ``:``, or continued on the next line
-takes the general path)."""
+or plain (a plain value holding ``: `` or `` #``, ending in ``:`` or a space, or continued on
+the next line takes the general path). Greedy throughout: no backtracking over a value."""
 
 _PENDING: Final = object()
 """A key ending its line: its value is the node below, or null."""
 _NO_KEY: Final = object()
 _PADS: Final = tuple(" " * n for n in range(130))
+_RESOLVED: Final = frozenset(yaml.resolver.Resolver.yaml_implicit_resolvers)
+"""First characters of the plain scalars PyYAML may resolve to another type (the rest: text)."""
 
 
 def _general(r: _Reader) -> tuple[int, int, bool, int, Any, Any]:
@@ -93,15 +97,20 @@ def _general(r: _Reader) -> tuple[int, int, bool, int, Any, Any]:
     return start, column, dash, indent, key, _PENDING
 
 
-def read(r: _Reader) -> tuple[dict[Any, Any], list[int]]:
+def read(r: _Reader, *, skip_response_headers: bool = False) -> tuple[dict[Any, Any], list[int]]:
     """The document (a block mapping at column 0) and its ``interactions`` items' lines.
+
+    With ``skip_response_headers``, an interaction's ``response.headers`` whose lines all have
+    the shapes vcrpy writes for headers (:func:`_headers_end`) is left out of the document
+    unread, and such ``request.headers`` are only their ``Content-Type`` entries (the one
+    header the auditor reads); any other is read.
 
     Raises:
         Fallback: A line outside the subset, or a structure PyYAML reads otherwise or refuses.
     """
     text = r.text
     match = _LINE.match
-    tree = _Tree(r)
+    tree = _Tree(r, skip_response_headers)
     while True:
         pos = r.pos
         got = match(text, pos)
@@ -112,6 +121,8 @@ def read(r: _Reader) -> tuple[dict[Any, Any], list[int]]:
         if line[1] < 0:
             return tree.document()
         tree.add(*line)
+        if tree.pending is None and tree.top is not tree.items:
+            r.pos = tree.siblings(text, r.pos)
 
 
 def _simple(r: _Reader, got: re.Match[str]) -> tuple[int, int, bool, int, Any, Any] | None:
@@ -135,8 +146,10 @@ def _simple(r: _Reader, got: re.Match[str]) -> tuple[int, int, bool, int, Any, A
     else:
         return None
     r.pos = got.end()
-    key = _NO_KEY if key_text is None else r.plains.get(key_text, _NO_KEY)
-    if key is _NO_KEY and key_text is not None:
+    key: Any = key_text
+    if key_text is None:
+        key = _NO_KEY
+    elif key_text[0] in _RESOLVED:
         key = r.plain(key_text)
     return got.start(1), column, dash_text is not None, key_column, key, value
 
@@ -147,13 +160,15 @@ def _plain_value(r: _Reader, plain: str, after: int, indent: int) -> Any:
     The general path reads one holding ``: `` or `` #``, ending in ``:``, or followed by a
     blank line or a line indented past ``indent`` (it may go on there).
     """
-    if ": " in plain or " #" in plain or plain[-1] == ":":
+    if ": " in plain or " #" in plain or plain[-1] == ":" or plain[-1] == " ":
         return _NO_KEY
     text = r.text
     if after < len(text):
         pad = _PADS[indent + 1] if indent < len(_PADS) - 1 else " " * (indent + 1)
         if text[after] == "\n" or text.startswith(pad, after):
             return _NO_KEY
+    if plain[0] not in _RESOLVED:
+        return plain
     value = r.plains.get(plain, _NO_KEY)
     return r.plain(plain) if value is _NO_KEY else value
 
@@ -161,8 +176,11 @@ def _plain_value(r: _Reader, plain: str, after: int, indent: int) -> Any:
 class _Tree:
     """The nodes open at the current line, innermost last, and the document they build."""
 
-    def __init__(self, r: _Reader) -> None:
+    def __init__(self, r: _Reader, skip_response_headers: bool) -> None:
         self.r = r
+        self.skips = skip_response_headers
+        self.sections: dict[str, Any] = {}  # the latest interaction's `request`, `response`
+        self.section_next: str | None = None  # the pending key is one of those
         self.root: dict[Any, Any] = {}
         self.stack: list[tuple[Any, int, bool]] = []
         self.top: Any = self.root  # the innermost open node: a dict or a list
@@ -188,13 +206,14 @@ class _Tree:
         """Place one line (see :func:`_general`) in the tree."""
         if self.pending is not None:
             self.below(column, dash)
-        self.close(column, dash)
+        if column != self.indent or dash == self.mapping:
+            self.close(column, dash)
         top = self.top
         if self.mapping:
             if key is _NO_KEY:
                 raise Fallback  # a scalar where a key belongs
             if value is _PENDING:
-                self.pending, self.pending_key, self.pending_indent = top, key, column
+                self.hold(top, key, column)
             else:
                 top[key] = value
             return
@@ -207,9 +226,58 @@ class _Tree:
         top.append(item)
         self.open(item, key_column, True)
         if value is _PENDING:
-            self.pending, self.pending_key, self.pending_indent = item, key, key_column
+            self.hold(item, key, key_column)
         else:
             item[key] = value
+
+    def siblings(self, text: str, pos: int) -> int:
+        """Read the lines from ``pos`` on that are leaves of the innermost node, in one match.
+
+        A run of ``key: value`` lines at a mapping's column, or of ``- value`` lines at a
+        sequence's, each value a scalar of :data:`_RUN_VALUE` that the next line (at the
+        node's column or less, not blank) cannot continue; returns where the run ends.
+        """
+        pattern = _RUNS.get((self.indent, self.mapping))
+        if pattern is None:
+            pattern = _RUNS[(self.indent, self.mapping)] = _run(self.indent, self.mapping)
+        got = pattern.match(text, pos)
+        if got is None:
+            return pos
+        r, top, end = self.r, self.top, got.end()
+        if self.mapping:
+            for key, value in _RUN_ENTRY.findall(text, pos, end):
+                top[r.plain(key) if key[0] in _RESOLVED else key] = _run_scalar(r, value)
+        else:
+            top.extend(_run_scalar(r, value) for value in _RUN_ITEM.findall(text, pos, end))
+        return end
+
+    def hold(self, mapping: dict[Any, Any], key: Any, indent: int) -> None:
+        """A key ending its line: its value comes from the lines below (:meth:`below`).
+
+        An interaction's response headers, when skipped, are left out of the document; its
+        request headers, when skipped, are only their ``Content-Type`` entries.
+        """
+        response = mapping is self.sections.get("response")
+        if (
+            key == "headers"
+            and self.skips
+            and (response or mapping is self.sections.get("request"))
+        ):
+            r = self.r
+            end = _headers_end(r.text, r.pos, indent)
+            if end >= 0 and response:
+                r.pos = end
+                mapping.pop(key, None)
+                return
+            kept = _content_types(r, r.pos, end) if end >= 0 else None
+            if kept is not None:
+                r.pos = end
+                mapping[key] = kept
+                return
+        self.section_next = None
+        if key in _SECTIONS and bool(self.stack) and self.stack[-1][0] is self.items:
+            self.section_next = key
+        self.pending, self.pending_key, self.pending_indent = mapping, key, indent
 
     def below(self, column: int, dash: bool) -> None:
         """The value of the pending key, from the line after it (YAML 1.1 §9.2, §9.3)."""
@@ -224,6 +292,9 @@ class _Tree:
             node = {}
         self.pending[self.pending_key] = node
         self.pending = None
+        if self.section_next is not None:
+            self.sections[self.section_next] = node if isinstance(node, dict) else None
+            self.section_next = None
         if node is not None:
             self.open(node, column, not dash)
 
@@ -237,3 +308,123 @@ class _Tree:
             if column > self.indent or (column == self.indent and dash) or not self.stack:
                 raise Fallback  # deeper than its node, or a dash at a mapping's keys' column
             self.top, self.indent, self.mapping = self.stack.pop()
+
+
+_RUN_VALUE: Final = (
+    r"(?:'[^'\n]*'|\"[^\"\\\n]*\"|(?:[A-Za-z0-9_/(.]|-(?=[^ \n]))(?:[^:#\n]|:(?=[^ \n])|(?<! )#)*)"
+    r"(?<! )"
+)
+"""A scalar alone on the rest of its line: quoted without escapes or doubled quotes, or plain
+without ``: `` or `` #``, no ``:`` or space ending it."""
+_RUN_ENTRY: Final = re.compile(r" *([A-Za-z_][\w.\-/]*): (" + _RUN_VALUE + r")\n")
+_RUN_ITEM: Final = re.compile(r" *- (" + _RUN_VALUE + r")\n")
+_RUNS: dict[tuple[int, bool], re.Pattern[str]] = {}
+
+
+def _run(indent: int, mapping: bool) -> re.Pattern[str]:
+    """Lines of :meth:`_Tree.siblings` at ``indent``: entries (``mapping``) or items."""
+    pad = " " * indent
+    head = r"[A-Za-z_][\w.\-/]*: " if mapping else "- "
+    return re.compile(f"(?:{pad}{head}{_RUN_VALUE}\n(?!{pad} | *\n))+")
+
+
+def _run_scalar(r: _Reader, value: str) -> Any:
+    """The value of a scalar :data:`_RUN_VALUE` matched."""
+    first = value[0]
+    if first == "'" or first == '"':
+        return value[1:-1]
+    return r.plain(value) if first in _RESOLVED else value
+
+
+_SECTIONS: Final = frozenset({"request", "response"})
+_NAME: Final = r"[A-Za-z_][\w.\-/]*"
+_PLAIN_REST: Final = r"(?:[^:#\n]|:(?=[^ \n])|(?<! )#)*"
+"""The rest of a plain scalar's line: no ``: `` or `` #``, no ``:`` ending it."""
+_HEADER_VALUE: Final = (
+    r"(?:'(?:[^'\n]|''|\n{deeper}(?=[^ \n]))*'|\"[^\"\\\n]*\""
+    r"|(?:[A-Za-z_/(]|[0-9](?![xXbB])(?=[^\n]*?[a-dfgh-su-wyA-DF-SU-WY]))"
+    + _PLAIN_REST
+    + r"(?: *\n{deeper}(?=[^ \n#])"
+    + _PLAIN_REST
+    + r")*) *\n"
+)
+"""A header's value: a single-quoted scalar (its further lines indented past the header's
+name), a double-quoted one on one line without escapes, or a plain one (its further lines
+indented past the name) without ``: `` or `` #`` that starts with a letter, ``_``, ``/`` or
+``(`` (text, a boolean or null), or with a digit not followed by ``x`` or ``b`` and holds a
+letter other than ``e``, ``t``, ``x``, ``z`` (either case) — letters no YAML 1.1 integer
+(``0x``, ``0b``), float or timestamp holds then (text): never a value PyYAML refuses. No
+blank lines."""
+_HEADER_BLOCKS: dict[int, re.Pattern[str]] = {}
+
+
+def _headers_end(text: str, pos: int, indent: int) -> int:
+    """Where the header mapping below a key at column ``indent`` ends, or -1 if it must be read.
+
+    The lines from ``pos`` on must be, at one column past ``indent``, ``name: value`` or
+    ``name:`` followed by ``- value`` lines at that same column (an indentless sequence), with
+    the values of :data:`_HEADER_VALUE`, and be followed by the end of the text or by a line
+    (not blank) at column ``indent`` or less. PyYAML reads such lines into a mapping of names
+    to texts, booleans, nulls and lists of them, without error: leaving them unread changes
+    nothing else in the document or in what PyYAML would report.
+    """
+    column = _indent_at(text, pos)
+    if column <= indent:
+        return -1
+    pattern = _HEADER_BLOCKS.get(column)
+    if pattern is None:
+        pad = " " * column
+        value = _HEADER_VALUE.replace("{deeper}", f" {{{column + 1},}}")
+        pattern = _HEADER_BLOCKS[column] = re.compile(
+            f"(?:{pad}{_NAME}:(?: +{value}|\n(?:{pad}- {value})+))+"
+        )
+    got = pattern.match(text, pos)
+    if got is None:
+        return -1
+    end = got.end()
+    if end < len(text):
+        after = _indent_at(text, end)
+        if after > indent or text[end + after] == "\n":
+            return -1
+    return end
+
+
+def _indent_at(text: str, pos: int) -> int:
+    """The number of spaces at ``pos``."""
+    at = pos
+    while at < len(text) and text[at] == " ":
+        at += 1
+    return at - pos
+
+
+_CONTENT_TYPES: dict[int, tuple[re.Pattern[str], re.Pattern[str]]] = {}
+
+
+def _content_types(r: _Reader, pos: int, end: int) -> dict[Any, Any] | None:
+    """The ``Content-Type`` entries (any case) of the header lines from ``pos`` to ``end``.
+
+    The lines are those :func:`_headers_end` accepted. ``None`` when an entry's value is not
+    one-line scalars (:data:`_RUN_VALUE`): the caller reads the headers then.
+    """
+    text = r.text
+    column = _indent_at(text, pos)
+    patterns = _CONTENT_TYPES.get(column)
+    if patterns is None:
+        pad = " " * column
+        name = f"^{pad}((?i:content-type)):"
+        entry = re.compile(
+            f"{name}(?: ({_RUN_VALUE})\\n|\\n((?:{pad}- {_RUN_VALUE}\\n)+))(?!{pad} |{pad}- )",
+            re.MULTILINE,
+        )
+        patterns = _CONTENT_TYPES[column] = (re.compile(name, re.MULTILINE), entry)
+    names, entry = patterns
+    found = entry.findall(text, pos, end)
+    if len(found) != len(names.findall(text, pos, end)):
+        return None
+    out: dict[Any, Any] = {}
+    for key, value, items in found:
+        if value:
+            out[key] = _run_scalar(r, value)
+        else:
+            out[key] = [_run_scalar(r, one) for one in _RUN_ITEM.findall(items)]
+    return out

@@ -91,13 +91,19 @@ _NONE: Final = object()
 """No value read: take the general path."""
 
 
-def load(data: bytes, *, lines: bool = True) -> tuple[Any, list[int]] | None:
+def load(
+    data: bytes, *, lines: bool = True, skip_response_headers: bool = False
+) -> tuple[Any, list[int]] | None:
     """The document PyYAML's safe loader builds from ``text``, or ``None`` outside the subset.
 
     Args:
         data: The cassette's bytes (UTF-8, as vcrpy writes them).
         lines: Read with the line loop (:func:`llmcore.audit._vcr_lines.read`) first, and with
             the recursive reader only when it gives up; ``False``: the recursive reader alone.
+        skip_response_headers: Leave out the interactions' ``response.headers``, and keep
+            only the ``Content-Type`` entries of their ``request.headers``, where the line loop
+            can skip them unread (their lines all of the shapes vcrpy writes for headers: see
+            :func:`llmcore.audit._vcr_lines.read`); the rest of the document is the same.
 
     Returns:
         ``(document, lines)``: the document (dicts, lists, ``str``, ``int``, ``float``,
@@ -110,7 +116,7 @@ def load(data: bytes, *, lines: bool = True) -> tuple[Any, list[int]] | None:
         return None
     if lines:
         try:
-            return _vcr_lines.read(_Reader(text))
+            return _vcr_lines.read(_Reader(text), skip_response_headers=skip_response_headers)
         except (_Fallback, IndexError, ValueError, RecursionError):
             pass
     try:

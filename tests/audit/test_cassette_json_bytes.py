@@ -1,0 +1,61 @@
+"""A parsed body is written by orjson only where its bytes are :func:`jsonbytes.dumps`'s."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from llmcore import jsonbytes
+from llmcore.audit._cassette import json_bytes
+from llmcore.errors import EncodingError
+from tests.examples import examples
+
+_LEAVES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.integers(-(2**70), 2**70),
+    st.floats(),
+    st.sampled_from([0.0, -0.0, 1e-05, 1e16, 1.5, 1e300, float("inf"), float("nan")]),
+    st.text(),
+    st.sampled_from(["\ud800", "null", "a\u2028b", "\x00\x1f\x7f", '"\\/']),
+    st.binary(max_size=4),
+)
+_KEYS = st.one_of(
+    st.text(max_size=6), st.sampled_from(["\udfff", "null"]), st.integers(), st.none()
+)
+_VALUES = st.recursive(
+    _LEAVES,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(_KEYS, inner, max_size=4)),
+    max_leaves=20,
+)
+
+
+def _written(value: Any) -> bytes | str:
+    try:
+        return jsonbytes.dumps(value)
+    except EncodingError as exc:
+        return exc.message
+
+
+@pytest.mark.full_count
+@settings(max_examples=examples(full=2000, sample=200), deadline=None)
+@given(st.dictionaries(st.text(max_size=6), _VALUES, max_size=5))
+def test_json_bytes_are_jsonbytes_dumps(value: dict[str, Any]) -> None:
+    """The same bytes, or the same error, for any value a YAML document can hold."""
+    expected = _written(value)
+    try:
+        got: bytes | str = json_bytes(value)
+    except EncodingError as exc:
+        got = exc.message
+    assert got == expected
+
+
+def test_deep_nesting_is_written_as_jsonbytes_writes_it() -> None:
+    value: Any = "x"
+    for _ in range(300):  # past orjson's depth limit
+        value = [value]
+    assert json_bytes({"a": value}) == jsonbytes.dumps({"a": value})

@@ -242,14 +242,24 @@ def _tasks(
 def _merged(units: list[Unit]) -> list[Unit]:
     """A task's units in input order, a file's line shares joined into one (lines in order)."""
     by_file: dict[int, Unit] = {}
+    shares: dict[int, list[tuple[int, int, int]]] = {}
     for unit in units:
         known = by_file.get(unit.ordinal)
-        if known is None or known.lines is None or unit.lines is None:
-            by_file[unit.ordinal] = unit
-        else:
-            joined = tuple(sorted((*known.lines, *unit.lines), key=lambda x: x[2]))
-            by_file[unit.ordinal] = replace(known, lines=joined)
+        if known is not None and known.lines is not None and unit.lines is not None:
+            shares[unit.ordinal].extend(unit.lines)
+            continue
+        by_file[unit.ordinal] = unit
+        shares.pop(unit.ordinal, None)
+        if unit.lines is not None:
+            shares[unit.ordinal] = list(unit.lines)
+    for ordinal, lines in shares.items():  # sorted once (Timsort joins the sorted shares)
+        lines.sort(key=_line_number)
+        by_file[ordinal] = replace(by_file[ordinal], lines=tuple(lines))
     return [by_file[k] for k in sorted(by_file)]
+
+
+def _line_number(line: tuple[int, int, int]) -> int:
+    return line[2]
 
 
 def audit_jobs(

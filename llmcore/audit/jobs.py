@@ -203,15 +203,14 @@ def _tasks(
     if p.keys:  # the largest keys first, each to the least loaded bucket
         count = min(len(p.keys), jobs)  # one per worker: all run, and merge, at once
         sizes, parts = [0] * count, [list[Unit]() for _ in range(count)]
-        for key in sorted(p.keys, key=lambda k: (-p.key_bytes[k], k)):
-            i = min(range(count), key=lambda n: (sizes[n], n))
-            sizes[i] += p.key_bytes[key]
-            parts[i].extend(p.keys[key])
-        if shared and count == jobs:  # the shared partition joins the least loaded bucket
-            i = min(range(count), key=lambda n: (sizes[n], n))
-            sizes[i] += p.shared_bytes
-            parts[i].extend(shared)
+        pieces = [(p.key_bytes[key], key, p.keys[key]) for key in p.keys]
+        if shared and count == jobs:  # the shared partition is packed as one more piece
+            pieces.append((p.shared_bytes, "", shared))
             shared = []
+        for size, _key, units in sorted(pieces, key=lambda piece: (-piece[0], piece[1])):
+            i = min(range(count), key=lambda n: (sizes[n], n))
+            sizes[i] += size
+            parts[i].extend(units)
         buckets = list(zip(sizes, parts, strict=True))
     target = max(1, p.size // (jobs * 4))
     run: list[Unit] = []

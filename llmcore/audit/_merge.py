@@ -20,7 +20,16 @@ from typing import Any, Final
 
 from llmcore.audit._maximum import Maxima
 from llmcore.audit._partition import FileNote, TaskResult
-from llmcore.audit._rows import FIELDS, Position, Row, Stream, inline_rows, rows_of
+from llmcore.audit._rows import (
+    FIELDS,
+    USAGE_AT,
+    Position,
+    Row,
+    Stream,
+    inline_rows,
+    rows_of,
+    usage_of,
+)
 from llmcore.audit._visible import no_breakpoints, visible_label
 from llmcore.audit.report import AuditReport, RequestRecord
 
@@ -29,7 +38,7 @@ __all__ = ["Again", "Merge", "merge_results"]
 _AT: Final = {name: n for n, name in enumerate(FIELDS)}
 _INDEX, _COMPARED, _CONVERSATION = _AT["index"], _AT["compared_with"], _AT["conversation"]
 _SOURCE, _GROUPING, _DETAIL = _AT["source"], _AT["grouping"], _AT["detail"]
-_NOTES, _USAGE = _AT["notes"], _AT["usage"]
+_NOTES = _AT["notes"]
 _MOST: Final = tuple(
     _AT[name]
     for name in ("max_cacheable_tokens", "ideal_cacheable_tokens", "breakpoints", "not_visible")
@@ -114,11 +123,12 @@ class Merge:
         values[_GROUPING] = text(values[_GROUPING]) or ""
         values[_DETAIL] = text(values[_DETAIL])
         values[_NOTES] = tuple(text(n) or "" for n in values[_NOTES])
+        values[USAGE_AT] = usage = usage_of(values[USAGE_AT])
         if row.entry is not None:
             most = self._maxima.add(row.entry)
             values[_MOST[0]], values[_MOST[1]] = most.maximum, most.ideal
             values[_MOST[2]] = most.breakpoints if row.entry.breakpoints else None
-            values[_MOST[3]] = visible_label(row.server, values[_USAGE], most.maximum, row.first)
+            values[_MOST[3]] = visible_label(row.server, usage, most.maximum, row.first)
         return RequestRecord(**dict(zip(FIELDS, values, strict=True)))
 
     def report(self, read_skips: Sequence[str]) -> AuditReport:

@@ -30,9 +30,11 @@ from typing import Any, BinaryIO, Final, NamedTuple
 
 from llmcore.audit._maximum import Entry
 from llmcore.audit.report import RequestRecord
+from llmcore.audit.usage import RecordedUsage
 
 __all__ = [
     "FIELDS",
+    "USAGE_AT",
     "Encoder",
     "Position",
     "Row",
@@ -42,6 +44,7 @@ __all__ = [
     "record_fields",
     "rows_of",
     "tail_rows",
+    "usage_of",
 ]
 
 Position = tuple[int, int]
@@ -50,8 +53,33 @@ Position = tuple[int, int]
 FIELDS: Final = tuple(f.name for f in fields(RequestRecord))
 """:class:`~llmcore.audit.report.RequestRecord`'s fields, in order (:func:`record_fields`)."""
 
-record_fields: Final[Callable[[RequestRecord], tuple[Any, ...]]] = operator.attrgetter(*FIELDS)
-"""A record's field values in :data:`FIELDS` order (the merge builds the record from them)."""
+USAGE_AT: Final = FIELDS.index("usage")
+_USAGE_FIELDS: Final = tuple(f.name for f in fields(RecordedUsage))
+_values: Final[Callable[[RequestRecord], tuple[Any, ...]]] = operator.attrgetter(*FIELDS)
+_usage_values: Final[Callable[[RecordedUsage], tuple[Any, ...]]] = operator.attrgetter(
+    *_USAGE_FIELDS
+)
+
+
+def record_fields(record: RequestRecord) -> tuple[Any, ...]:
+    """A record's field values in :data:`FIELDS` order, its usage as its own field values.
+
+    Plain tuples pickle and load without the dataclasses' per-field state calls; the merge
+    builds the record from them (:func:`usage_of` for the usage).
+    """
+    values = _values(record)
+    usage = values[USAGE_AT]
+    if usage is None:
+        return values
+    return (*values[:USAGE_AT], _usage_values(usage), *values[USAGE_AT + 1 :])
+
+
+def usage_of(values: tuple[Any, ...] | None) -> RecordedUsage | None:
+    """The recorded usage :func:`record_fields` gave as field values."""
+    if values is None:
+        return None
+    return RecordedUsage(**dict(zip(_USAGE_FIELDS, values, strict=True)))
+
 
 SPILL_ROWS: Final = 500
 """Rows per frame of a spill file (the merge reads a frame once it is whole)."""
@@ -65,8 +93,8 @@ class Row(NamedTuple):
     position: Position
     """Where the input stands in the whole input."""
     record: tuple[Any, ...] | None
-    """The record's field values (:data:`FIELDS`) with the partition's own numbers and no
-    maximum yet; ``None``: skipped."""
+    """The record's field values (:func:`record_fields`) with the partition's own numbers and
+    no maximum yet; ``None``: skipped."""
     entry: Entry | None = None
     """What the maximum needs (``None`` for a rejected request, which has none)."""
     server: str | None = None
@@ -92,18 +120,20 @@ class Encoder:
 
     def _ids(self, values: tuple[Any, ...], new: list[Any]) -> tuple[int, ...]:
         numbers = self._numbers
-        got = tuple(map(numbers.get, values))  # most items were sent with an earlier row
-        if None not in got:
-            return got  # type: ignore[return-value]  # no None in it
-        out = []
-        for value, n in zip(values, got, strict=True):
-            if n is None:
+        got: list[int | None] = list(map(numbers.get, values))  # most were sent before
+        try:
+            start = got.index(None)  # a growing history's new items come last
+        except ValueError:
+            return tuple(got)  # type: ignore[arg-type]  # no None in it
+        for k in range(start, len(got)):
+            if got[k] is None:
+                value = values[k]
                 n = numbers.get(value)  # the same item twice in one row
                 if n is None:
                     n = numbers[value] = len(numbers)
                     new.append(value)
-            out.append(n)
-        return tuple(out)
+                got[k] = n
+        return tuple(got)  # type: ignore[arg-type]  # every None replaced
 
     def encode(self, row: Row) -> _Wire:
         """The wire form of ``row`` (rows must be decoded in the order they were encoded)."""

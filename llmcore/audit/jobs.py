@@ -203,15 +203,14 @@ def _tasks(
     if p.keys:  # the largest keys first, each to the least loaded bucket
         count = min(len(p.keys), jobs)  # one per worker: all run, and merge, at once
         sizes, parts = [0] * count, [list[Unit]() for _ in range(count)]
-        for key in sorted(p.keys, key=lambda k: (-p.key_bytes[k], k)):
-            i = min(range(count), key=lambda n: (sizes[n], n))
-            sizes[i] += p.key_bytes[key]
-            parts[i].extend(p.keys[key])
-        if shared and count == jobs:  # the shared partition joins the least loaded bucket
-            i = min(range(count), key=lambda n: (sizes[n], n))
-            sizes[i] += p.shared_bytes
-            parts[i].extend(shared)
+        pieces = [(p.key_bytes[key], key, p.keys[key]) for key in p.keys]
+        if shared and count == jobs:  # the shared partition is packed as one more piece
+            pieces.append((p.shared_bytes, "", shared))
             shared = []
+        for size, _key, units in sorted(pieces, key=lambda piece: (-piece[0], piece[1])):
+            i = min(range(count), key=lambda n: (sizes[n], n))
+            sizes[i] += size
+            parts[i].extend(units)
         buckets = list(zip(sizes, parts, strict=True))
     target = max(1, p.size // (jobs * 4))
     run: list[Unit] = []
@@ -242,14 +241,24 @@ def _tasks(
 def _merged(units: list[Unit]) -> list[Unit]:
     """A task's units in input order, a file's line shares joined into one (lines in order)."""
     by_file: dict[int, Unit] = {}
+    shares: dict[int, list[tuple[int, int, int]]] = {}
     for unit in units:
         known = by_file.get(unit.ordinal)
-        if known is None or known.lines is None or unit.lines is None:
-            by_file[unit.ordinal] = unit
-        else:
-            joined = tuple(sorted((*known.lines, *unit.lines), key=lambda x: x[2]))
-            by_file[unit.ordinal] = replace(known, lines=joined)
+        if known is not None and known.lines is not None and unit.lines is not None:
+            shares[unit.ordinal].extend(unit.lines)
+            continue
+        by_file[unit.ordinal] = unit
+        shares.pop(unit.ordinal, None)
+        if unit.lines is not None:
+            shares[unit.ordinal] = list(unit.lines)
+    for ordinal, lines in shares.items():  # sorted once (Timsort joins the sorted shares)
+        lines.sort(key=_line_number)
+        by_file[ordinal] = replace(by_file[ordinal], lines=tuple(lines))
     return [by_file[k] for k in sorted(by_file)]
+
+
+def _line_number(line: tuple[int, int, int]) -> int:
+    return line[2]
 
 
 def audit_jobs(

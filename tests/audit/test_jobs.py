@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import pickle
 import shutil
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 
 from llmcore import jsonbytes
 from llmcore.audit import AuditInputError, audit_paths
+from llmcore.audit import jobs as jobs_module
 from llmcore.audit._maximum import Entry
 from llmcore.audit._rows import Encoder, Row, _Decoder
 from llmcore.audit.jobs import _tasks, audit_jobs, plan
@@ -217,3 +219,14 @@ def test_rows_decode_to_the_rows_encoded(entries: list[list[Any]], level: int) -
         row = Row((0, n), ("record", n), entry if n % 3 else None, "server", n % 2 == 0)
         back = decoder.decode(pickle.loads(pickle.dumps(encoder.encode(row))))
         assert back == row
+
+
+def test_workers_fork_only_from_a_single_threaded_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    alone = threading.active_count() == 1
+    assert jobs_module._context().get_start_method() == ("fork" if alone else "forkserver")
+    monkeypatch.setattr(jobs_module.threading, "active_count", lambda: 2)
+    assert jobs_module._context().get_start_method() == "forkserver"
+    path = write_keyed_log(tmp_path / "log.jsonl", 3, conversations=4, turns=3)
+    assert audit_jobs([path], jobs=2).to_json() == audit_paths([path]).to_json()

@@ -19,6 +19,9 @@ from .fragments import FragmentCache
 
 __all__ = ["history_json"]
 
+_UNREAD_TAG = "unread:"
+"""What starts an unread image's hash in a message's variant (apart from its image hashes)."""
+
 
 def history_json(
     history: Sequence[Message],
@@ -66,7 +69,11 @@ class _Media:
         self.kept, self.kept_unread, self.digest = kept, kept_unread, digest
 
     def variant(self, message: Message) -> frozenset[str] | None:
-        """The hashes of the message's images written as ``image``; ``None``: it has none."""
+        """The hashes of the message's images written as ``image``; ``None``: it has none.
+
+        An unread image's hash is tagged (``unread:`` + hash): the same hash can be an image
+        and an unread image of one message, written as ``image`` by either set.
+        """
         found: list[str] | None = None
         for part in message.content:
             if isinstance(part, Image):
@@ -77,7 +84,7 @@ class _Media:
             elif isinstance(part, Text) and part.unread_image_sha256 is not None:
                 found = found or []
                 if part.unread_image_sha256 in self.kept_unread:
-                    found.append(part.unread_image_sha256)
+                    found.append(_UNREAD_TAG + part.unread_image_sha256)
         return None if found is None else frozenset(found)
 
     def media(self, message: Message) -> frozenset[str]:

@@ -446,8 +446,13 @@ class ArchiveStore(_ArchiveFiles):
         if lock == "absent":  # the first write of a folder without one (module doc)
             create_lock_file(self.folder, self.fs)
         hashing = VersionJob(data)  # while the images and the file are written
-        problems = self._commit_all(txn, missing, data, current)
-        version = hashing.result()
+        try:
+            problems = self._commit_all(txn, missing, data, current)
+            version = hashing.result()
+        except BaseException:  # an interrupt after the rename took effect: the file is saved
+            if self._renamed(txn, data):
+                self._committed = hashing.result()
+            raise
         self._committed = version
         self._known = (data, version)
         return SaveResult(
@@ -457,6 +462,16 @@ class ArchiveStore(_ArchiveFiles):
             problems=problems + self._after_commit(wanted, data, txn, listing),
             version=version,
         )
+
+    def _renamed(self, txn: _Txn, data: bytes) -> bool:
+        """Whether ``conversation.json`` is the file this save renamed (its inode and size)."""
+        if not txn.committing:
+            return False
+        try:
+            info = self.fs.lstat(self.conversation_file)
+        except OSError:
+            return False
+        return info is not None and (info.st_ino, info.st_size) == (txn.committed_ino, len(data))
 
     def _version(self, data: bytes | None) -> str | None:
         """:func:`version_of` ``data``, without hashing again the bytes last read or written."""

@@ -212,3 +212,21 @@ def test_a_save_asks_again_only_the_messages_whose_images_changed_status(monkeyp
     asked.clear()
     assert encode(grown, kept_images=plan.kept, fragments=cache, digest=digests) == written
     assert asked == []  # the same plan again: no message is asked
+
+
+def test_an_image_and_an_unread_image_of_one_hash_in_one_message_are_asked_apart():
+    # One message holds an image and an unread image of the same bytes (two mime types, one
+    # file unreadable). The budget drops the image while the unread one's file is there: the
+    # message's variant must change, or the cached bytes keep the image's ``image`` block.
+    image = Image(data=png(b"abc" * 10), mime_type="image/png")
+    sha = image.sha256
+    message = Message(
+        role="user", content=(image, Text.omitted_image("image/gif", unread_sha256=sha))
+    )
+    state = ConversationState(history=(message, Message.assistant("ok")))
+    cache, digests = FragmentCache(), DigestCache()
+    for kept, unread in (({sha}, ()), (set(), {sha}), ({sha}, ()), ({sha}, {sha}), (set(), ())):
+        written = encode(
+            state, kept_images=kept, kept_unread=unread, fragments=cache, digest=digests
+        )
+        assert written == encode(state, kept_images=kept, kept_unread=unread)

@@ -555,3 +555,59 @@ def test_host_numbers_are_kept_exactly_through_open_and_save(tmp_path):
     again.set_unsent(["y"])
     ArchiveStore(folder).save(again)
     assert '"n1": 12345678901234567890.5' in path.read_text()
+
+
+def test_an_interrupt_while_a_large_save_waits_for_its_version_is_not_a_conflict_next_time(
+    tmp_path, monkeypatch
+):
+    # A file of 1 MiB or more is hashed in a thread while it is written; a KeyboardInterrupt
+    # that lands while the save waits for that thread comes after the commit point.
+    folder = tmp_path / "agent"
+    store = ArchiveStore(folder)
+    conv = store.open()
+    conv.end_turn(messages=turn(1, result=b"x" * (1 << 20)), provider="a", model="m")
+    store.save(conv)
+    real_join = threading.Thread.join
+    armed = [True]
+
+    def join(self: threading.Thread, timeout: float | None = None) -> None:
+        if armed[0] and self.name == "llmcore-archive-hash":
+            armed[0] = False
+            real_join(self, timeout)  # the hash is done; the interrupt lands on the return
+            raise KeyboardInterrupt
+        real_join(self, timeout)
+
+    monkeypatch.setattr(threading.Thread, "join", join)
+    conv.end_turn(messages=turn(2), provider="a", model="m")
+    with pytest.raises(KeyboardInterrupt):
+        store.save(conv)  # turn 2 is committed
+    assert ArchiveStore(folder).load().state == conv.state
+    conv.end_turn(messages=turn(3), provider="a", model="m")
+    assert store.save(conv).action == "written"  # before: ArchiveConflictError
+    assert ArchiveStore(folder).load().state == conv.state
+
+
+def test_an_interrupt_as_the_commit_rename_returns_is_not_a_conflict_next_time(tmp_path):
+    folder = tmp_path / "agent"
+
+    class InterruptOnRename(FileSystem):
+        armed = False
+
+        def rename(self, source: Path, target: Path) -> None:
+            super().rename(source, target)
+            if self.armed and target.name == "conversation.json":
+                self.armed = False
+                raise KeyboardInterrupt  # the rename took effect
+
+    fs = InterruptOnRename()
+    store = ArchiveStore(folder, fs=fs)
+    conv = store.open()
+    conv.end_turn(messages=turn(1), provider="a", model="m")
+    store.save(conv)
+    conv.end_turn(messages=turn(2), provider="a", model="m")
+    fs.armed = True
+    with pytest.raises(KeyboardInterrupt):
+        store.save(conv)  # turn 2 is committed
+    conv.end_turn(messages=turn(3), provider="a", model="m")
+    assert store.save(conv).action == "written"  # before: ArchiveConflictError
+    assert ArchiveStore(folder).load().state == conv.state

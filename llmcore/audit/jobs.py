@@ -197,7 +197,13 @@ def _line(offset: int, line: bytes, number: int) -> Iterator[tuple[int, bytes, i
 def _tasks(
     p: _Plan, provider: str | None, group: str | None, jobs: int, spill: str | None
 ) -> list[Task]:
-    """Pack the partitions into tasks of similar size, the largest first."""
+    """Pack the partitions into tasks: key buckets first, largest first, then runs of files.
+
+    Runs of files of their own (cassettes, HAR files) are small (an eighth of a worker's
+    share) and kept in input order: the pool hands them out as workers free up, so the last
+    run leaves little imbalance, and the merge, which takes rows in input order, takes each
+    run as it is written rather than after the runs before it in size order.
+    """
     buckets: list[tuple[int, list[Unit]]] = []
     shared = p.shared
     if p.keys:  # the largest keys first, each to the least loaded bucket
@@ -212,7 +218,10 @@ def _tasks(
             sizes[i] += size
             parts[i].extend(units)
         buckets = list(zip(sizes, parts, strict=True))
-    target = max(1, p.size // (jobs * 4))
+    if shared:
+        buckets.append((p.size, shared))  # its size is unknown: started first
+    buckets.sort(key=lambda b: -b[0])
+    target = max(1, p.size // (jobs * 8))
     run: list[Unit] = []
     run_size = 0
     for size, unit in p.own:
@@ -223,9 +232,6 @@ def _tasks(
             run, run_size = [], 0
     if run:
         buckets.append((run_size, run))
-    if shared:
-        buckets.append((p.size, shared))  # its size is unknown: started first
-    buckets.sort(key=lambda b: -b[0])
     return [
         Task(
             number=n,
@@ -341,12 +347,12 @@ def _run(
     count = min(workers, len(tasks))
     with ProcessPoolExecutor(count, context, initializer=start_worker) as pool:
         futures = [pool.submit(run_task, task) for task in tasks]
-        streams = [
-            tail_rows(task.number, task.spill, _running(future))
-            for task, future in zip(tasks, futures, strict=True)
-            if task.spill is not None
-        ]
-        merged.add_all(rows_of(streams))
+        streams = []
+        for task, future in zip(tasks, futures, strict=True):
+            assert task.spill is not None
+            streams.append(tail_rows(task.number, task.spill, _running(future)))
+        starts = [(min(unit.ordinal for unit in task.units), -1) for task in tasks]
+        merged.add_all(rows_of(streams, starts))
         return [future.result() for future in futures], merged
 
 

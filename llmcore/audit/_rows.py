@@ -81,8 +81,9 @@ def usage_of(values: tuple[Any, ...] | None) -> RecordedUsage | None:
     return RecordedUsage(**dict(zip(_USAGE_FIELDS, values, strict=True)))
 
 
-SPILL_ROWS: Final = 500
-"""Rows per frame of a spill file (the merge reads a frame once it is whole)."""
+SPILL_ROWS: Final = 200
+"""Rows per frame of a spill file: the merge reads a frame once it is whole, so what it has left
+when the workers end is about a frame per worker."""
 
 _HEADER: Final = struct.Struct(">Q")
 

@@ -10,6 +10,7 @@ import io
 import pickle
 import shutil
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from llmcore import jsonbytes
 from llmcore.audit import AuditInputError, audit_paths
 from llmcore.audit import jobs as jobs_module
 from llmcore.audit._maximum import Entry
-from llmcore.audit._rows import Encoder, Row, _Decoder
+from llmcore.audit._rows import Encoder, Row, _Decoder, rows_of
 from llmcore.audit.jobs import _tasks, audit_jobs, plan
 from llmcore.cli.audit import audit_command
 
@@ -230,3 +231,34 @@ def test_workers_fork_only_from_a_single_threaded_process(
     assert jobs_module._context().get_start_method() == "forkserver"
     path = write_keyed_log(tmp_path / "log.jsonl", 3, conversations=4, turns=3)
     assert audit_jobs([path], jobs=2).to_json() == audit_paths([path]).to_json()
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    files=st.lists(st.integers(1, 5), min_size=1, max_size=8),
+    owners=st.data(),
+)
+def test_streams_merge_in_input_order_each_read_once_the_merge_reaches_it(
+    files: list[int], owners: st.DataObject
+) -> None:
+    # runs of consecutive files, each a task: a task's rows are read only once every row
+    # before its first file has been merged
+    runs: list[list[tuple[int, int]]] = [[]]
+    for ordinal, count in enumerate(files):
+        if runs[-1] and owners.draw(st.booleans()):
+            runs.append([])
+        runs[-1].extend((ordinal, k) for k in range(count))
+    merged: list[tuple[int, int]] = []
+
+    def stream(number: int, positions: list[tuple[int, int]]) -> Iterator[Any]:
+        assert all(p < positions[0] for p in merged) and len(merged) == positions[0][1] + sum(
+            files[: positions[0][0]]
+        )
+        for position in positions:
+            yield number, "mark", Row(position, None, skipped="x")
+
+    streams = [stream(n, run) for n, run in enumerate(runs)]
+    starts = [(run[0][0], -1) for run in runs]
+    for _number, _mark, row in rows_of(streams, starts):
+        merged.append(row.position)
+    assert merged == sorted(p for run in runs for p in run)

@@ -69,6 +69,9 @@ class _Plan:
     """Conversation key → its line shares."""
     key_bytes: dict[str, int] = field(default_factory=dict)
     """Conversation key → bytes of its lines."""
+    keyed_shared: bool = False
+    """Whether a shared unit holds keyed lines (standard input as JSONL): its keys may be any
+    file's, so every key's lines join the shared partition."""
     shared_bytes: int = 0
     """Bytes of :attr:`shared` (its lines, or its files' sizes)."""
     own: list[tuple[int, Unit]] = field(default_factory=list)
@@ -119,6 +122,7 @@ def _place(
         out.size += len(data)
         out.shared_bytes += len(data)
         out.shared.append(Unit(ordinal, STDIN_NAME, None, data=data))
+        out.keyed_shared = out.keyed_shared or _keyed(data)
         return
     unit = Unit(ordinal, str(path), named, skip=skip)
     try:
@@ -165,6 +169,19 @@ def _split(out: _Plan, unit: Unit, size: int) -> None:
             out.keys.setdefault(key, []).append(share)
 
 
+def _keyed(data: bytes) -> bool:
+    """Whether standard input's bytes hold a JSONL line with a conversation key.
+
+    Not for a cassette (its keys stay within it); JSONL lines are read as
+    :func:`~llmcore.audit.inputs.read_stdin` reads them.
+    """
+    lines = [line for line in data.splitlines() if line.strip()]
+    first = next((x for x in lines if not x.startswith(b"#")), b"")
+    if first.startswith((b"interactions:", b"---")):
+        return False
+    return any(envelope_key(line) is not None for line in lines)
+
+
 def _file_lines(path: str) -> Iterator[tuple[int, bytes, int]]:
     """(offset, line, number) of each non-blank line (CR LF ends one too), read in chunks."""
     number = 0
@@ -206,7 +223,9 @@ def _tasks(
     """
     buckets: list[tuple[int, list[Unit]]] = []
     shared = p.shared
-    if p.keys:  # the largest keys first, each to the least loaded bucket
+    if p.keyed_shared:  # keys cross into the shared partition: one partition with it
+        shared = [*shared, *(unit for units in p.keys.values() for unit in units)]
+    elif p.keys:  # the largest keys first, each to the least loaded bucket
         count = min(len(p.keys), jobs)  # one per worker: all run, and merge, at once
         sizes, parts = [0] * count, [list[Unit]() for _ in range(count)]
         pieces = [(p.key_bytes[key], key, p.keys[key]) for key in p.keys]

@@ -262,3 +262,16 @@ def test_streams_merge_in_input_order_each_read_once_the_merge_reaches_it(
     for _number, _mark, row in rows_of(streams, starts):
         merged.append(row.position)
     assert merged == sorted(p for run in runs for p in run)
+
+
+def test_keyed_lines_on_standard_input_share_their_keys_with_the_files(tmp_path: Path) -> None:
+    lines = keyed_log(4, conversations=4, turns=4).splitlines(keepends=True)
+    piped = b"".join(lines[: len(lines) // 2])
+    path = tmp_path / "rest.jsonl"
+    path.write_bytes(b"".join(lines[len(lines) // 2 :]))
+    one = audit_paths([Path("-"), path], stdin=lambda: piped)
+    p = plan([Path("-"), path], None, lambda: piped)
+    assert p.keyed_shared and p.keys
+    many = audit_jobs([Path("-"), path], stdin=lambda: piped, jobs=2, processes=False)
+    assert many.to_json() == one.to_json()
+    assert one.conversations <= 4 + sum(b'"conversation"' not in line for line in lines)

@@ -6,11 +6,12 @@ The input is partitioned where the auditor's grouping allows (:mod:`llmcore.audi
 * a JSONL file's lines that carry an envelope ``conversation`` are partitioned by that key
   (one conversation's lines stay together, in order, whatever file they are in); its other
   lines, corpus cases and plain bodies (``.json``) and standard input are grouped across the
-  whole input, so they form one partition together;
+  whole input, so they form one partition together (with every key's lines when standard
+  input holds keyed JSONL lines: its keys may be any file's);
 * under ``--group file`` every file is a partition; under ``--group key`` or ``prefix`` the
   whole input is one (keys and chains cross files there).
 
-Partitions are packed into tasks of similar size (one per worker for keyed logs), run by a
+Partitions are packed into tasks (:func:`_tasks`: one per worker for keyed logs), run by a
 process pool (``fork`` from a process that runs one thread, else ``forkserver`` where the
 platform has it, else ``spawn``: workers import only the auditor) and merged in input
 order into the report one process gives (:mod:`llmcore.audit._merge`): the same records, the

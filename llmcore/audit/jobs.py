@@ -11,7 +11,7 @@ The input is partitioned where the auditor's grouping allows (:mod:`llmcore.audi
 * under ``--group file`` every file is a partition; under ``--group key`` or ``prefix`` the
   whole input is one (keys and chains cross files there).
 
-Partitions are packed into tasks (:func:`_tasks`: one per worker for keyed logs), run by a
+Partitions are packed into tasks (one per worker for keyed logs, small runs of files), run by a
 process pool (``fork`` from a process that runs one thread, else ``forkserver`` where the
 platform has it, else ``spawn``: workers import only the auditor) and merged in input
 order into the report one process gives (:mod:`llmcore.audit._merge`): the same records, the

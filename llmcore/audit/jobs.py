@@ -7,7 +7,8 @@ The input is partitioned where the auditor's grouping allows (:mod:`llmcore.audi
   (one conversation's lines stay together, in order, whatever file they are in); its other
   lines, corpus cases and plain bodies (``.json``) and standard input are grouped across the
   whole input, so they form one partition together (with every key's lines when standard
-  input holds keyed JSONL lines: its keys may be any file's);
+  input holds keyed JSONL lines, whose keys may be any file's, or when a keyed file's lines
+  name a ``previous_response_id``: a response chain crosses keys within its file);
 * under ``--group file`` every file is a partition; under ``--group key`` or ``prefix`` the
   whole input is one (keys and chains cross files there).
 
@@ -48,6 +49,9 @@ AUTO_MIN_BYTES: Final = 8 * 1024 * 1024
 """Below this much input, the default (``jobs=None``) audits in the calling process: starting
 workers costs more than it saves."""
 
+_CHAIN: Final = b"previous_response_id"
+"""Lines that hold this may continue a response of another key's line in their file."""
+
 _CHUNK: Final = 8 * 1024 * 1024
 """Bytes read at a time while finding a keyed JSONL file's lines."""
 
@@ -71,8 +75,9 @@ class _Plan:
     key_bytes: dict[str, int] = field(default_factory=dict)
     """Conversation key → bytes of its lines."""
     keyed_shared: bool = False
-    """Whether a shared unit holds keyed lines (standard input as JSONL): its keys may be any
-    file's, so every key's lines join the shared partition."""
+    """Whether every key's lines join the shared partition: standard input holds keyed JSONL
+    lines (its keys may be any file's), or a keyed JSONL file's lines may chain by
+    ``previous_response_id`` (a chain crosses keys within a file)."""
     shared_bytes: int = 0
     """Bytes of :attr:`shared` (its lines, or its files' sizes)."""
     own: list[tuple[int, Unit]] = field(default_factory=list)
@@ -147,12 +152,14 @@ def _place(
 def _split(out: _Plan, unit: Unit, size: int) -> None:
     """Share a JSONL file's lines out by envelope key (the others stay shared)."""
     lines: dict[str | None, list[tuple[int, int, int]]] = {}
+    chained = False
     try:
         for offset, line, number in _file_lines(unit.path):
             key = envelope_key(line)
             lines.setdefault(key, []).append((offset, len(line), number))
             if key is not None:
                 out.key_bytes[key] = out.key_bytes.get(key, 0) + len(line)
+            chained = chained or _CHAIN in line
     except OSError:
         out.shared.append(unit)  # the worker reads it again and names the error
         out.shared_bytes += size
@@ -161,6 +168,7 @@ def _split(out: _Plan, unit: Unit, size: int) -> None:
         out.shared.append(unit)  # no keys: the whole file, read as one
         out.shared_bytes += size
         return
+    out.keyed_shared = out.keyed_shared or chained
     for key, found in lines.items():
         share = replace(unit, lines=tuple(found))
         if key is None:

@@ -275,3 +275,33 @@ def test_keyed_lines_on_standard_input_share_their_keys_with_the_files(tmp_path:
     many = audit_jobs([Path("-"), path], stdin=lambda: piped, jobs=2, processes=False)
     assert many.to_json() == one.to_json()
     assert one.conversations <= 4 + sum(b'"conversation"' not in line for line in lines)
+
+
+def test_a_response_chain_across_keys_stays_in_one_partition(tmp_path: Path) -> None:
+    system = "shared " * 1500
+    first = {
+        "model": "gpt-4.1",
+        "instructions": system,
+        "input": [{"role": "user", "content": "a"}],
+    }
+    chained = {
+        **first,
+        "previous_response_id": "resp_1",
+        "input": [{"role": "user", "content": "b"}],
+    }
+    envelopes = [
+        {"conversation": "a", "body": first, "response_id": "resp_1"},
+        {"conversation": "b", "body": chained},
+        {"conversation": "c", "body": first},
+    ]
+    path = tmp_path / "responses.jsonl"
+    path.write_bytes(
+        b"".join(
+            jsonbytes.dumps({**e, "body": jsonbytes.dumps(e["body"]).decode()}) + b"\n"
+            for e in envelopes
+        )
+    )
+    one = audit_paths([path])
+    assert one.requests[1].grouping.startswith("joined: previous_response_id names")
+    assert plan([path], None).keyed_shared
+    assert audit_jobs([path], jobs=2, processes=False).to_json() == one.to_json()

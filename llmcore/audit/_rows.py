@@ -81,8 +81,9 @@ def usage_of(values: tuple[Any, ...] | None) -> RecordedUsage | None:
     return RecordedUsage(**dict(zip(_USAGE_FIELDS, values, strict=True)))
 
 
-SPILL_ROWS: Final = 500
-"""Rows per frame of a spill file (the merge reads a frame once it is whole)."""
+SPILL_ROWS: Final = 200
+"""Rows per frame of a spill file: the merge reads a frame once it is whole, so what it has left
+when the workers end is about a frame per worker."""
 
 _HEADER: Final = struct.Struct(">Q")
 
@@ -282,12 +283,23 @@ def _next_frame(file: BinaryIO, running: Callable[[], bool], wait: float) -> Any
         time.sleep(wait)
 
 
-def rows_of(streams: list[Stream]) -> Stream:
-    """Every task's rows merged into input order (each task's rows are in order)."""
+def rows_of(streams: list[Stream], starts: list[Position] | None = None) -> Stream:
+    """Every task's rows merged into input order (each task's rows are in order).
 
-    def keyed(stream: Stream) -> Iterator[tuple[Position, int, str, Row]]:
-        for number, mark, row in stream:
-            yield row.position, number, mark, row
-
-    for _pos, number, mark, row in heapq.merge(*(keyed(s) for s in streams)):
-        yield number, mark, row
+    Args:
+        streams: The tasks' rows.
+        starts: For each stream, a position at or before its first row (``None``: read
+            every stream's first row at once). A stream is first read when the merge reaches
+            its start, so the rows of the tasks before it are merged while it waits to run.
+    """
+    heap: list[tuple[Position, int, tuple[int, str, Row] | None]] = [
+        (start, i, None) for i, start in enumerate(starts or [(-1, -1)] * len(streams))
+    ]
+    heapq.heapify(heap)
+    while heap:
+        _pos, i, got = heapq.heappop(heap)
+        if got is not None:
+            yield got
+        following = next(streams[i], None)
+        if following is not None:
+            heapq.heappush(heap, (following[2].position, i, following))

@@ -6,11 +6,13 @@ The input is partitioned where the auditor's grouping allows (:mod:`llmcore.audi
 * a JSONL file's lines that carry an envelope ``conversation`` are partitioned by that key
   (one conversation's lines stay together, in order, whatever file they are in); its other
   lines, corpus cases and plain bodies (``.json``) and standard input are grouped across the
-  whole input, so they form one partition together;
+  whole input, so they form one partition together (with every key's lines when standard
+  input holds keyed JSONL lines, whose keys may be any file's, or when a keyed file's lines
+  name a ``previous_response_id``: a response chain crosses keys within its file);
 * under ``--group file`` every file is a partition; under ``--group key`` or ``prefix`` the
   whole input is one (keys and chains cross files there).
 
-Partitions are packed into tasks of similar size (one per worker for keyed logs), run by a
+Partitions are packed into tasks (one per worker for keyed logs, small runs of files), run by a
 process pool (``fork`` from a process that runs one thread, else ``forkserver`` where the
 platform has it, else ``spawn``: workers import only the auditor) and merged in input
 order into the report one process gives (:mod:`llmcore.audit._merge`): the same records, the
@@ -47,6 +49,9 @@ AUTO_MIN_BYTES: Final = 8 * 1024 * 1024
 """Below this much input, the default (``jobs=None``) audits in the calling process: starting
 workers costs more than it saves."""
 
+_CHAIN: Final = b"previous_response_id"
+"""Lines that hold this may continue a response of another key's line in their file."""
+
 _CHUNK: Final = 8 * 1024 * 1024
 """Bytes read at a time while finding a keyed JSONL file's lines."""
 
@@ -69,6 +74,10 @@ class _Plan:
     """Conversation key → its line shares."""
     key_bytes: dict[str, int] = field(default_factory=dict)
     """Conversation key → bytes of its lines."""
+    keyed_shared: bool = False
+    """Whether every key's lines join the shared partition: standard input holds keyed JSONL
+    lines (its keys may be any file's), or a keyed JSONL file's lines may chain by
+    ``previous_response_id`` (a chain crosses keys within a file)."""
     shared_bytes: int = 0
     """Bytes of :attr:`shared` (its lines, or its files' sizes)."""
     own: list[tuple[int, Unit]] = field(default_factory=list)
@@ -119,6 +128,7 @@ def _place(
         out.size += len(data)
         out.shared_bytes += len(data)
         out.shared.append(Unit(ordinal, STDIN_NAME, None, data=data))
+        out.keyed_shared = out.keyed_shared or _keyed(data)
         return
     unit = Unit(ordinal, str(path), named, skip=skip)
     try:
@@ -142,12 +152,14 @@ def _place(
 def _split(out: _Plan, unit: Unit, size: int) -> None:
     """Share a JSONL file's lines out by envelope key (the others stay shared)."""
     lines: dict[str | None, list[tuple[int, int, int]]] = {}
+    chained = False
     try:
         for offset, line, number in _file_lines(unit.path):
             key = envelope_key(line)
             lines.setdefault(key, []).append((offset, len(line), number))
             if key is not None:
                 out.key_bytes[key] = out.key_bytes.get(key, 0) + len(line)
+            chained = chained or _CHAIN in line
     except OSError:
         out.shared.append(unit)  # the worker reads it again and names the error
         out.shared_bytes += size
@@ -156,6 +168,7 @@ def _split(out: _Plan, unit: Unit, size: int) -> None:
         out.shared.append(unit)  # no keys: the whole file, read as one
         out.shared_bytes += size
         return
+    out.keyed_shared = out.keyed_shared or chained
     for key, found in lines.items():
         share = replace(unit, lines=tuple(found))
         if key is None:
@@ -163,6 +176,19 @@ def _split(out: _Plan, unit: Unit, size: int) -> None:
             out.shared_bytes += sum(length for _offset, length, _number in found)
         else:
             out.keys.setdefault(key, []).append(share)
+
+
+def _keyed(data: bytes) -> bool:
+    """Whether standard input's bytes hold a JSONL line with a conversation key.
+
+    Not for a cassette (its keys stay within it); JSONL lines are read as
+    :func:`~llmcore.audit.inputs.read_stdin` reads them.
+    """
+    lines = [line for line in data.splitlines() if line.strip()]
+    first = next((x for x in lines if not x.startswith(b"#")), b"")
+    if first.startswith((b"interactions:", b"---")):
+        return False
+    return any(envelope_key(line) is not None for line in lines)
 
 
 def _file_lines(path: str) -> Iterator[tuple[int, bytes, int]]:
@@ -197,10 +223,18 @@ def _line(offset: int, line: bytes, number: int) -> Iterator[tuple[int, bytes, i
 def _tasks(
     p: _Plan, provider: str | None, group: str | None, jobs: int, spill: str | None
 ) -> list[Task]:
-    """Pack the partitions into tasks of similar size, the largest first."""
+    """Pack the partitions into tasks: key buckets first, largest first, then runs of files.
+
+    Runs of files of their own (cassettes, HAR files) are small (an eighth of a worker's
+    share) and kept in input order: the pool hands them out as workers free up, so the last
+    run leaves little imbalance, and the merge, which takes rows in input order, takes each
+    run as it is written rather than after the runs before it in size order.
+    """
     buckets: list[tuple[int, list[Unit]]] = []
     shared = p.shared
-    if p.keys:  # the largest keys first, each to the least loaded bucket
+    if p.keyed_shared:  # keys cross into the shared partition: one partition with it
+        shared = [*shared, *(unit for units in p.keys.values() for unit in units)]
+    elif p.keys:  # the largest keys first, each to the least loaded bucket
         count = min(len(p.keys), jobs)  # one per worker: all run, and merge, at once
         sizes, parts = [0] * count, [list[Unit]() for _ in range(count)]
         pieces = [(p.key_bytes[key], key, p.keys[key]) for key in p.keys]
@@ -212,7 +246,10 @@ def _tasks(
             sizes[i] += size
             parts[i].extend(units)
         buckets = list(zip(sizes, parts, strict=True))
-    target = max(1, p.size // (jobs * 4))
+    if shared:
+        buckets.append((p.size, shared))  # its size is unknown: started first
+    buckets.sort(key=lambda b: -b[0])
+    target = max(1, p.size // (jobs * 8))
     run: list[Unit] = []
     run_size = 0
     for size, unit in p.own:
@@ -223,9 +260,6 @@ def _tasks(
             run, run_size = [], 0
     if run:
         buckets.append((run_size, run))
-    if shared:
-        buckets.append((p.size, shared))  # its size is unknown: started first
-    buckets.sort(key=lambda b: -b[0])
     return [
         Task(
             number=n,
@@ -341,12 +375,12 @@ def _run(
     count = min(workers, len(tasks))
     with ProcessPoolExecutor(count, context, initializer=start_worker) as pool:
         futures = [pool.submit(run_task, task) for task in tasks]
-        streams = [
-            tail_rows(task.number, task.spill, _running(future))
-            for task, future in zip(tasks, futures, strict=True)
-            if task.spill is not None
-        ]
-        merged.add_all(rows_of(streams))
+        streams = []
+        for task, future in zip(tasks, futures, strict=True):
+            assert task.spill is not None
+            streams.append(tail_rows(task.number, task.spill, _running(future)))
+        starts = [(min(unit.ordinal for unit in task.units), -1) for task in tasks]
+        merged.add_all(rows_of(streams, starts))
         return [future.result() for future in futures], merged
 
 

@@ -10,6 +10,7 @@ import io
 import pickle
 import shutil
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from llmcore import jsonbytes
 from llmcore.audit import AuditInputError, audit_paths
 from llmcore.audit import jobs as jobs_module
 from llmcore.audit._maximum import Entry
-from llmcore.audit._rows import Encoder, Row, _Decoder
+from llmcore.audit._rows import Encoder, Row, _Decoder, rows_of
 from llmcore.audit.jobs import _tasks, audit_jobs, plan
 from llmcore.cli.audit import audit_command
 
@@ -230,3 +231,77 @@ def test_workers_fork_only_from_a_single_threaded_process(
     assert jobs_module._context().get_start_method() == "forkserver"
     path = write_keyed_log(tmp_path / "log.jsonl", 3, conversations=4, turns=3)
     assert audit_jobs([path], jobs=2).to_json() == audit_paths([path]).to_json()
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    files=st.lists(st.integers(1, 5), min_size=1, max_size=8),
+    owners=st.data(),
+)
+def test_streams_merge_in_input_order_each_read_once_the_merge_reaches_it(
+    files: list[int], owners: st.DataObject
+) -> None:
+    # runs of consecutive files, each a task: a task's rows are read only once every row
+    # before its first file has been merged
+    runs: list[list[tuple[int, int]]] = [[]]
+    for ordinal, count in enumerate(files):
+        if runs[-1] and owners.draw(st.booleans()):
+            runs.append([])
+        runs[-1].extend((ordinal, k) for k in range(count))
+    merged: list[tuple[int, int]] = []
+
+    def stream(number: int, positions: list[tuple[int, int]]) -> Iterator[Any]:
+        assert all(p < positions[0] for p in merged) and len(merged) == positions[0][1] + sum(
+            files[: positions[0][0]]
+        )
+        for position in positions:
+            yield number, "mark", Row(position, None, skipped="x")
+
+    streams = [stream(n, run) for n, run in enumerate(runs)]
+    starts = [(run[0][0], -1) for run in runs]
+    for _number, _mark, row in rows_of(streams, starts):
+        merged.append(row.position)
+    assert merged == sorted(p for run in runs for p in run)
+
+
+def test_keyed_lines_on_standard_input_share_their_keys_with_the_files(tmp_path: Path) -> None:
+    lines = keyed_log(4, conversations=4, turns=4).splitlines(keepends=True)
+    piped = b"".join(lines[: len(lines) // 2])
+    path = tmp_path / "rest.jsonl"
+    path.write_bytes(b"".join(lines[len(lines) // 2 :]))
+    one = audit_paths([Path("-"), path], stdin=lambda: piped)
+    p = plan([Path("-"), path], None, lambda: piped)
+    assert p.keyed_shared and p.keys
+    many = audit_jobs([Path("-"), path], stdin=lambda: piped, jobs=2, processes=False)
+    assert many.to_json() == one.to_json()
+    assert one.conversations <= 4 + sum(b'"conversation"' not in line for line in lines)
+
+
+def test_a_response_chain_across_keys_stays_in_one_partition(tmp_path: Path) -> None:
+    system = "shared " * 1500
+    first = {
+        "model": "gpt-4.1",
+        "instructions": system,
+        "input": [{"role": "user", "content": "a"}],
+    }
+    chained = {
+        **first,
+        "previous_response_id": "resp_1",
+        "input": [{"role": "user", "content": "b"}],
+    }
+    envelopes = [
+        {"conversation": "a", "body": first, "response_id": "resp_1"},
+        {"conversation": "b", "body": chained},
+        {"conversation": "c", "body": first},
+    ]
+    path = tmp_path / "responses.jsonl"
+    path.write_bytes(
+        b"".join(
+            jsonbytes.dumps({**e, "body": jsonbytes.dumps(e["body"]).decode()}) + b"\n"
+            for e in envelopes
+        )
+    )
+    one = audit_paths([path])
+    assert one.requests[1].grouping.startswith("joined: previous_response_id names")
+    assert plan([path], None).keyed_shared
+    assert audit_jobs([path], jobs=2, processes=False).to_json() == one.to_json()

@@ -11,7 +11,9 @@ The work, on the cluster:
 
 1. every file (a Parquet row group) is read by one task, each line given its partition: its
    envelope ``conversation`` key's bucket (lines without a key share one partition, as they
-   share one grouping scope; see :mod:`llmcore.audit.jobs`);
+   share one grouping scope; see :mod:`llmcore.audit.jobs`). When a line names a
+   ``previous_response_id`` (a response chain may cross keys), a first pass over the pieces
+   finds it and every line shares the one partition, as ``--jobs`` does;
 2. the bag of lines is grouped by partition (``dask.bag.groupby``: the engine's shuffle);
 3. each partition is audited by :func:`llmcore.audit._partition.run_task`, the function
    ``--jobs`` runs in its worker processes;
@@ -69,6 +71,8 @@ SUFFIXES: Final = (".jsonl", ".jsonl.gz", ".parquet")
 
 _SHARED: Final = -1
 """The partition of lines without a conversation key."""
+_CHAIN: Final = b"previous_response_id"
+"""In a line, the name of a response chain's link (the chain may cross keys)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -225,18 +229,25 @@ def _plain(field: str, value: Any) -> Any:
     return value
 
 
-def _read(piece: _Piece, columns: Columns, buckets: int, group: str | None) -> list[Any]:
+def _read(
+    piece: _Piece, columns: Columns, buckets: int, group: str | None, chained: bool
+) -> list[Any]:
     """The piece's lines, each as (partition, piece, line number, bytes)."""
     out = []
     for number, line in _lines(piece, columns):
-        out.append((_bucket(line, piece.ordinal, buckets, group), piece, number, line))
+        out.append((_bucket(line, piece.ordinal, buckets, group, chained), piece, number, line))
     return out
 
 
-def _bucket(line: bytes, ordinal: int, buckets: int, group: str | None) -> int:
+def _chains(piece: _Piece, columns: Columns) -> bool:
+    """Whether a line of the piece names a ``previous_response_id`` (the bytes hold its name)."""
+    return any(_CHAIN in line for _number, line in _lines(piece, columns))
+
+
+def _bucket(line: bytes, ordinal: int, buckets: int, group: str | None, chained: bool) -> int:
     if group == "file":
         return ordinal
-    if group in ("key", "prefix"):
+    if group in ("key", "prefix") or chained:
         return _SHARED
     key = envelope_key(line)
     return _SHARED if key is None else zlib.crc32(key.encode("utf-8", "surrogatepass")) % buckets
@@ -321,9 +332,9 @@ def _compute(
 
     if not pieces:
         return []
-    lines = db.from_sequence(pieces, npartitions=len(pieces)).map(
-        _read, columns=columns, buckets=count, group=group
-    )
+    bag = db.from_sequence(pieces, npartitions=len(pieces))
+    chained = group is None and any(bag.map(_chains, columns=columns).compute())
+    lines = bag.map(_read, columns=columns, buckets=count, group=group, chained=chained)
     grouped = lines.flatten().groupby(_partition_of, npartitions=count)
     audited = grouped.map(_audit, provider=provider, group=group, skips=skips)
     results: list[TaskResult] = audited.compute()

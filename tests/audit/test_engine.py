@@ -52,6 +52,29 @@ def test_a_keyed_log_on_the_cluster_equals_one_process(client: Client, tmp_path:
     assert grouped.to_json() == audit_paths([tmp_path], group="file").to_json()
 
 
+def test_a_response_chain_across_keys_equals_one_process(client: Client, tmp_path: Path) -> None:
+    first = {"model": "gpt-4.1", "instructions": "shared " * 1500, "input": []}
+    first["input"] = [{"role": "user", "content": "a"}]
+    chained = {**first, "previous_response_id": "resp_1"}
+    chained["input"] = [{"role": "user", "content": "b"}]
+    envelopes = [
+        {"conversation": "a", "body": first, "response_id": "resp_1"},
+        {"conversation": "b", "body": chained},
+        {"conversation": "c", "body": first},
+    ]
+    path = tmp_path / "responses.jsonl"
+    path.write_bytes(
+        b"".join(
+            jsonbytes.dumps({**e, "body": jsonbytes.dumps(e["body"]).decode()}) + b"\n"
+            for e in envelopes
+        )
+    )
+    one = audit_paths([path])
+    assert one.requests[1].grouping.startswith("joined: previous_response_id names")
+    got = audit_dask([str(path)], scheduler=client, partitions=8)
+    assert got.to_json() == one.to_json()
+
+
 def test_gzip_and_an_fsspec_url_read_the_same_lines(client: Client, tmp_path: Path) -> None:
     data = keyed_log(4, conversations=4, turns=5)
     plain = tmp_path / "log.jsonl"

@@ -121,8 +121,6 @@ def read(r: _Reader, *, skip_response_headers: bool = False) -> tuple[dict[Any, 
         if line[1] < 0:
             return tree.document()
         tree.add(*line)
-        if tree.pending is None and tree.top is not tree.items:
-            r.pos = tree.siblings(text, r.pos)
 
 
 def _simple(r: _Reader, got: re.Match[str]) -> tuple[int, int, bool, int, Any, Any] | None:
@@ -230,27 +228,6 @@ class _Tree:
         else:
             item[key] = value
 
-    def siblings(self, text: str, pos: int) -> int:
-        """Read the lines from ``pos`` on that are leaves of the innermost node, in one match.
-
-        A run of ``key: value`` lines at a mapping's column, or of ``- value`` lines at a
-        sequence's, each value a scalar of :data:`_RUN_VALUE` that the next line (at the
-        node's column or less, not blank) cannot continue; returns where the run ends.
-        """
-        pattern = _RUNS.get((self.indent, self.mapping))
-        if pattern is None:
-            pattern = _RUNS[(self.indent, self.mapping)] = _run(self.indent, self.mapping)
-        got = pattern.match(text, pos)
-        if got is None:
-            return pos
-        r, top, end = self.r, self.top, got.end()
-        if self.mapping:
-            for key, value in _RUN_ENTRY.findall(text, pos, end):
-                top[r.plain(key) if key[0] in _RESOLVED else key] = _run_scalar(r, value)
-        else:
-            top.extend(_run_scalar(r, value) for value in _RUN_ITEM.findall(text, pos, end))
-        return end
-
     def hold(self, mapping: dict[Any, Any], key: Any, indent: int) -> None:
         """A key ending its line: its value comes from the lines below (:meth:`below`).
 
@@ -315,17 +292,8 @@ _RUN_VALUE: Final = (
     r"(?<! )"
 )
 """A scalar alone on the rest of its line: quoted without escapes or doubled quotes, or plain
-without ``: `` or `` #``, no ``:`` or space ending it."""
-_RUN_ENTRY: Final = re.compile(r" *([A-Za-z_][\w.\-/]*): (" + _RUN_VALUE + r")\n")
+without ``: `` or `` #``, no ``:`` or space ending it (a ``Content-Type`` header's value)."""
 _RUN_ITEM: Final = re.compile(r" *- (" + _RUN_VALUE + r")\n")
-_RUNS: dict[tuple[int, bool], re.Pattern[str]] = {}
-
-
-def _run(indent: int, mapping: bool) -> re.Pattern[str]:
-    """Lines of :meth:`_Tree.siblings` at ``indent``: entries (``mapping``) or items."""
-    pad = " " * indent
-    head = r"[A-Za-z_][\w.\-/]*: " if mapping else "- "
-    return re.compile(f"(?:{pad}{head}{_RUN_VALUE}\n(?!{pad} | *\n))+")
 
 
 def _run_scalar(r: _Reader, value: str) -> Any:

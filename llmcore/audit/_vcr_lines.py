@@ -229,32 +229,36 @@ class _Tree:
             item[key] = value
 
     def hold(self, mapping: dict[Any, Any], key: Any, indent: int) -> None:
-        """A key ending its line: its value comes from the lines below (:meth:`below`).
-
-        An interaction's response headers, when skipped, are left out of the document; its
-        request headers, when skipped, are only their ``Content-Type`` entries.
-        """
-        response = mapping is self.sections.get("response")
-        if (
-            key == "headers"
-            and self.skips
-            and (response or mapping is self.sections.get("request"))
-        ):
-            r = self.r
-            end = _headers_end(r.text, r.pos, indent)
-            if end >= 0 and response:
-                r.pos = end
-                mapping.pop(key, None)
-                return
-            kept = _content_types(r, r.pos, end) if end >= 0 else None
-            if kept is not None:
-                r.pos = end
-                mapping[key] = kept
-                return
+        """A key ending its line: its value comes from the lines below (:meth:`below`)."""
+        if key == "headers" and self.skips and self.skipped(mapping, indent):
+            return
         self.section_next = None
-        if key in _SECTIONS and bool(self.stack) and self.stack[-1][0] is self.items:
+        if key in _SECTIONS and self.stack and self.stack[-1][0] is self.items:
             self.section_next = key
         self.pending, self.pending_key, self.pending_indent = mapping, key, indent
+
+    def skipped(self, mapping: dict[Any, Any], indent: int) -> bool:
+        """Whether the ``headers`` below were skipped, their lines all of header shapes.
+
+        An interaction's response headers are then left out of the document; its request
+        headers are only their ``Content-Type`` entries.
+        """
+        response = mapping is self.sections.get("response")
+        if not response and mapping is not self.sections.get("request"):
+            return False
+        r = self.r
+        end = _headers_end(r.text, r.pos, indent)
+        if end < 0:
+            return False
+        if response:
+            mapping.pop("headers", None)
+        else:
+            kept = _content_types(r, r.pos, end)
+            if kept is None:
+                return False
+            mapping["headers"] = kept
+        r.pos = end
+        return True
 
     def below(self, column: int, dash: bool) -> None:
         """The value of the pending key, from the line after it (YAML 1.1 §9.2, §9.3)."""

@@ -74,8 +74,21 @@ _ESCAPES: Final = {
 _REFUSED: Final = re.compile(
     "[^\x0a\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]"
 )
-_REFUSED_ASCII: Final = re.compile(b"[^\x0a\x20-\x7e]")
+_ASCII_KEPT: Final = bytes([0x0A, *range(0x20, 0x7F)])
+"""The ASCII bytes a cassette may hold (a line feed and the printable characters)."""
+_REFUSED_ENCODED: Final = (
+    "\u2028".encode(),
+    "\u2029".encode(),
+    "\ufeff".encode(),
+    "\ufffe".encode(),
+    "\uffff".encode(),
+)
+"""The UTF-8 of the refused characters above U+00FF (surrogates never decode)."""
+_C1: Final = re.compile(b"\xc2[\x80-\x9f]")
+"""The UTF-8 of U+0080 to U+009F."""
+_HIGH: Final = bytes(range(0x80, 0x100))
 _MARKERS: Final = ("\n---", "\n...", "\n%")
+_MARKER_BYTES: Final = tuple(marker.encode() for marker in _MARKERS)
 _BLOCK_HEADER: Final = re.compile(r"([|>])([-+]?)( *)")
 _PLAIN_START: Final = frozenset("-?:,[]{}#&*!|>'\"%@`")
 
@@ -117,23 +130,27 @@ def load(
 def checked_text(data: bytes) -> str | None:
     """The cassette's text when its characters and markers are in the subset, else ``None``.
 
-    A closing document end marker (``...``) is dropped.
+    A closing document end marker (``...``) is dropped. The characters are checked in the
+    bytes (deleting the printable ASCII ones, then looking for the UTF-8 of the others that
+    :data:`_REFUSED` names): the answer of searching :data:`_REFUSED` in the text.
     """
     if data.endswith(b"\n...\n"):  # a document end marker closing the file
         data = data[:-4]
     if not data.endswith(b"\n") or data.startswith((b"---", b"...", b"%")):
         return None
-    if data.isascii():
-        if _REFUSED_ASCII.search(data) is not None:
-            return None
-        text = data.decode("ascii")
-    else:
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            return None
-        if _REFUSED.search(text) is not None:
-            return None
+    rest = data.translate(None, _ASCII_KEPT)  # the bytes other than LF and printable ASCII
+    if not rest:
+        return data.decode("ascii") if not any(m in data for m in _MARKER_BYTES) else None
+    if rest.translate(None, _HIGH):
+        return None  # an ASCII control character or DEL
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if b"\xc2" in rest and _C1.search(data) is not None:
+        return None
+    if any(one in data for one in _REFUSED_ENCODED):
+        return None
     if any(marker in text for marker in _MARKERS):
         return None
     return text

@@ -45,7 +45,7 @@ class _Reader(Protocol):
 
 _LINE: Final = re.compile(
     r"(?:[ ]*\n)*( *)(- +)?"
-    r"(?:([A-Za-z_][\w.\-/]*):(?: +|(?=\n)))?"
+    r"(?:([A-Za-z_][A-Za-z0-9_.\-/]*):(?: +|(?=\n)))?"
     r"(?:'([^'\n]*)' *\n|\"([^\"\\\n]*)\" *\n|(\{\}|\[\]) *\n"
     r"|((?:[A-Za-z0-9_/(.]|-[^ \n])[^\n]*)\n|\n)"
 )
@@ -309,7 +309,7 @@ def _run_scalar(r: _Reader, value: str) -> Any:
 
 
 _SECTIONS: Final = frozenset({"request", "response"})
-_NAME: Final = r"[A-Za-z_][\w.\-/]*"
+_NAME: Final = r"[A-Za-z_][A-Za-z0-9_.\-/]*"
 _PLAIN_REST: Final = r"(?:[^:#\n]|:(?=[^ \n])|(?<! )#)*"
 """The rest of a plain scalar's line: no ``: `` or `` #``, no ``:`` ending it."""
 _HEADER_VALUE: Final = (

@@ -59,6 +59,14 @@ _NO_KEY: Final = object()
 _PADS: Final = tuple(" " * n for n in range(130))
 _RESOLVED: Final = frozenset(yaml.resolver.Resolver.yaml_implicit_resolvers)
 """First characters of the plain scalars PyYAML may resolve to another type (the rest: text)."""
+_WORDY: Final = frozenset("FNOTYfnoty")
+"""Of those, the letters: PyYAML resolves a plain scalar starting with one only to a boolean
+or null, and only when it is one of :data:`_WORDS` (``tests/audit/test_vcr_yaml.py`` checks
+the resolvers)."""
+_WORDS: Final = frozenset(
+    "yes Yes YES no No NO true True TRUE false False FALSE on On ON off Off OFF".split()
+    + ["null", "Null", "NULL"]
+)
 
 
 def _general(r: _Reader) -> tuple[int, int, bool, int, Any, Any]:
@@ -147,8 +155,8 @@ def _simple(r: _Reader, got: re.Match[str]) -> tuple[int, int, bool, int, Any, A
     key: Any = key_text
     if key_text is None:
         key = _NO_KEY
-    elif key_text[0] in _RESOLVED:
-        key = r.plain(key_text)
+    else:
+        key = _resolved(r, key_text)
     return got.start(1), column, dash_text is not None, key_column, key, value
 
 
@@ -165,7 +173,13 @@ def _plain_value(r: _Reader, plain: str, after: int, indent: int) -> Any:
         pad = _PADS[indent + 1] if indent < len(_PADS) - 1 else " " * (indent + 1)
         if text[after] == "\n" or text.startswith(pad, after):
             return _NO_KEY
-    if plain[0] not in _RESOLVED:
+    return _resolved(r, plain)
+
+
+def _resolved(r: _Reader, plain: str) -> Any:
+    """The value of the plain scalar ``plain`` (not empty), resolved as PyYAML resolves it."""
+    first = plain[0]
+    if first not in _RESOLVED or (first in _WORDY and plain not in _WORDS):
         return plain
     value = r.plains.get(plain, _NO_KEY)
     return r.plain(plain) if value is _NO_KEY else value
@@ -305,7 +319,7 @@ def _run_scalar(r: _Reader, value: str) -> Any:
     first = value[0]
     if first == "'" or first == '"':
         return value[1:-1]
-    return r.plain(value) if first in _RESOLVED else value
+    return _resolved(r, value)
 
 
 _SECTIONS: Final = frozenset({"request", "response"})

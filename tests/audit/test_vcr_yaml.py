@@ -372,3 +372,26 @@ _RAW = st.one_of(
 def test_characters_are_checked_in_the_bytes_as_in_the_text(raw: bytes, tail: bytes) -> None:
     data = b"a: " + raw + tail
     assert _vcr_yaml.checked_text(data) == _checked_by_search(data)
+
+
+def test_plain_scalars_starting_with_a_letter_resolve_only_as_words() -> None:
+    """PyYAML resolves a plain scalar that starts with a letter only to a boolean or null."""
+    resolvers = yaml.resolver.Resolver.yaml_implicit_resolvers
+    letters = {key for key in resolvers if key and key.isalpha()}
+    assert letters == _vcr_lines._WORDY
+    for letter in letters:
+        assert {tag.rsplit(":", 1)[-1] for tag, _ in resolvers[letter]} <= {"bool", "null"}
+    for word in _vcr_lines._WORDS:
+        assert not isinstance(yaml.safe_load(f"a: {word}\n")["a"], str)
+
+
+@pytest.mark.full_count
+@settings(max_examples=examples(full=2000, sample=200), deadline=None)
+@given(
+    st.sampled_from(sorted(_vcr_lines._WORDY)),
+    st.text(alphabet="aeflnorstuyEFLNORSTUY", max_size=5),
+)
+def test_words_are_the_only_letter_plains_pyyaml_resolves(first: str, rest: str) -> None:
+    value = first + rest
+    resolved = yaml.safe_load(f"a: {value}\n")["a"]
+    assert isinstance(resolved, str) == (value not in _vcr_lines._WORDS)

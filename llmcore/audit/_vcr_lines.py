@@ -45,7 +45,7 @@ class _Reader(Protocol):
 
 _LINE: Final = re.compile(
     r"(?:[ ]*\n)*( *)(- +)?"
-    r"(?:([A-Za-z_][\w.\-/]*):(?: +|(?=\n)))?"
+    r"(?:([A-Za-z_][A-Za-z0-9_.\-/]*):(?: +|(?=\n)))?"
     r"(?:'([^'\n]*)' *\n|\"([^\"\\\n]*)\" *\n|(\{\}|\[\]) *\n"
     r"|((?:[A-Za-z0-9_/(.]|-[^ \n])[^\n]*)\n|\n)"
 )
@@ -59,6 +59,14 @@ _NO_KEY: Final = object()
 _PADS: Final = tuple(" " * n for n in range(130))
 _RESOLVED: Final = frozenset(yaml.resolver.Resolver.yaml_implicit_resolvers)
 """First characters of the plain scalars PyYAML may resolve to another type (the rest: text)."""
+_WORDY: Final = frozenset("FNOTYfnoty")
+"""Of those, the letters: PyYAML resolves a plain scalar starting with one only to a boolean
+or null, and only when it is one of :data:`_WORDS` (``tests/audit/test_vcr_yaml.py`` checks
+the resolvers)."""
+_WORDS: Final = frozenset(
+    "yes Yes YES no No NO true True TRUE false False FALSE on On ON off Off OFF".split()
+    + ["null", "Null", "NULL"]
+)
 
 
 def _general(r: _Reader) -> tuple[int, int, bool, int, Any, Any]:
@@ -121,8 +129,6 @@ def read(r: _Reader, *, skip_response_headers: bool = False) -> tuple[dict[Any, 
         if line[1] < 0:
             return tree.document()
         tree.add(*line)
-        if tree.pending is None and tree.top is not tree.items:
-            r.pos = tree.siblings(text, r.pos)
 
 
 def _simple(r: _Reader, got: re.Match[str]) -> tuple[int, int, bool, int, Any, Any] | None:
@@ -149,8 +155,8 @@ def _simple(r: _Reader, got: re.Match[str]) -> tuple[int, int, bool, int, Any, A
     key: Any = key_text
     if key_text is None:
         key = _NO_KEY
-    elif key_text[0] in _RESOLVED:
-        key = r.plain(key_text)
+    else:
+        key = _resolved(r, key_text)
     return got.start(1), column, dash_text is not None, key_column, key, value
 
 
@@ -167,7 +173,13 @@ def _plain_value(r: _Reader, plain: str, after: int, indent: int) -> Any:
         pad = _PADS[indent + 1] if indent < len(_PADS) - 1 else " " * (indent + 1)
         if text[after] == "\n" or text.startswith(pad, after):
             return _NO_KEY
-    if plain[0] not in _RESOLVED:
+    return _resolved(r, plain)
+
+
+def _resolved(r: _Reader, plain: str) -> Any:
+    """The value of the plain scalar ``plain`` (not empty), resolved as PyYAML resolves it."""
+    first = plain[0]
+    if first not in _RESOLVED or (first in _WORDY and plain not in _WORDS):
         return plain
     value = r.plains.get(plain, _NO_KEY)
     return r.plain(plain) if value is _NO_KEY else value
@@ -230,54 +242,37 @@ class _Tree:
         else:
             item[key] = value
 
-    def siblings(self, text: str, pos: int) -> int:
-        """Read the lines from ``pos`` on that are leaves of the innermost node, in one match.
-
-        A run of ``key: value`` lines at a mapping's column, or of ``- value`` lines at a
-        sequence's, each value a scalar of :data:`_RUN_VALUE` that the next line (at the
-        node's column or less, not blank) cannot continue; returns where the run ends.
-        """
-        pattern = _RUNS.get((self.indent, self.mapping))
-        if pattern is None:
-            pattern = _RUNS[(self.indent, self.mapping)] = _run(self.indent, self.mapping)
-        got = pattern.match(text, pos)
-        if got is None:
-            return pos
-        r, top, end = self.r, self.top, got.end()
-        if self.mapping:
-            for key, value in _RUN_ENTRY.findall(text, pos, end):
-                top[r.plain(key) if key[0] in _RESOLVED else key] = _run_scalar(r, value)
-        else:
-            top.extend(_run_scalar(r, value) for value in _RUN_ITEM.findall(text, pos, end))
-        return end
-
     def hold(self, mapping: dict[Any, Any], key: Any, indent: int) -> None:
-        """A key ending its line: its value comes from the lines below (:meth:`below`).
-
-        An interaction's response headers, when skipped, are left out of the document; its
-        request headers, when skipped, are only their ``Content-Type`` entries.
-        """
-        response = mapping is self.sections.get("response")
-        if (
-            key == "headers"
-            and self.skips
-            and (response or mapping is self.sections.get("request"))
-        ):
-            r = self.r
-            end = _headers_end(r.text, r.pos, indent)
-            if end >= 0 and response:
-                r.pos = end
-                mapping.pop(key, None)
-                return
-            kept = _content_types(r, r.pos, end) if end >= 0 else None
-            if kept is not None:
-                r.pos = end
-                mapping[key] = kept
-                return
+        """A key ending its line: its value comes from the lines below (:meth:`below`)."""
+        if key == "headers" and self.skips and self.skipped(mapping, indent):
+            return
         self.section_next = None
-        if key in _SECTIONS and bool(self.stack) and self.stack[-1][0] is self.items:
+        if key in _SECTIONS and self.stack and self.stack[-1][0] is self.items:
             self.section_next = key
         self.pending, self.pending_key, self.pending_indent = mapping, key, indent
+
+    def skipped(self, mapping: dict[Any, Any], indent: int) -> bool:
+        """Whether the ``headers`` below were skipped, their lines all of header shapes.
+
+        An interaction's response headers are then left out of the document; its request
+        headers are only their ``Content-Type`` entries.
+        """
+        response = mapping is self.sections.get("response")
+        if not response and mapping is not self.sections.get("request"):
+            return False
+        r = self.r
+        end = _headers_end(r.text, r.pos, indent)
+        if end < 0:
+            return False
+        if response:
+            mapping.pop("headers", None)
+        else:
+            kept = _content_types(r, r.pos, end)
+            if kept is None:
+                return False
+            mapping["headers"] = kept
+        r.pos = end
+        return True
 
     def below(self, column: int, dash: bool) -> None:
         """The value of the pending key, from the line after it (YAML 1.1 §9.2, §9.3)."""
@@ -315,17 +310,8 @@ _RUN_VALUE: Final = (
     r"(?<! )"
 )
 """A scalar alone on the rest of its line: quoted without escapes or doubled quotes, or plain
-without ``: `` or `` #``, no ``:`` or space ending it."""
-_RUN_ENTRY: Final = re.compile(r" *([A-Za-z_][\w.\-/]*): (" + _RUN_VALUE + r")\n")
+without ``: `` or `` #``, no ``:`` or space ending it (a ``Content-Type`` header's value)."""
 _RUN_ITEM: Final = re.compile(r" *- (" + _RUN_VALUE + r")\n")
-_RUNS: dict[tuple[int, bool], re.Pattern[str]] = {}
-
-
-def _run(indent: int, mapping: bool) -> re.Pattern[str]:
-    """Lines of :meth:`_Tree.siblings` at ``indent``: entries (``mapping``) or items."""
-    pad = " " * indent
-    head = r"[A-Za-z_][\w.\-/]*: " if mapping else "- "
-    return re.compile(f"(?:{pad}{head}{_RUN_VALUE}\n(?!{pad} | *\n))+")
 
 
 def _run_scalar(r: _Reader, value: str) -> Any:
@@ -333,11 +319,11 @@ def _run_scalar(r: _Reader, value: str) -> Any:
     first = value[0]
     if first == "'" or first == '"':
         return value[1:-1]
-    return r.plain(value) if first in _RESOLVED else value
+    return _resolved(r, value)
 
 
 _SECTIONS: Final = frozenset({"request", "response"})
-_NAME: Final = r"[A-Za-z_][\w.\-/]*"
+_NAME: Final = r"[A-Za-z_][A-Za-z0-9_.\-/]*"
 _PLAIN_REST: Final = r"(?:[^:#\n]|:(?=[^ \n])|(?<! )#)*"
 """The rest of a plain scalar's line: no ``: `` or `` #``, no ``:`` ending it."""
 _HEADER_VALUE: Final = (

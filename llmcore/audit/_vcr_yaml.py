@@ -6,9 +6,11 @@ and indentless block sequences, two-space indents, keys as plain or quoted scala
 line, values as plain, single-quoted or double-quoted scalars (folded over lines at spaces
 past 80 columns, with the escapes of YAML 1.1 §5.7), ``{}`` and ``[]`` for empty
 collections. Other writers add literal and folded block scalars (``|``, ``|-``, ``|+``,
-``>``, ``>-``, ``>+``). :func:`load` reads exactly that subset with string methods, scanning
-each scalar once, and resolves plain scalars with PyYAML's own implicit resolvers (YAML 1.1:
-null, booleans, decimal integers, simple floats, else a string).
+``>``, ``>-``, ``>+``). :func:`load` reads exactly that subset: the line loop of
+:mod:`llmcore.audit._vcr_lines` walks the lines, and this module's recursive reader (its scalar
+methods serve the loop too) reads what the loop gives up on; each scalar is scanned once, and
+plain scalars are resolved with PyYAML's own implicit resolvers (YAML 1.1: null, booleans,
+decimal integers, simple floats, else a string).
 
 Anything else — anchors, aliases, tags, flow collections, comments, document markers, tabs,
 ``\\r`` or Unicode line breaks, a byte-order mark, a character YAML cannot hold, an integer
@@ -72,23 +74,23 @@ _ESCAPES: Final = {
 _REFUSED: Final = re.compile(
     "[^\x0a\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]"
 )
-_REFUSED_ASCII: Final = re.compile(b"[^\x0a\x20-\x7e]")
-_MARKERS: Final = ("\n---", "\n...", "\n%")
-# One line of the commonest shapes, blank lines before it skipped: `key: 'text'`, `key: plain`,
-# `key:` (then a nested node), `- 'text'`, `- plain`. Anything else takes the general path.
-_SIMPLE_VALUE: Final = r"(?:'([^'\n]*)'|([A-Za-z_/(.][^\n]*?))"
-_ENTRY: Final = re.compile(r"(?:[ ]*\n)*( *)([A-Za-z_][\w.\-/]*):(?: +" + _SIMPLE_VALUE + r")? *\n")
-_ONE_ITEM: Final = re.compile(
-    r"(?:[ ]*\n)*( *)([A-Za-z_][\w.\-/]*):\n\1- " + _SIMPLE_VALUE + r" *\n"
+_ASCII_KEPT: Final = bytes([0x0A, *range(0x20, 0x7F)])
+"""The ASCII bytes a cassette may hold (a line feed and the printable characters)."""
+_REFUSED_ENCODED: Final = (
+    "\u2028".encode(),
+    "\u2029".encode(),
+    "\ufeff".encode(),
+    "\ufffe".encode(),
+    "\uffff".encode(),
 )
-"""`key:` then a one-item indentless sequence (a header of one value)."""
-_ITEM: Final = re.compile(r"(?:[ ]*\n)*( *)- " + _SIMPLE_VALUE + r" *\n")
+"""The UTF-8 of the refused characters above U+00FF (surrogates never decode)."""
+_C1: Final = re.compile(b"\xc2[\x80-\x9f]")
+"""The UTF-8 of U+0080 to U+009F."""
+_HIGH: Final = bytes(range(0x80, 0x100))
+_MARKERS: Final = ("\n---", "\n...", "\n%")
+_MARKER_BYTES: Final = tuple(marker.encode() for marker in _MARKERS)
 _BLOCK_HEADER: Final = re.compile(r"([|>])([-+]?)( *)")
 _PLAIN_START: Final = frozenset("-?:,[]{}#&*!|>'\"%@`")
-
-
-_NONE: Final = object()
-"""No value read: take the general path."""
 
 
 def load(
@@ -128,23 +130,27 @@ def load(
 def checked_text(data: bytes) -> str | None:
     """The cassette's text when its characters and markers are in the subset, else ``None``.
 
-    A closing document end marker (``...``) is dropped.
+    A closing document end marker (``...``) is dropped. The characters are checked in the
+    bytes (deleting the printable ASCII ones, then looking for the UTF-8 of the others that
+    :data:`_REFUSED` names): the answer of searching :data:`_REFUSED` in the text.
     """
     if data.endswith(b"\n...\n"):  # a document end marker closing the file
         data = data[:-4]
     if not data.endswith(b"\n") or data.startswith((b"---", b"...", b"%")):
         return None
-    if data.isascii():
-        if _REFUSED_ASCII.search(data) is not None:
-            return None
-        text = data.decode("ascii")
-    else:
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            return None
-        if _REFUSED.search(text) is not None:
-            return None
+    rest = data.translate(None, _ASCII_KEPT)  # the bytes other than LF and printable ASCII
+    if not rest:
+        return data.decode("ascii") if not any(m in data for m in _MARKER_BYTES) else None
+    if rest.translate(None, _HIGH):
+        return None  # an ASCII control character or DEL
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if b"\xc2" in rest and _C1.search(data) is not None:
+        return None
+    if any(one in data for one in _REFUSED_ENCODED):
+        return None
     if any(marker in text for marker in _MARKERS):
         return None
     return text
@@ -260,36 +266,7 @@ class _Reader:
     def mapping(self, indent: int) -> dict[Any, Any]:
         """A block mapping whose keys start at column ``indent``, from the next line on."""
         out: dict[Any, Any] = {}
-        text = self.text
-        deeper = " " * (indent + 1)
         while True:
-            one = _ONE_ITEM.match(text, self.pos)
-            if (
-                one is not None
-                and one.end(1) - one.start(1) == indent
-                and not (
-                    indent == 0 and one.group(2) == "interactions"  # its item's line is counted
-                )
-            ):
-                began = self.pos
-                value = self.simple(one, 3, deeper)
-                if value is not _NONE and self.ends_sequence(indent):
-                    out[self.plain(one.group(2))] = [value]
-                    continue
-                self.pos = began
-            simple = _ENTRY.match(text, self.pos)
-            if simple is not None and simple.end(1) - simple.start(1) == indent:
-                if simple.group(3) is None and simple.group(4) is None:
-                    if text[simple.end() - 2] == ":":  # `key:` then a node below
-                        self.pos = simple.end()
-                        key = self.plain(simple.group(2))
-                        out[key] = self.nested(key, indent)
-                        continue
-                else:
-                    value = self.simple(simple, 3, deeper)
-                    if value is not _NONE:
-                        out[self.plain(simple.group(2))] = value
-                        continue
             start, column, end = self.next_line()
             if column < indent:
                 return out
@@ -354,15 +331,6 @@ class _Reader:
         """A block sequence whose ``- `` marks are at column ``indent``."""
         text = self.text
         out: list[Any] = []
-        deeper = " " * (indent + 1)
-        while lines is None:
-            simple = _ITEM.match(text, self.pos)
-            if simple is None or simple.end(1) - simple.start(1) != indent:
-                break
-            value = self.simple(simple, 2, deeper)
-            if value is _NONE:
-                break
-            out.append(value)
         while True:
             start, column, end = self.next_line()
             if column != indent or not text.startswith("- ", start + column):
@@ -392,36 +360,6 @@ class _Reader:
         for key, value in self.mapping(column).items():
             out[key] = value  # a later duplicate key wins, as in PyYAML
         return out
-
-    def ends_sequence(self, indent: int) -> bool:
-        """Whether the line at ``pos`` (not blank) ends a sequence whose items are at ``indent``."""
-        text = self.text
-        at = _SPACES.match(text, self.pos).end()  # type: ignore[union-attr]
-        if at == len(text):
-            return True
-        column = at - self.pos
-        if text[at] == "\n" or column > indent:
-            return False
-        return column < indent or not text.startswith("- ", at)
-
-    def simple(self, match: re.Match[str], group: int, deeper: str) -> Any:
-        """The value of a line :data:`_ENTRY` or :data:`_ITEM` matched, or :data:`_NONE`.
-
-        ``_NONE`` (the general path reads the line) for a nested node, a plain scalar that
-        holds ``: `` or `` #`` or ends in ``:``, or one continued on the next line.
-        """
-        quoted = match.group(group)
-        if quoted is not None:
-            self.pos = match.end()
-            return quoted
-        plain = match.group(group + 1)
-        if plain is None or ": " in plain or " #" in plain or plain[-1] == ":":
-            return _NONE
-        after = match.end()
-        if self.text.startswith(deeper, after) or self.text.startswith("\n", after):
-            return _NONE
-        self.pos = after
-        return self.plain(plain)
 
     def closing(self, at: int) -> int:
         """The offset of the quote that closes the quoted scalar opening at ``at``."""

@@ -338,3 +338,60 @@ def test_vcrpy_headers_are_skipped() -> None:
                 requests += 1
                 only_content_type += all(k.lower() == "content-type" for k in headers)
     assert requests > 300 and only_content_type > 0.7 * requests
+
+
+def _checked_by_search(data: bytes) -> str | None:
+    """:func:`_vcr_yaml.checked_text` as a search of ``_REFUSED`` in the decoded text."""
+    if data.endswith(b"\n...\n"):
+        data = data[:-4]
+    if not data.endswith(b"\n") or data.startswith((b"---", b"...", b"%")):
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if _vcr_yaml._REFUSED.search(text) is not None:
+        return None
+    return None if any(m in text for m in ("\n---", "\n...", "\n%")) else text
+
+
+_RAW = st.one_of(
+    st.binary(max_size=30),
+    st.text(
+        alphabet=st.one_of(
+            st.sampled_from(_SPECIAL + "\u2027\u202a\ufffd\ufffe\uffff\x9f\xa0"), st.characters()
+        ),
+        max_size=30,
+    ).map(lambda s: s.encode("utf-8", "surrogatepass")),
+)
+
+
+@pytest.mark.full_count
+@settings(max_examples=examples(full=2000, sample=200), deadline=None)
+@given(_RAW, st.sampled_from([b"", b"\n", b"\n...\n", b"a: 1\n"]))
+def test_characters_are_checked_in_the_bytes_as_in_the_text(raw: bytes, tail: bytes) -> None:
+    data = b"a: " + raw + tail
+    assert _vcr_yaml.checked_text(data) == _checked_by_search(data)
+
+
+def test_plain_scalars_starting_with_a_letter_resolve_only_as_words() -> None:
+    """PyYAML resolves a plain scalar that starts with a letter only to a boolean or null."""
+    resolvers = yaml.resolver.Resolver.yaml_implicit_resolvers
+    letters = {key for key in resolvers if key and key.isalpha()}
+    assert letters == _vcr_lines._WORDY
+    for letter in letters:
+        assert {tag.rsplit(":", 1)[-1] for tag, _ in resolvers[letter]} <= {"bool", "null"}
+    for word in _vcr_lines._WORDS:
+        assert not isinstance(yaml.safe_load(f"a: {word}\n")["a"], str)
+
+
+@pytest.mark.full_count
+@settings(max_examples=examples(full=2000, sample=200), deadline=None)
+@given(
+    st.sampled_from(sorted(_vcr_lines._WORDY)),
+    st.text(alphabet="aeflnorstuyEFLNORSTUY", max_size=5),
+)
+def test_words_are_the_only_letter_plains_pyyaml_resolves(first: str, rest: str) -> None:
+    value = first + rest
+    resolved = yaml.safe_load(f"a: {value}\n")["a"]
+    assert isinstance(resolved, str) == (value not in _vcr_lines._WORDS)

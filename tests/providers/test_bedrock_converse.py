@@ -328,3 +328,31 @@ def test_http_errors_read_the_amzn_error_type():
     assert error.retryable and "Too many requests" in error.message
     bad = P.parse_error(400, b"<html>", {})
     assert bad.status == 400 and not bad.retryable
+
+
+@pytest.mark.parametrize(
+    ("emptied", "where"),
+    [
+        (_wire("assistant", {"reasoningContent": {"reasoningText": {"text": "x"}}}), 1),
+        (_wire("assistant"), 1),
+        (_wire("assistant", {"text": ""}), 1),
+        (_wire("user", {"cachePoint": {"type": "default"}}), 0),
+    ],
+)
+def test_import_refuses_a_message_that_vanishes_between_two_others(emptied, where):
+    # Before: the message was dropped and the two around it (or an assistant first) stood
+    # side by side in the request file; the builder joined them into one message.
+    around = [_wire("user", {"text": "a"}), _wire("assistant", {"text": "b"})]
+    messages = [around[0], emptied, _wire("user", {"text": "c"})] if where else [emptied, around[1]]
+    with pytest.raises(RequestFileError) as caught:
+        P.import_body({"modelId": CLAUDE, "messages": messages})
+    assert caught.value.location == f"$.messages[{where}].content"
+    assert "holds nothing llmcore sends" in str(caught.value)
+
+
+def test_import_keeps_a_last_message_of_dropped_blocks_dropped_with_a_note():
+    reasoning = {"reasoningContent": {"reasoningText": {"text": "x"}}}
+    messages = [_wire("user", {"text": "a"}), _wire("assistant", reasoning)]
+    result = P.import_body({"modelId": CLAUDE, "messages": messages})
+    assert [m.role for m in result.request.messages] == ["user"]
+    assert any("reasoningContent" in note for note in result.notes)

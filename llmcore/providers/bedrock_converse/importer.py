@@ -13,7 +13,9 @@ roles``): two consecutive messages of one role are refused at the second one's `
 message of the assistant, which Bedrock refuses too (``A conversation must start with a user
 message``), at its ``role``
 (:class:`~llmcore.errors.RequestFileError`), since the builder would join them into one message
-and the bytes would differ.
+and the bytes would differ. For the same reason a message followed by another that holds
+nothing llmcore sends (no block, only blank text, only dropped blocks) is refused at its
+``content``.
 """
 
 from __future__ import annotations
@@ -36,6 +38,12 @@ _NOT_ALTERNATING: Final = (
 _ASSISTANT_FIRST: Final = (
     "the first message is 'assistant': a Converse conversation must start with a user message"
     " (Bedrock refuses the body with a ValidationException)"
+)
+
+_EMPTIED: Final = (
+    "this {role!r} message holds nothing llmcore sends (no block, only blank text, or only"
+    " cachePoint and reasoningContent blocks): without it the messages around it would not"
+    " alternate"
 )
 
 
@@ -83,7 +91,10 @@ class _Importer(imp.Importer):
                 part = self.block(block, f"{where}.content[{number}]")
                 if part is not None:
                     parts.append(part)
-            out.extend(imp.split_parts(role, parts, where))
+            made = imp.split_parts(role, parts, where)
+            if not made and index + 1 < len(body["messages"]):
+                raise imp.bad(_EMPTIED.format(role=role), f"{where}.content")
+            out.extend(made)
         return out
 
     def block(self, block: Any, at: str) -> MessageContent | None:

@@ -214,17 +214,13 @@ def test_import_refuses_roles_that_do_not_alternate(messages, where, role):
     )
 
 
-def test_import_refuses_a_conversation_that_starts_with_the_assistant():
+def test_import_takes_a_conversation_that_starts_with_the_assistant():
+    # Recorded traffic: Bedrock answered 200 to such a body for Claude (corpus case 0018,
+    # pydantic-ai's test_bedrock_anthropic_message_history_starting_with_response); refusing it
+    # as "Bedrock refuses it" failed that case.
     messages = [_wire("assistant", {"text": "a"}), _wire("user", {"text": "b"})]
-    with pytest.raises(RequestFileError) as caught:
-        P.import_body({"modelId": CLAUDE, "messages": messages})
-    assert caught.value.location == "$.messages[0].role"
-    assert "must start with a user message" in str(caught.value)
-    # the emulator refuses the same body as Bedrock does
-    from llmcore.emulator.converse_validate import validate_converse
-
-    with pytest.raises(Exception, match="must start with a user message"):
-        validate_converse({"messages": messages}, CLAUDE)
+    result = P.import_body({"modelId": CLAUDE, "messages": messages})
+    assert [m.role for m in result.request.messages] == ["assistant", "user"]
 
 
 def test_import_of_alternating_roles_with_tool_results_rebuilds_the_bytes():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from typing import Any
 
 import pytest
 
@@ -155,12 +156,12 @@ class _InterruptFS(CountingFS):
             self.hit = True
             raise KeyboardInterrupt
 
-    def __getattribute__(self, name: str):  # type: ignore[no-untyped-def]
+    def __getattribute__(self, name: str) -> Any:
         attr = super().__getattribute__(name)
         if name not in MUTATING or not object.__getattribute__(self, "after"):
             return attr
 
-        def wrapped(*args, **kwargs):  # type: ignore[no-untyped-def]
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
             result = attr(*args, **kwargs)
             if len(self.calls) == self.at:
                 self.hit = True

@@ -41,6 +41,9 @@ MUTATING: Final = frozenset(
 class FileSystem:
     """The real file system. Subclass and override to inject faults or count calls."""
 
+    read_limit: int = MAX_FILE
+    """Largest file :meth:`read_bytes` reads (64 MiB); a save writes no larger file."""
+
     # -- reading (never changes the disk)
 
     def read_bytes(self, path: Path) -> bytes:
@@ -48,13 +51,13 @@ class FileSystem:
 
         Read by :func:`llmcore.safeio.read_regular`: a FIFO, device or socket is refused
         without being opened, and a file over :data:`~llmcore.safeio.MAX_FILE` (64 MiB) before
-        any byte is read.
+        any byte is read (:attr:`read_limit`).
 
         Raises:
             FileRefusedError: Not a regular file, or over the limit (an ``OSError`` too).
             OSError: Missing, a symlink (``ELOOP``), unreadable.
         """
-        return read_regular(path, limit=MAX_FILE)
+        return read_regular(path, limit=self.read_limit)
 
     def lstat(self, path: Path) -> os.stat_result | None:
         """Return ``os.lstat(path)``, or ``None`` if nothing is there (or a parent is a file)."""

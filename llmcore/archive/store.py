@@ -433,6 +433,11 @@ class ArchiveStore(_ArchiveFiles):
             kept_unread=unread.values(),
         )
         self._check_conflict(base, current, data)
+        if len(data) > self.fs.read_limit:  # an open would refuse it: the archive would be lost
+            raise self._refuse(
+                f"the conversation is {len(data):,} bytes, over the {self.fs.read_limit:,} bytes "
+                "an open reads (compact it to save it)"
+            )
         wanted = {name for name, _ in plan.files} | unread.keys()
         if wanted:
             self._check_images_dir()

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import shutil
+from typing import Any
 
 import pytest
 
 from llmcore.archive import ArchiveStore, Conversation, Item, encode
+from llmcore.archive.fs import MUTATING
 from llmcore.errors import ArchiveWriteError
 from llmcore.messages import Message
 
-from .helpers import CountingFS, conversation, png, snapshot, turn
+from .helpers import CountingFS, conversation, images_intact, png, snapshot, turn
 
 
 def _old_and_new():
@@ -139,3 +141,67 @@ def test_typed_error_names_folder_and_cause(tmp_path, errno_name):
     assert (tmp_path / "agent" / "conversation.json").read_bytes() == encode(
         old.state, kept_images=None
     )
+
+
+class _InterruptFS(CountingFS):
+    """A KeyboardInterrupt just before (or just after) the mutating call numbered ``at``."""
+
+    def __init__(self, at: int, *, after: bool) -> None:
+        super().__init__()
+        self.at, self.after, self.hit = at, after, False
+
+    def _tick(self, name: str) -> None:
+        self.calls.append(name)
+        if len(self.calls) == self.at and not self.after:
+            self.hit = True
+            raise KeyboardInterrupt
+
+    def __getattribute__(self, name: str) -> Any:
+        attr = super().__getattribute__(name)
+        if name not in MUTATING or not object.__getattribute__(self, "after"):
+            return attr
+
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            result = attr(*args, **kwargs)
+            if len(self.calls) == self.at:
+                self.hit = True
+                raise KeyboardInterrupt  # the call took effect
+            return result
+
+        return wrapped
+
+
+@pytest.mark.parametrize("after", [False, True])
+@pytest.mark.parametrize("big", [False, True])
+def test_a_save_interrupted_at_every_call_leaves_an_archive_the_next_save_continues(
+    tmp_path, after, big
+):
+    # Before and after each mutating call (with a file hashed in a thread when ``big``): the
+    # disk holds whole images for what it names, the next save of the same conversation is
+    # written (no ArchiveConflictError), and a reopen gives that conversation.
+    at = 0
+    while True:
+        at += 1
+        folder = tmp_path / f"{after}-{big}-{at}" / "agent"
+        folder.parent.mkdir()
+        store = ArchiveStore(folder)
+        conv = store.open()
+        conv.end_turn(messages=turn(1, image=png(b"a" * 50)), provider="a", model="m")
+        store.save(conv)
+        result = b"z" * (1 << 20) if big else None
+        conv.end_turn(
+            messages=turn(2, image=png(b"b" * 50), result=result), provider="a", model="m"
+        )
+        store.fs = fs = _InterruptFS(at, after=after)
+        try:
+            store.save(conv)
+        except KeyboardInterrupt:
+            pass
+        store.fs = CountingFS()
+        assert images_intact(folder, (folder / "conversation.json").read_bytes()), at
+        conv.end_turn(messages=turn(3), provider="a", model="m")
+        assert store.save(conv).action == "written", at
+        assert ArchiveStore(folder).load().state == conv.state, at
+        if not fs.hit:
+            break
+    assert at > 8

@@ -18,13 +18,14 @@ import pytest
 from typer.testing import CliRunner
 
 from llmcore.archive import ArchiveStore, Conversation
+from llmcore.archive.fs import FileSystem
 from llmcore.archive.images import image_file_name
 from llmcore.cli import app
 from llmcore.errors import ArchiveWriteError
 from llmcore.safeio import MAX_FILE
 from tests.special_files import finishes, make_fifo, make_null_device, make_sparse, unix_socket
 
-from .helpers import conversation
+from .helpers import conversation, snapshot, turn
 
 KINDS = ("fifo", "device", "socket")
 WORDS = {"fifo": "a FIFO (named pipe)", "device": "a character device", "socket": "a socket"}
@@ -129,3 +130,23 @@ def _images(state):
     from llmcore.messages import Image
 
     return [part for m in state.history for part in m.content if isinstance(part, Image)]
+
+
+def test_a_save_over_the_read_limit_is_refused_and_the_archive_stands(tmp_path):
+    # A save used to write a conversation.json no open could read back: the next open was an
+    # empty conversation with a notice and every later save an ArchiveWriteError.
+    class Small(FileSystem):
+        read_limit = 64 * 1024
+
+    folder = tmp_path / "agent"
+    store = ArchiveStore(folder, fs=Small())
+    conv = store.open()
+    conv.end_turn(messages=turn(1), provider="a", model="m")
+    store.save(conv)
+    before = snapshot(folder)
+    conv.end_turn(messages=turn(2, result=b"y" * (64 * 1024)), provider="a", model="m")
+    with pytest.raises(ArchiveWriteError, match=r"over the 65,536 bytes an open reads") as err:
+        store.save(conv)
+    assert err.value.location == str(folder)
+    assert snapshot(folder) == before
+    assert len(ArchiveStore(folder, fs=Small()).load().state.history) == 4

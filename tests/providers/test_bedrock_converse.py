@@ -214,17 +214,13 @@ def test_import_refuses_roles_that_do_not_alternate(messages, where, role):
     )
 
 
-def test_import_refuses_a_conversation_that_starts_with_the_assistant():
+def test_import_takes_a_conversation_that_starts_with_the_assistant():
+    # Recorded traffic: Bedrock answered 200 to such a body for Claude (corpus case 0018,
+    # pydantic-ai's test_bedrock_anthropic_message_history_starting_with_response); refusing it
+    # as "Bedrock refuses it" failed that case.
     messages = [_wire("assistant", {"text": "a"}), _wire("user", {"text": "b"})]
-    with pytest.raises(RequestFileError) as caught:
-        P.import_body({"modelId": CLAUDE, "messages": messages})
-    assert caught.value.location == "$.messages[0].role"
-    assert "must start with a user message" in str(caught.value)
-    # the emulator refuses the same body as Bedrock does
-    from llmcore.emulator.converse_validate import validate_converse
-
-    with pytest.raises(Exception, match="must start with a user message"):
-        validate_converse({"messages": messages}, CLAUDE)
+    result = P.import_body({"modelId": CLAUDE, "messages": messages})
+    assert [m.role for m in result.request.messages] == ["assistant", "user"]
 
 
 def test_import_of_alternating_roles_with_tool_results_rebuilds_the_bytes():
@@ -328,3 +324,31 @@ def test_http_errors_read_the_amzn_error_type():
     assert error.retryable and "Too many requests" in error.message
     bad = P.parse_error(400, b"<html>", {})
     assert bad.status == 400 and not bad.retryable
+
+
+@pytest.mark.parametrize(
+    ("emptied", "where"),
+    [
+        (_wire("assistant", {"reasoningContent": {"reasoningText": {"text": "x"}}}), 1),
+        (_wire("assistant"), 1),
+        (_wire("assistant", {"text": ""}), 1),
+        (_wire("user", {"cachePoint": {"type": "default"}}), 0),
+    ],
+)
+def test_import_refuses_a_message_that_vanishes_between_two_others(emptied, where):
+    # Before: the message was dropped and the two around it (or an assistant first) stood
+    # side by side in the request file; the builder joined them into one message.
+    around = [_wire("user", {"text": "a"}), _wire("assistant", {"text": "b"})]
+    messages = [around[0], emptied, _wire("user", {"text": "c"})] if where else [emptied, around[1]]
+    with pytest.raises(RequestFileError) as caught:
+        P.import_body({"modelId": CLAUDE, "messages": messages})
+    assert caught.value.location == f"$.messages[{where}].content"
+    assert "holds nothing llmcore sends" in str(caught.value)
+
+
+def test_import_keeps_a_last_message_of_dropped_blocks_dropped_with_a_note():
+    reasoning = {"reasoningContent": {"reasoningText": {"text": "x"}}}
+    messages = [_wire("user", {"text": "a"}), _wire("assistant", reasoning)]
+    result = P.import_body({"modelId": CLAUDE, "messages": messages})
+    assert [m.role for m in result.request.messages] == ["user"]
+    assert any("reasoningContent" in note for note in result.notes)

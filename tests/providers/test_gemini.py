@@ -404,3 +404,29 @@ def test_cli_body_and_import_round_trip(tmp_path: Path) -> None:
         assert rebuilt.stdout == raw, source.name
     missing = _cli("import", str(recorded), "-p", "gemini")
     assert missing.returncode == 2 and b"pass --model" in missing.stderr
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("systemInstruction", {"parts": [{"text": "s"}]}),
+        ("system_instruction", {"parts": [{"text": "s"}]}),
+        ("tools", [{"functionDeclarations": [{"name": "f"}]}]),
+        ("toolConfig", {"functionCallingConfig": {"mode": "NONE"}}),
+    ],
+)
+def test_import_refuses_a_cached_content_beside_what_the_cache_holds(field, value):
+    # Gemini (and the emulator) refuse such a body; before, the import took it and the body
+    # built from it left the field out, with no note at the import.
+    contents = [{"role": "user", "parts": [{"text": "a"}]}]
+    body = {"model": "gemini-2.5-flash", "contents": contents, "cachedContent": "cachedContents/x"}
+    with pytest.raises(UserError) as caught:
+        P.import_body({**body, field: value})
+    camel = re.sub(r"_(\w)", lambda m: m.group(1).upper(), field)
+    assert caught.value.location == f"$.{camel}"
+    assert "CachedContent can not be used" in str(caught.value)
+    from llmcore.emulator.gemini_validate import validate_gemini
+
+    del body["model"]
+    with pytest.raises(Exception, match="CachedContent can not be used"):
+        validate_gemini({**body, field: value})

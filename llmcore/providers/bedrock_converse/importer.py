@@ -9,11 +9,11 @@ are dropped (M4) and said in the notes; ``toolResult`` ``json`` content becomes 
 text; unmodeled top-level fields go to ``params.extra`` in body order. Documents, videos, S3
 image sources, guard content and other content outside the four cases are refused. Roles
 must alternate, as Bedrock requires (``A conversation must alternate between user and assistant
-roles``): two consecutive messages of one role are refused at the second one's ``role``, and a first
-message of the assistant, which Bedrock refuses too (``A conversation must start with a user
-message``), at its ``role``
+roles``): two consecutive messages of one role are refused at the second one's ``role``
 (:class:`~llmcore.errors.RequestFileError`), since the builder would join them into one message
-and the bytes would differ.
+and the bytes would differ. For the same reason a message followed by another that holds
+nothing llmcore sends (no block, only blank text, only dropped blocks) is refused at its
+``content``.
 """
 
 from __future__ import annotations
@@ -33,9 +33,10 @@ _NOT_ALTERNATING: Final = (
     " user and assistant (Bedrock refuses the body with a ValidationException)"
 )
 
-_ASSISTANT_FIRST: Final = (
-    "the first message is 'assistant': a Converse conversation must start with a user message"
-    " (Bedrock refuses the body with a ValidationException)"
+_EMPTIED: Final = (
+    "this {role!r} message holds nothing llmcore sends (no block, only blank text, or only"
+    " cachePoint and reasoningContent blocks): the body rebuilt without it would change the"
+    " conversation (the messages around it joined, or the assistant first)"
 )
 
 
@@ -74,8 +75,6 @@ class _Importer(imp.Importer):
             role = imp.need_str(obj, "role", where)
             if role == previous:
                 raise imp.bad(_NOT_ALTERNATING.format(role=role, before=index - 1), f"{where}.role")
-            if index == 0 and role == "assistant":
-                raise imp.bad(_ASSISTANT_FIRST, f"{where}.role")
             previous = role
             parts: list[MessageContent] = []
             for number, block in enumerate(imp.need_list(obj, "content", where)):
@@ -83,7 +82,10 @@ class _Importer(imp.Importer):
                 part = self.block(block, f"{where}.content[{number}]")
                 if part is not None:
                     parts.append(part)
-            out.extend(imp.split_parts(role, parts, where))
+            made = imp.split_parts(role, parts, where)
+            if not made and index + 1 < len(body["messages"]):
+                raise imp.bad(_EMPTIED.format(role=role), f"{where}.content")
+            out.extend(made)
         return out
 
     def block(self, block: Any, at: str) -> MessageContent | None:

@@ -15,7 +15,8 @@ caller adds from the request's URL (``llmcore import -p gemini`` takes ``--model
 * Thoughts (``"thought": true`` parts) and ``thoughtSignature`` members are dropped (M4) and said
   in the notes. ``generationConfig`` with keys beyond the four modeled ones (or none) is kept
   whole in ``params.extra``, as are all other unmodeled fields (``cachedContent``,
-  ``safetySettings``).
+  ``safetySettings``). A body naming a ``cachedContent`` beside a ``systemInstruction``,
+  ``tools`` or ``toolConfig`` is refused at that field, as Gemini refuses it.
   ``fileData``, inline data other than the four image types, code execution and other parts
   are refused.
 """
@@ -34,6 +35,12 @@ from llmcore.request import Params, ToolChoiceName
 
 _CONFIG_KEYS: Final = frozenset({"temperature", "topP", "maxOutputTokens", "stopSequences"})
 _MODES: Final = {"AUTO": "auto", "ANY": "any", "NONE": "none"}
+_CACHE_HOLDS: Final = ("systemInstruction", "tools", "toolConfig")
+_CACHED_WITH: Final = (
+    "CachedContent can not be used with GenerateContent request setting system_instruction,"
+    " tools or tool_config (Gemini refuses the body; the cache holds them, and a body built"
+    " beside a cachedContent leaves them out)"
+)
 
 
 class _Importer(imp.Importer):
@@ -49,6 +56,10 @@ class _Importer(imp.Importer):
     def run(self, body: Any, at: str) -> Any:
         """Read ``body``, its model from the ``model`` member (module doc)."""
         obj = _camel_structure(imp.need_obj(body, at))
+        if obj.get("cachedContent") is not None:
+            for key in _CACHE_HOLDS:
+                if obj.get(key) is not None:
+                    raise imp.bad(_CACHED_WITH, f"{at}.{key}")
         if isinstance(obj.get("model"), str):
             obj = {**obj, "model": obj["model"].removeprefix("models/")}
         return super().run(obj, at)

@@ -80,7 +80,7 @@ def audit_command(
     """Audit ``paths`` and print the table (or JSON); return the exit code.
 
     Args:
-        paths: Cassettes, JSONL files, corpus cases, or folders of them, in order.
+        paths: Cassettes, HAR files, JSONL files, corpus cases, or folders of them, in order.
         provider: Provider for every body, or ``None`` to read each body's shape.
         as_json: Print :meth:`AuditReport.to_json` instead of the table.
         strict: Any skipped input makes the run exit :data:`EXIT_INPUT` (after the report).
@@ -290,7 +290,8 @@ def audit(
         typer.Argument(
             metavar="PATH",
             help=(
-                "Cassettes (.yaml), JSONL, corpus cases (.json), or folders; - reads stdin as"
+                "Cassettes (.yaml), HAR files, JSONL, corpus cases (.json), or folders; - reads"
+                " stdin as"
                 " JSONL (one body per line), or as a cassette if it starts with 'interactions:'"
                 " or '---'."
             ),

@@ -70,7 +70,8 @@ ModelOption = Annotated[
 @one_line_errors
 def body(
     request: Annotated[
-        Path, typer.Argument(metavar="FILE", help="A request file (see README); - for stdin.")
+        Path,
+        typer.Argument(metavar="FILE", help="A request file (docs/guides/bodies.md); - for stdin."),
     ],
     provider: ProviderOption,
 ) -> None:

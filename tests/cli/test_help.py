@@ -77,7 +77,7 @@ def test_the_body_page_marks_the_required_argument_and_option() -> None:
     page = _help_page(["body"])
     assert page.splitlines()[1].strip() == "Usage: llmcore body [OPTIONS] {FILE}"
     assert _rows(page, "Arguments") == [
-        ("*", "FILE", "A request file (see README); - for stdin. [required]")
+        ("*", "FILE", "A request file (docs/guides/bodies.md); - for stdin. [required]")
     ]
     assert _rows(page, "Options") == [
         (

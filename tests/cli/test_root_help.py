@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 
 from llmcore.cli import _help, _root_help, app
 from llmcore.cli._root_help import COMMANDS, HELP_HELP, ROOT_HELP, VERSION_HELP, fast_help
-from tests.examples import examples
+from tests.examples import FULL_ENV, examples
 
 _CONSOLE_VARIABLES = (
     "COLUMNS",
@@ -51,6 +51,9 @@ MODES = {
 }
 """The three kinds of page: text alone, styles and colours, styles without colours."""
 WIDTHS = [*range(1, 261), 300, 333, 500, 1000, 2048, 4095, 4096]
+"""Every width the full count compares (``LLMCORE_FULL_EXAMPLES``, ``bench_properties.py``)."""
+SAMPLE_WIDTHS = [*range(1, 121), *range(121, 261, 7), 260, 300, 333, 500, 1000, 2048, 4095, 4096]
+"""The widths the suite compares: every one to 120 (where the panels wrap), then a sample."""
 
 
 def _environment(**values: str) -> dict[str, str | None]:
@@ -86,10 +89,11 @@ def _typers(args: list[str], env: dict[str, str | None]) -> tuple[int, str]:
     return result.exit_code, result.stdout
 
 
+@pytest.mark.full_count
 @pytest.mark.parametrize("mode", MODES)
 def test_the_page_is_typers_at_every_width(as_llmcore, mode) -> None:
     different = []
-    for width in WIDTHS:
+    for width in WIDTHS if os.environ.get(FULL_ENV) else SAMPLE_WIDTHS:
         env = _environment(COLUMNS=str(width), **MODES[mode])
         expected = _typers(["--help"], env)
         if _fast(as_llmcore, ["--help"], env) != expected:

@@ -46,7 +46,15 @@ MAX_FILES: Final = 4
 """Most files one line makes the demo read."""
 _QUOTE_CHARS: Final = 200
 _IMAGE: Final = (".png", ".jpg", ".jpeg", ".gif")
-_PATH: Final = re.compile(r"[\w.\-/]*\w\w\.[A-Za-z0-9]{1,8}\b|[\w.\-]+/[\w.\-/]+")
+_PATH: Final = re.compile(
+    r"(?<![\w.\-/])(?!(?i:e\.g|i\.e|a\.m|p\.m|n\.b|u\.s)\.)"
+    r"(?:[\w.\-/]*\w\.(?=[A-Za-z0-9]{0,7}[A-Za-z])[A-Za-z0-9]{1,8}\b|[\w.\-]+/[\w.\-/]+)"
+)
+"""A file name the user typed: a stem of any length and an extension of up to 8 letters and
+digits, at least one a letter (``a.txt``, ``notes.md``, ``a.7z``), in a path or not
+(``./a.txt``, ``dir/b.txt``), or a path without one (``src/bin``). It starts a word; a number
+(``3.5``) and the abbreviations ``e.g.``, ``i.e.``, ``a.m.``, ``p.m.``, ``n.b.``, ``U.S.`` are
+not one (``x.c.`` at the end of a sentence is)."""
 _FILLER: Final = (
     r"(?:\s+(?:a|an|the|my|new|short|file|note|notes|summary|it|this|that|to|into|in|at|as))*"
 )

@@ -22,13 +22,15 @@ token, AWS credential chain or cloud setting is one line naming it, exit 2.
 With a terminal, lines are read with prompt_toolkit (line editing; history in the project's
 folder, ``<project>/history``: each line scrubbed of secrets, the file 0600, removed by
 ``/reset``; ``--no-history`` keeps none, :mod:`llmcore.chat.history`); otherwise with
-``input()``. ``--resume``/``--no-resume`` answers the resume question without asking;
-``--list`` prints the project's saved sessions (id, last active, messages, summary line; newest
-first) and exits; ``--session ID`` resumes that one (an unknown id is one line naming the known
-ones, exit 2). A session opened and left without a message is not kept. The status line's turn
-number is the session's (it continues after a resume). Ctrl+C
-(at the prompt or mid-turn) and Ctrl+D leave, saving the session (a turn cut short is not
-kept); exit code 130 after Ctrl+C.
+``input()``. ``--resume``/``--no-resume`` answers the resume question without asking; without
+a terminal to ask on (piped input) it is not asked: the previous session resumes, and one status
+line says so (:data:`NOT_A_TERMINAL`). ``--list`` prints the project's saved sessions (id,
+last active, messages, summary line; newest first) and exits; ``--session ID`` resumes that one
+(an unknown id is one line naming the known ones, exit 2). A session opened and left without a
+message is not kept. The status line's turn number is the session's (it continues after a
+resume). ``--workspace`` must be a folder, and ``--config-dir`` one or a path that can become
+one (else one line, exit 2). Ctrl+C (at the prompt or mid-turn) and Ctrl+D leave, saving the
+session (a turn cut short is not kept); exit code 130 after Ctrl+C.
 
 Test hook: with ``LLMCORE_CHAT_TEST_HOLD=PATH`` in the environment, each tool call waits until
 ``PATH`` exists, so a test can interrupt a turn while it is running.
@@ -71,6 +73,8 @@ __all__ = ["APP", "ChatSetup", "chat", "register", "run_chat"]
 APP: Final = "llmcore-chat"
 """The session folder's application name: ``<config>/llmcore-chat/projects/…``."""
 HOLD_ENV: Final = "LLMCORE_CHAT_TEST_HOLD"
+NOT_A_TERMINAL: Final = "Input is not a terminal: resuming it (--no-resume starts a new one)."
+"""The status line that replaces the resume question when standard input is not a terminal."""
 
 
 @contextmanager
@@ -163,14 +167,24 @@ def _on_call(display: Display) -> Callable[[str, str], None]:
     return show
 
 
-def _ask_resume(answer: bool | None, read_line: Callable[[str], str]) -> Callable[[str], bool]:
+def _ask_resume(setup: ChatSetup, say: Callable[[str], None]) -> Callable[[str], bool]:
+    """The answer to the resume question (``[Y/n]``: yes is the default).
+
+    ``--resume``/``--no-resume`` if given; else, with no terminal to ask on, the default, said
+    in one line (:data:`NOT_A_TERMINAL`; a piped first line is the first message, not the
+    answer); else the user's line ("", ``y``, ``yes``: yes; end of input: the default).
+    """
+
     def ask(question: str) -> bool:
-        if answer is not None:
-            return answer
+        if setup.resume is not None:
+            return setup.resume
+        if not setup.interactive:
+            say(NOT_A_TERMINAL)
+            return True
         try:
-            return read_line(question + " ").strip().lower() in ("", "y", "yes")
+            return setup.read_line(question + " ").strip().lower() in ("", "y", "yes")
         except EOFError:
-            return False
+            return True
 
     return ask
 
@@ -197,6 +211,9 @@ class ChatSetup:
     """Resume this saved session without asking (``--session``)."""
     forget_history: Callable[[], None] | None = None
     """What ``/reset`` calls to remove the prompt history, if there is one."""
+    interactive: bool = True
+    """Standard input is a terminal, so the resume question can be asked; if not, the default
+    (resume) is taken without reading a line."""
 
 
 def chat_command(
@@ -224,8 +241,7 @@ def chat_command(
         return _list(workspace, config_dir)
     if provider not in PROVIDER_NAMES:
         raise fail(f"--provider: unknown provider {provider!r}; one of {', '.join(PROVIDER_NAMES)}")
-    if not workspace.is_dir():
-        raise fail(f"--workspace: {workspace}: not a folder")
+    _check_folders(workspace, config_dir)
     from rich.console import Console
 
     from llmcore.bench import LIVE_MODELS
@@ -238,6 +254,7 @@ def chat_command(
         workspace=workspace, config_dir=config_dir, provider=provider,
         model=model or LIVE_MODELS[provider], console=console, read_line=read_line,
         resume=resume, forget_history=forget, session_id=session_id,
+        interactive=sys.stdin.isatty(),
     )  # fmt: skip
     try:
         with _endpoint(provider, live, base_url, endpoint, setup.model) as (transport, where):
@@ -247,10 +264,26 @@ def chat_command(
         return 130
 
 
-def _list(workspace: Path, config_dir: Path | None) -> int:
-    """``--list``: one line per saved session of ``workspace``'s project, newest first."""
+def _check_folders(workspace: Path, config_dir: Path | None) -> None:
+    """Check ``--workspace`` and ``--config-dir`` before anything starts.
+
+    Raises:
+        typer.Exit: The workspace is not a folder, or the config folder is not one and cannot
+            become one (it, or the nearest of its parents that exists, is not a folder); code 2,
+            one line.
+    """
     if not workspace.is_dir():
         raise fail(f"--workspace: {workspace}: not a folder")
+    if config_dir is None:
+        return
+    existing = next((p for p in (config_dir, *config_dir.parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise fail(f"--config-dir: {config_dir}: not a folder")
+
+
+def _list(workspace: Path, config_dir: Path | None) -> int:
+    """``--list``: one line per saved session of ``workspace``'s project, newest first."""
+    _check_folders(workspace, config_dir)
     from llmcore.session import ProjectPaths, SessionStore, list_sessions
 
     store = SessionStore(ProjectPaths.for_workspace(workspace, app=APP, config=config_dir))
@@ -304,7 +337,7 @@ def _run(setup: ChatSetup, transport: Transport, where: str, started: list[Sessi
     session = Session.start(
         setup.workspace,
         app=APP,
-        ask=_ask_resume(setup.resume, setup.read_line),
+        ask=_ask_resume(setup, say),
         say=say,
         config=setup.config_dir,
         runner=plain,

@@ -19,7 +19,7 @@ import pytest
 from rich.console import Console
 
 from llmcore.chat.demo import DEMO_SCRIPT, read_exchange
-from llmcore.cli.chat import APP, ChatSetup, chat_command, run_chat
+from llmcore.cli.chat import APP, NOT_A_TERMINAL, ChatSetup, chat_command, run_chat
 from llmcore.emulator.engine import Engine
 from llmcore.errors import SessionNotFoundError
 from llmcore.session import ProjectPaths, SessionStore, list_sessions
@@ -48,6 +48,8 @@ class Demo:
     def __init__(self, workspace: Path) -> None:
         self.workspace = workspace
         self.engine = Engine(script=DEMO_SCRIPT)
+        self.prompts: list[str] = []
+        """The prompts ``read_line`` was given, in order."""
 
     def _transport(self) -> HTTPTransport:
         def handle(request: httpx.Request) -> httpx.Response:
@@ -64,10 +66,17 @@ class Demo:
             api_keys={"anthropic": "demo"},
         )
 
-    def chat(self, *lines: str, resume: bool | None = True, session_id: str | None = None) -> str:
+    def chat(
+        self,
+        *lines: str,
+        resume: bool | None = True,
+        session_id: str | None = None,
+        interactive: bool = True,
+    ) -> str:
         queue = list(lines)
 
         def read_line(prompt: str) -> str:
+            self.prompts.append(prompt)
             if not queue:
                 raise EOFError
             return queue.pop(0)
@@ -77,7 +86,7 @@ class Demo:
         setup = ChatSetup(
             workspace=self.workspace, config_dir=self.workspace.parent / "cfg",
             provider="anthropic", model=MODEL, console=console, read_line=read_line,
-            resume=resume, session_id=session_id,
+            resume=resume, session_id=session_id, interactive=interactive,
         )  # fmt: skip
         with self._transport() as transport:
             assert run_chat(setup, transport, "embedded emulator") == 0
@@ -215,3 +224,22 @@ def test_the_openai_shapes_are_read_like_the_anthropic_one(shape: str, body: dic
     assert [(c.name, c.arguments) for c in first.tool_calls] == [
         ("read_file", '{"path":"notes.txt"}')
     ]
+
+
+def test_the_resume_question_is_read_only_from_a_terminal(workspace: Path) -> None:
+    demo = Demo(workspace)
+    demo.chat("first task")
+    (first,) = list_sessions(demo.store).ids()
+    piped = demo.chat("second task", resume=None, interactive=False)
+    assert "Resume previous session?" not in "".join(demo.prompts)  # never asked
+    assert f"{NOT_A_TERMINAL}\nResumed session {first} (4 messages of history)" in piped
+    assert [turn for turn, _, _ in _statuses(piped)] == [2]
+    demo.prompts.clear()
+    ended = demo.chat(resume=None)  # a terminal, end of input at the question: the default
+    assert demo.prompts[0] == "Resume previous session? [Y/n] "
+    assert f"Resumed session {first} (8 messages of history)" in ended
+    assert NOT_A_TERMINAL not in ended
+    declined = demo.chat("n", "third task", resume=None)
+    assert "New session " in declined and NOT_A_TERMINAL not in declined
+    assert [turn for turn, _, _ in _statuses(declined)] == [1]
+    assert len(list_sessions(demo.store).ids()) == 2

@@ -60,3 +60,36 @@ def test_bad_options_are_one_line_exit_2(tmp_path: Path) -> None:
     done = _chat(tmp_path, [], "--live", "--provider", "openai-chat")
     assert done.returncode == 2
     assert done.stderr == "llmcore: --live: no API key for openai-chat: set OPENAI_API_KEY\n"
+
+
+def test_piped_input_is_not_taken_as_the_resume_answer(tmp_path: Path) -> None:
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "README.md").write_text("# hello\n")
+    first = _chat(tmp_path, ["hello", "/exit"], "--no-history")
+    assert first.returncode == 0, first.stderr
+    done = _chat(tmp_path, ["read README.md", "/exit"], "--no-history")
+    assert done.returncode == 0, done.stderr
+    out = " ".join(done.stdout.split())
+    assert "Previous session found" in out and "Resume previous session?" not in out
+    assert out.count("Input is not a terminal: resuming it (--no-resume starts a new one).") == 1
+    assert "Resumed session " in out and "(4 messages of history)" in out
+    assert "↳ read_file README.md" in out and "You said: «read README.md»." in out
+    assert "turn 2 · " in out  # the piped line was the second turn, not the answer
+    again = _chat(tmp_path, ["/exit"], "--no-history", "--no-resume")
+    assert "New session" in again.stdout and "not a terminal" not in again.stdout
+
+
+def test_a_config_dir_that_is_not_a_folder_is_one_line_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "file").write_text("x\n")
+    for given in (tmp_path / "file", tmp_path / "file" / "under"):
+        for extra in ((), ("--list",)):
+            args = [sys.executable, "-m", "llmcore", "chat", "--config-dir", str(given)]
+            args += ["--workspace", str(tmp_path / "ws"), *extra]
+            done = subprocess.run(
+                args, input="hello\n/exit\n", capture_output=True, text=True, timeout=120
+            )
+            assert done.returncode == 2, (given, extra, done.stdout)
+            assert done.stderr == f"llmcore: --config-dir: {given}: not a folder\n"
+            assert "you>" not in done.stdout and "Session" not in done.stdout
+    assert (tmp_path / "file").read_text() == "x\n"

@@ -8,7 +8,9 @@ frame encoder is checked by botocore. llmcore's transport sends the bytes its en
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -260,3 +262,40 @@ def test_the_validator_refuses_what_converse_refuses(body, model, message) -> No
         validate_converse(body, model)
     assert message in str(caught.value)
     assert caught.value.error_type == "ValidationException" and caught.value.status == 400
+
+
+def test_the_record_carries_a_converse_streams_usage(tmp_path: Path) -> None:
+    from llmcore.audit import audit_paths
+
+    record = tmp_path / "emu.jsonl"
+    with Emulator(clock=ManualClock(), record=record) as server:
+        session = boto3.session.Session(
+            aws_access_key_id=ENV["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=ENV["AWS_SECRET_ACCESS_KEY"],
+            region_name="us-east-1",
+        )
+        runtime = session.client(
+            "bedrock-runtime",
+            endpoint_url=server.base_url,
+            config=Config(retries={"max_attempts": 1}),
+        )
+        plain = runtime.converse(modelId=MODEL, system=_system(), messages=_messages())["usage"]
+        answer = runtime.converse_stream(modelId=MODEL, system=_system(), messages=_messages())
+        streamed = [e for e in answer["stream"] if "metadata" in e][-1]["metadata"]["usage"]
+        runtime.close()
+    lines = [json.loads(line) for line in record.read_text().splitlines()]
+    assert len(lines) == 2
+    assert lines[0]["usage"] == plain
+    assert lines[1]["usage"] == streamed  # as received, exactly as for converse
+    assert streamed["cacheReadInputTokens"] == plain["cacheWriteInputTokens"] > 1024
+    report = audit_paths([record])
+    usages = [row.usage for row in report.requests]
+    assert all(u is not None for u in usages)
+    assert [u.cache_read_tokens for u in usages if u is not None] == [
+        0,
+        streamed["cacheReadInputTokens"],
+    ]
+    assert [u.cache_write_tokens for u in usages if u is not None] == [
+        plain["cacheWriteInputTokens"],
+        0,
+    ]

@@ -30,6 +30,7 @@ from llmcore.transport import HTTPTransport, RetryPolicy, aws_events, model_argu
 
 MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 LONG = "The tide tables for the harbour. " * 400  # ~2,800 tokens: above the 1,024 minimum
+CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "bedrock-converse"
 ENV = {
     "AWS_ACCESS_KEY_ID": "AKIDEMULATOR",
     "AWS_SECRET_ACCESS_KEY": "not-a-secret",
@@ -125,6 +126,30 @@ def test_validation_errors_come_in_bedrock_shape(client: Any) -> None:
     assert "exceeds the maximum of 4" in str(caught.value)
 
 
+def test_a_conversation_may_start_with_the_assistant_for_claude(client: Any) -> None:
+    case = json.loads((CORPUS / "0018.json").read_text())
+    assert case["status"] == 200 and case["request"]["messages"][0]["role"] == "assistant"
+    model = case["meta"]["model_id"]
+    answer = client.converse(modelId=model, **json.loads(case["request_raw"]))
+    assert answer["ResponseMetadata"]["HTTPStatusCode"] == 200
+    assert answer["output"]["message"]["role"] == "assistant"
+    assert answer["usage"]["inputTokens"] > 0
+    stream = client.converse_stream(modelId=model, **json.loads(case["request_raw"]))
+    assert next(iter(next(iter(stream["stream"])))) == "messageStart"
+
+
+def test_an_assistant_first_conversation_is_refused_for_llama_only() -> None:
+    from llmcore.emulator.converse_validate import validate_converse
+    from llmcore.emulator.errors import Rejection
+
+    body = json.loads(json.loads((CORPUS / "0018.json").read_text())["request_raw"])
+    for model in (MODEL, "anthropic.claude-3-haiku-20240307-v1:0", "amazon.nova-pro-v1:0"):
+        assert validate_converse(body, model) is body
+    with pytest.raises(Rejection) as caught:
+        validate_converse(body, "us.meta.llama3-3-70b-instruct-v1:0")
+    assert str(caught.value).startswith("A conversation must start with a user message.")
+
+
 def test_an_unsigned_request_is_refused(emu: tuple[Emulator, ManualClock]) -> None:
     url = f"{emu[0].base_url}/model/{MODEL}/converse"
     with httpx.Client() as http:
@@ -203,7 +228,7 @@ def test_frames_decode_with_botocore_and_exceptions_are_typed() -> None:
     [
         (
             {"messages": [{"role": "assistant", "content": [{"text": "hi"}]}]},
-            MODEL,
+            "meta.llama3-70b-instruct-v1:0",
             "must start with a user message",
         ),
         (

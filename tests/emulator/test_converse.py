@@ -18,6 +18,8 @@ import httpx
 import pytest
 from botocore.config import Config
 from botocore.eventstream import EventStreamBuffer
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from llmcore.emulator import Emulator, ManualClock
 from llmcore.emulator.converse_wire import event_frame, exception_frame
@@ -27,6 +29,7 @@ from llmcore.providers import get_provider
 from llmcore.providers._eventstream import EventStreamDecoder
 from llmcore.request import Params, Request
 from llmcore.transport import HTTPTransport, RetryPolicy, aws_events, model_argument
+from tests.examples import examples
 
 MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 LONG = "The tide tables for the harbour. " * 400  # ~2,800 tokens: above the 1,024 minimum
@@ -325,3 +328,62 @@ def test_the_record_carries_a_converse_streams_usage(tmp_path: Path) -> None:
         plain["cacheWriteInputTokens"],
         0,
     ]
+
+
+def test_the_record_carries_an_invoke_model_streams_usage(tmp_path: Path) -> None:
+    record = tmp_path / "emu.jsonl"
+    body = {
+        "anthropic_version": "bedrock-2023-05-31",
+        "max_tokens": 64,
+        "messages": [{"role": "user", "content": "What is the high tide?"}],
+    }
+    with Emulator(clock=ManualClock(), record=record) as server:
+        runtime = boto3.session.Session(
+            aws_access_key_id=ENV["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=ENV["AWS_SECRET_ACCESS_KEY"],
+            region_name="us-east-1",
+        ).client("bedrock-runtime", endpoint_url=server.base_url)
+        answer = runtime.invoke_model_with_response_stream(
+            modelId="anthropic.claude-3-haiku-20240307-v1:0", body=json.dumps(body)
+        )
+        events = [json.loads(e["chunk"]["bytes"]) for e in answer["body"] if "chunk" in e]
+        runtime.close()
+    start = events[0]["message"]["usage"]
+    delta = [e for e in events if e["type"] == "message_delta"][-1]["usage"]
+    (line,) = [json.loads(line) for line in record.read_text().splitlines()]
+    assert line["usage"] == {**start, **delta}
+    assert line["usage"]["input_tokens"] > 0 and line["usage"]["output_tokens"] > 0
+
+
+@pytest.mark.full_count
+@settings(max_examples=examples(full=2000, sample=200))
+@given(
+    st.lists(st.text(min_size=1, max_size=30), max_size=6),
+    st.integers(0, 10**7),
+    st.integers(0, 10**7),
+    st.lists(st.integers(1, 64), min_size=1, max_size=40),
+)
+def test_the_tap_reads_the_metadata_usage_however_the_frames_are_cut(
+    texts: list[str], read: int, written: int, cuts: list[int]
+) -> None:
+    from llmcore.audit.tap import EVENTSTREAM, UsageTap
+
+    usage = {"inputTokens": 3, "outputTokens": 5, "cacheReadInputTokens": read}
+    usage["cacheWriteInputTokens"] = written
+    body = b"".join(
+        [
+            event_frame("messageStart", {"role": "assistant"}),
+            *(event_frame("contentBlockDelta", {"delta": {"text": t}}) for t in texts),
+            event_frame("messageStop", {"stopReason": "end_turn"}),
+            event_frame("metadata", {"usage": usage, "metrics": {"latencyMs": 1}}),
+        ]
+    )
+    tap, at = UsageTap(EVENTSTREAM), 0
+    while at < len(body):
+        size = cuts[at % len(cuts)]
+        tap.feed(body[at : at + size])
+        at += size
+    assert tap.finish() == usage
+    broken = UsageTap(EVENTSTREAM)
+    broken.feed(b"\x00\x00\x00\x05" + body)  # a total length under the 16-byte minimum
+    assert broken.finish() is None and broken.broken

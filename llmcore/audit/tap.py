@@ -5,11 +5,18 @@ an httpx stream yields to its caller — and keeps only what it needs: for serve
 the ``data:`` lines that carry a ``usage`` object; for a JSON body, the body itself (up to
 :data:`MAX_JSON_BYTES`). :meth:`UsageTap.finish` returns the provider's ``usage`` object as
 received (Anthropic's ``message_start`` usage updated by ``message_delta``'s; OpenAI Chat's
-usage chunk; Responses' ``response.completed`` usage), which
+usage chunk; Responses' ``response.completed`` usage; a Bedrock ConverseStream's ``metadata``
+event usage, or an InvokeModel stream's Anthropic events inside its ``chunk`` events), which
 :func:`llmcore.audit.usage.usage_of` turns into :class:`~llmcore.audit.usage.RecordedUsage`;
 then :attr:`UsageTap.response_id` is a Responses answer's ``id`` (what a later request's
 ``previous_response_id`` names, https://platform.openai.com/docs/api-reference/responses/create).
 The field names follow the providers' API references, listed in :mod:`llmcore.audit.usage`.
+
+An ``application/vnd.amazon.eventstream`` body is read frame by frame (the AWS event-stream
+framing, https://docs.aws.amazon.com/transcribe/latest/dg/event-stream.html: a 4-byte
+big-endian total length, a 4-byte headers length, the prelude CRC, headers, payload, message
+CRC); only payloads are read, CRCs are not checked (the client does that), and a frame longer
+than :data:`MAX_LINE_BYTES` is dropped unread.
 
 ``gzip`` and ``deflate`` bodies are inflated as they pass; another content encoding (``br``,
 ``zstd``) gives no usage. A tap never raises on the body's content.
@@ -20,11 +27,17 @@ Leaves out: normalizing the usage (:mod:`llmcore.audit.usage`), auditing
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+import struct
 import zlib
 from typing import Any, Final
 
-__all__ = ["MAX_JSON_BYTES", "MAX_LINE_BYTES", "UsageTap"]
+__all__ = ["EVENTSTREAM", "MAX_JSON_BYTES", "MAX_LINE_BYTES", "UsageTap"]
+
+EVENTSTREAM: Final = "application/vnd.amazon.eventstream"
+"""The content type of Amazon Bedrock's streamed answers (ConverseStream, InvokeModel)."""
 
 MAX_JSON_BYTES: Final = 16 * 1024 * 1024
 """A JSON response longer than this many bytes (inflated) is not read for usage."""
@@ -43,6 +56,7 @@ class UsageTap:
 
     __slots__ = (
         "_events",
+        "_frames",
         "_inflater",
         "_json",
         "_line",
@@ -64,6 +78,7 @@ class UsageTap:
             self._inflater = zlib.decompressobj(wbits=47)  # zlib or gzip header, auto-detected
         kind = (content_type or "").lower()
         self._events: bool | None = True if "text/event-stream" in kind else None
+        self._frames: bytearray | None = bytearray() if EVENTSTREAM in kind else None
         self._json = bytearray()
         self._line = bytearray()
         self._size = 0
@@ -82,6 +97,9 @@ class UsageTap:
             except zlib.error:
                 self.broken = True
                 return
+        if self._frames is not None:
+            self._feed_frames(chunk)
+            return
         if self._events is None:
             start = chunk.lstrip()[:6]
             if not start:
@@ -112,6 +130,41 @@ class UsageTap:
             else:
                 self._line_done(chunk[start:end])
             start = end + 1
+
+    def _feed_frames(self, chunk: bytes) -> None:
+        frames = self._frames
+        assert frames is not None
+        frames += chunk
+        while len(frames) >= 12:
+            total, head = struct.unpack_from(">II", frames)
+            if total < 16 or head > total - 16 or total > MAX_LINE_BYTES:
+                self.broken = True  # not event-stream framing: nothing more can be read
+                return
+            if len(frames) < total:
+                return
+            payload = bytes(frames[12 + head : total - 4])
+            del frames[:total]
+            self._payload(payload)
+
+    def _payload(self, payload: bytes) -> None:
+        """Read one event-stream payload: Converse's ``metadata`` or an InvokeModel ``chunk``."""
+        if b'"usage"' not in payload and b'"bytes"' not in payload:
+            return
+        try:
+            event = json.loads(payload)
+        except (ValueError, RecursionError):
+            return
+        if not isinstance(event, dict):
+            return
+        if isinstance(event.get("usage"), dict):  # ConverseStream's metadata event
+            self._usage = event["usage"]
+        elif isinstance(event.get("bytes"), str):  # InvokeModel: a provider event, base64
+            try:
+                inner = json.loads(base64.b64decode(event["bytes"], validate=True))
+            except (binascii.Error, ValueError, RecursionError):
+                return
+            if isinstance(inner, dict):
+                self._event(inner)
 
     def _line_done(self, line: bytes) -> None:
         if not line.startswith(b"data:") or (
@@ -153,6 +206,8 @@ class UsageTap:
         """The ``usage`` object the whole body reported, as received (``None``: none found)."""
         if self.broken:
             return None
+        if self._frames is not None:
+            return self._usage
         if self._events:
             if self._line:
                 self._line_done(bytes(self._line))

@@ -5,10 +5,11 @@ Each rule is one the Converse API documents or that real clients quote from its
 
 * only the request members of ``ConverseRequest`` (the botocore service model) —
   ``extraneous key [x] is not permitted``;
-* ``messages`` is a non-empty array; the first message is ``user``; roles alternate — ``A
+* ``messages`` is a non-empty array; roles alternate — ``A
   conversation must alternate between user and assistant roles. Make sure the conversation
   alternates between user and assistant roles and try again.`` (quoted in
   langchain-ai/langchain-aws#130 and many client reports);
+* the first message is ``user`` for Meta Llama models only (:func:`_first_role`);
 * every content block has exactly one member (a union); text is not blank; image ``format`` is
   ``png``, ``jpeg``, ``gif`` or ``webp`` with base64 ``source.bytes``;
 * ``toolUse`` / ``toolResult`` need ``toolConfig`` — ``The toolConfig field must be defined when
@@ -100,7 +101,27 @@ def _image(value: Any, at: str) -> None:
         raise _fail(f"{at}.source.bytes: invalid base64 image bytes") from None
 
 
-def _messages(body: dict[str, Any]) -> tuple[int, bool]:
+def _first_role(model: str) -> None:
+    """Refuse a conversation that starts with the assistant's message, for Llama models only.
+
+    Sources: Bedrock answered 200 to such a body for Claude Sonnet 4.5 (the corpus case
+    ``tests/corpus/bedrock-converse/0018``, recorded by pydantic-ai's test
+    ``test_bedrock_anthropic_message_history_starting_with_response``); Meta Llama 3 models
+    answer 400 with the message below (epam/ai-dial-adapter-bedrock's integration test
+    ``test_llama_out_of_turn_dialog``). No source found says so for other families (Nova,
+    Mistral, Cohere…), so they accept it.
+
+    Raises:
+        Rejection: ``ValidationException`` for a ``meta.`` / Llama model id.
+    """
+    if "llama" in model.lower():
+        raise _fail(
+            "A conversation must start with a user message. Try again with a "
+            "conversation that starts with a user message."
+        )
+
+
+def _messages(body: dict[str, Any], model: str) -> tuple[int, bool]:
     """Check the messages; return (cache points in them, whether tool blocks appear)."""
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
@@ -112,10 +133,7 @@ def _messages(body: dict[str, Any]) -> tuple[int, bool]:
         if role not in ("user", "assistant"):
             raise _fail(f"{at}.role: must be user or assistant")
         if index == 0 and role != "user":
-            raise _fail(
-                "A conversation must start with a user message. Try again with a "
-                "conversation that starts with a user message."
-            )
+            _first_role(model)
         if index and messages[index - 1].get("role") == role:
             raise _fail(ALTERNATE)
         content = message.get("content")
@@ -180,7 +198,7 @@ def validate_converse(body: Any, model: str) -> dict[str, Any]:
     for key in body:
         if key not in _TOP:
             raise _fail(f"extraneous key [{key}] is not permitted")
-    points, tool_blocks = _messages(body)
+    points, tool_blocks = _messages(body, model)
     system = body.get("system", [])
     if not isinstance(system, list):
         raise _fail("system: must be an array of blocks")

@@ -8,7 +8,9 @@ frame encoder is checked by botocore. llmcore's transport sends the bytes its en
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -16,6 +18,8 @@ import httpx
 import pytest
 from botocore.config import Config
 from botocore.eventstream import EventStreamBuffer
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from llmcore.emulator import Emulator, ManualClock
 from llmcore.emulator.converse_wire import event_frame, exception_frame
@@ -25,9 +29,11 @@ from llmcore.providers import get_provider
 from llmcore.providers._eventstream import EventStreamDecoder
 from llmcore.request import Params, Request
 from llmcore.transport import HTTPTransport, RetryPolicy, aws_events, model_argument
+from tests.examples import examples
 
 MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 LONG = "The tide tables for the harbour. " * 400  # ~2,800 tokens: above the 1,024 minimum
+CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "bedrock-converse"
 ENV = {
     "AWS_ACCESS_KEY_ID": "AKIDEMULATOR",
     "AWS_SECRET_ACCESS_KEY": "not-a-secret",
@@ -123,6 +129,31 @@ def test_validation_errors_come_in_bedrock_shape(client: Any) -> None:
     assert "exceeds the maximum of 4" in str(caught.value)
 
 
+def test_a_conversation_may_start_with_the_assistant_for_claude(client: Any) -> None:
+    case = json.loads((CORPUS / "0018.json").read_text())
+    assert case["status"] == 200 and case["request"]["messages"][0]["role"] == "assistant"
+    model = case["meta"]["model_id"]
+    answer = client.converse(modelId=model, **json.loads(case["request_raw"]))
+    assert answer["ResponseMetadata"]["HTTPStatusCode"] == 200
+    assert answer["output"]["message"]["role"] == "assistant"
+    assert answer["usage"]["inputTokens"] > 0
+    stream = client.converse_stream(modelId=model, **json.loads(case["request_raw"]))
+    kinds = [next(iter(event)) for event in stream["stream"]]  # read to its end
+    assert kinds[0] == "messageStart" and kinds[-1] == "metadata"
+
+
+def test_an_assistant_first_conversation_is_refused_for_llama_only() -> None:
+    from llmcore.emulator.converse_validate import validate_converse
+    from llmcore.emulator.errors import Rejection
+
+    body = json.loads(json.loads((CORPUS / "0018.json").read_text())["request_raw"])
+    for model in (MODEL, "anthropic.claude-3-haiku-20240307-v1:0", "amazon.nova-pro-v1:0"):
+        assert validate_converse(body, model) is body
+    with pytest.raises(Rejection) as caught:
+        validate_converse(body, "us.meta.llama3-3-70b-instruct-v1:0")
+    assert str(caught.value).startswith("A conversation must start with a user message.")
+
+
 def test_an_unsigned_request_is_refused(emu: tuple[Emulator, ManualClock]) -> None:
     url = f"{emu[0].base_url}/model/{MODEL}/converse"
     with httpx.Client() as http:
@@ -201,7 +232,7 @@ def test_frames_decode_with_botocore_and_exceptions_are_typed() -> None:
     [
         (
             {"messages": [{"role": "assistant", "content": [{"text": "hi"}]}]},
-            MODEL,
+            "meta.llama3-70b-instruct-v1:0",
             "must start with a user message",
         ),
         (
@@ -260,3 +291,99 @@ def test_the_validator_refuses_what_converse_refuses(body, model, message) -> No
         validate_converse(body, model)
     assert message in str(caught.value)
     assert caught.value.error_type == "ValidationException" and caught.value.status == 400
+
+
+def test_the_record_carries_a_converse_streams_usage(tmp_path: Path) -> None:
+    from llmcore.audit import audit_paths
+
+    record = tmp_path / "emu.jsonl"
+    with Emulator(clock=ManualClock(), record=record) as server:
+        session = boto3.session.Session(
+            aws_access_key_id=ENV["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=ENV["AWS_SECRET_ACCESS_KEY"],
+            region_name="us-east-1",
+        )
+        runtime = session.client(
+            "bedrock-runtime",
+            endpoint_url=server.base_url,
+            config=Config(retries={"max_attempts": 1}),
+        )
+        plain = runtime.converse(modelId=MODEL, system=_system(), messages=_messages())["usage"]
+        answer = runtime.converse_stream(modelId=MODEL, system=_system(), messages=_messages())
+        streamed = [e for e in answer["stream"] if "metadata" in e][-1]["metadata"]["usage"]
+        runtime.close()
+    lines = [json.loads(line) for line in record.read_text().splitlines()]
+    assert len(lines) == 2
+    assert lines[0]["usage"] == plain
+    assert lines[1]["usage"] == streamed  # as received, exactly as for converse
+    assert streamed["cacheReadInputTokens"] == plain["cacheWriteInputTokens"] > 1024
+    report = audit_paths([record])
+    usages = [row.usage for row in report.requests]
+    assert all(u is not None for u in usages)
+    assert [u.cache_read_tokens for u in usages if u is not None] == [
+        0,
+        streamed["cacheReadInputTokens"],
+    ]
+    assert [u.cache_write_tokens for u in usages if u is not None] == [
+        plain["cacheWriteInputTokens"],
+        0,
+    ]
+
+
+def test_the_record_carries_an_invoke_model_streams_usage(tmp_path: Path) -> None:
+    record = tmp_path / "emu.jsonl"
+    body = {
+        "anthropic_version": "bedrock-2023-05-31",
+        "max_tokens": 64,
+        "messages": [{"role": "user", "content": "What is the high tide?"}],
+    }
+    with Emulator(clock=ManualClock(), record=record) as server:
+        runtime = boto3.session.Session(
+            aws_access_key_id=ENV["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=ENV["AWS_SECRET_ACCESS_KEY"],
+            region_name="us-east-1",
+        ).client("bedrock-runtime", endpoint_url=server.base_url)
+        answer = runtime.invoke_model_with_response_stream(
+            modelId="anthropic.claude-3-haiku-20240307-v1:0", body=json.dumps(body)
+        )
+        events = [json.loads(e["chunk"]["bytes"]) for e in answer["body"] if "chunk" in e]
+        runtime.close()
+    start = events[0]["message"]["usage"]
+    delta = [e for e in events if e["type"] == "message_delta"][-1]["usage"]
+    (line,) = [json.loads(line) for line in record.read_text().splitlines()]
+    assert line["usage"] == {**start, **delta}
+    assert line["usage"]["input_tokens"] > 0 and line["usage"]["output_tokens"] > 0
+
+
+@pytest.mark.full_count
+@settings(max_examples=examples(full=2000, sample=200))
+@given(
+    st.lists(st.text(min_size=1, max_size=30), max_size=6),
+    st.integers(0, 10**7),
+    st.integers(0, 10**7),
+    st.lists(st.integers(1, 64), min_size=1, max_size=40),
+)
+def test_the_tap_reads_the_metadata_usage_however_the_frames_are_cut(
+    texts: list[str], read: int, written: int, cuts: list[int]
+) -> None:
+    from llmcore.audit.tap import EVENTSTREAM, UsageTap
+
+    usage = {"inputTokens": 3, "outputTokens": 5, "cacheReadInputTokens": read}
+    usage["cacheWriteInputTokens"] = written
+    body = b"".join(
+        [
+            event_frame("messageStart", {"role": "assistant"}),
+            *(event_frame("contentBlockDelta", {"delta": {"text": t}}) for t in texts),
+            event_frame("messageStop", {"stopReason": "end_turn"}),
+            event_frame("metadata", {"usage": usage, "metrics": {"latencyMs": 1}}),
+        ]
+    )
+    tap, at = UsageTap(EVENTSTREAM), 0
+    while at < len(body):
+        size = cuts[at % len(cuts)]
+        tap.feed(body[at : at + size])
+        at += size
+    assert tap.finish() == usage
+    broken = UsageTap(EVENTSTREAM)
+    broken.feed(b"\x00\x00\x00\x05" + body)  # a total length under the 16-byte minimum
+    assert broken.finish() is None and broken.broken

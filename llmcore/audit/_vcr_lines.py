@@ -40,6 +40,7 @@ class _Reader(Protocol):
     def plain(self, value: str) -> Any: ...
     def key(self, at: int, end: int) -> tuple[Any, int]: ...
     def closing(self, at: int) -> int: ...
+    def starts_key(self, at: int, end: int) -> bool: ...
     def scalar(self, at: int, end: int, indent: int) -> Any: ...
 
 
@@ -89,13 +90,7 @@ def _general(r: _Reader) -> tuple[int, int, bool, int, Any, Any]:
             at += 1
         if at >= end or text.startswith("- ", at) or text[at] == "-" and at + 1 == end:
             raise Fallback  # an empty item, or a sequence in a sequence
-        first = text[at]
-        if first == "'" or first == '"':
-            close = r.closing(at)
-            is_key = close < end and text.startswith(":", close + 1)
-        else:
-            is_key = text.find(": ", at, end) >= 0 or text[end - 1] == ":"
-        if not is_key:
+        if not r.starts_key(at, end):
             return start, column, True, at - start, _NO_KEY, r.scalar(at, end, column)
         indent = at - start
     key, value_at = r.key(at, end)

@@ -344,16 +344,18 @@ class _Reader:
                 lines.append(self.line_at(at))
             out.append(self.item(at, end, column, at - start))
 
-    def item(self, at: int, end: int, dash: int, column: int) -> Any:
-        """One sequence item: a mapping whose first key is on the dash's line, or a scalar."""
+    def starts_key(self, at: int, end: int) -> bool:
+        """Whether the line's text from ``at`` to ``end`` starts a mapping key (``k: …``)."""
         text = self.text
         first = text[at]
         if first == "'" or first == '"':
             close = self.closing(at)
-            is_key = close < end and text.startswith(":", close + 1)
-        else:
-            is_key = text.find(": ", at, end) >= 0 or text[end - 1] == ":"
-        if not is_key:
+            return close < end and text.startswith(":", close + 1)
+        return text.find(": ", at, end) >= 0 or text[end - 1] == ":"
+
+    def item(self, at: int, end: int, dash: int, column: int) -> Any:
+        """One sequence item: a mapping whose first key is on the dash's line, or a scalar."""
+        if not self.starts_key(at, end):
             return self.scalar(at, end, dash)
         out: dict[Any, Any] = {}
         self.entry(out, at, end, column)

@@ -497,18 +497,7 @@ def test_an_interrupt_after_the_commit_is_not_a_conflict_next_time(tmp_path):
                 raise KeyboardInterrupt
             super().fsync_dir(path)
 
-    fs = InterruptAfterCommit()
-    store = ArchiveStore(folder, fs=fs)
-    conv = store.open()
-    conv.end_turn(messages=turn(1), provider="a", model="m")
-    store.save(conv)
-    conv.end_turn(messages=turn(2), provider="a", model="m")
-    fs.armed = True
-    with pytest.raises(KeyboardInterrupt):
-        store.save(conv)  # turn 2 is committed
-    conv.end_turn(messages=turn(3), provider="a", model="m")
-    assert store.save(conv).action == "written"  # before: ArchiveConflictError
-    assert ArchiveStore(folder).load().state == conv.state
+    _interrupted_after_commit_then_saved(folder, InterruptAfterCommit())
 
 
 def test_an_unchanged_save_of_a_folder_without_a_lock_file_writes_nothing(tmp_path):
@@ -599,7 +588,11 @@ def test_an_interrupt_as_the_commit_rename_returns_is_not_a_conflict_next_time(t
                 self.armed = False
                 raise KeyboardInterrupt  # the rename took effect
 
-    fs = InterruptOnRename()
+    _interrupted_after_commit_then_saved(folder, InterruptOnRename())
+
+
+def _interrupted_after_commit_then_saved(folder, fs) -> None:
+    """A save interrupted after its commit by ``fs`` (armed), then the next save: no conflict."""
     store = ArchiveStore(folder, fs=fs)
     conv = store.open()
     conv.end_turn(messages=turn(1), provider="a", model="m")

@@ -153,3 +153,27 @@ def write_keyed_log(path: Path, seed: int, **options: Any) -> Path:
     """Write :func:`keyed_log` to ``path`` and return it."""
     path.write_bytes(keyed_log(seed, **options))
     return path
+
+
+def write_response_chain(path: Path) -> Path:
+    """Three keyed Responses lines where key ``b``'s request chains to key ``a``'s response.
+
+    ``previous_response_id`` joins the second line to the first across their keys, so a
+    partition by key alone would audit them apart.
+    """
+    first = {"model": "gpt-4.1", "instructions": "shared " * 1500, "input": []}
+    first["input"] = [{"role": "user", "content": "a"}]
+    chained = {**first, "previous_response_id": "resp_1"}
+    chained["input"] = [{"role": "user", "content": "b"}]
+    envelopes = [
+        {"conversation": "a", "body": first, "response_id": "resp_1"},
+        {"conversation": "b", "body": chained},
+        {"conversation": "c", "body": first},
+    ]
+    path.write_bytes(
+        b"".join(
+            jsonbytes.dumps({**e, "body": jsonbytes.dumps(e["body"]).decode()}) + b"\n"
+            for e in envelopes
+        )
+    )
+    return path

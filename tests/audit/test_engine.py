@@ -23,7 +23,7 @@ from llmcore.audit import AuditInputError, audit_paths
 from llmcore.audit.engine import Columns, audit_dask
 from llmcore.cli.audit import audit_command
 
-from .keyed_logs import keyed_log, write_keyed_log
+from .keyed_logs import keyed_log, write_keyed_log, write_response_chain
 
 
 @pytest.fixture(scope="module")
@@ -53,22 +53,7 @@ def test_a_keyed_log_on_the_cluster_equals_one_process(client: Client, tmp_path:
 
 
 def test_a_response_chain_across_keys_equals_one_process(client: Client, tmp_path: Path) -> None:
-    first = {"model": "gpt-4.1", "instructions": "shared " * 1500, "input": []}
-    first["input"] = [{"role": "user", "content": "a"}]
-    chained = {**first, "previous_response_id": "resp_1"}
-    chained["input"] = [{"role": "user", "content": "b"}]
-    envelopes = [
-        {"conversation": "a", "body": first, "response_id": "resp_1"},
-        {"conversation": "b", "body": chained},
-        {"conversation": "c", "body": first},
-    ]
-    path = tmp_path / "responses.jsonl"
-    path.write_bytes(
-        b"".join(
-            jsonbytes.dumps({**e, "body": jsonbytes.dumps(e["body"]).decode()}) + b"\n"
-            for e in envelopes
-        )
-    )
+    path = write_response_chain(tmp_path / "responses.jsonl")
     one = audit_paths([path])
     assert one.requests[1].grouping.startswith("joined: previous_response_id names")
     got = audit_dask([str(path)], scheduler=client, partitions=8)

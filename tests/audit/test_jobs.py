@@ -26,7 +26,7 @@ from llmcore.audit._rows import Encoder, Row, _Decoder, rows_of
 from llmcore.audit.jobs import _tasks, audit_jobs, plan
 from llmcore.cli.audit import audit_command
 
-from .keyed_logs import keyed_log, write_keyed_log
+from .keyed_logs import keyed_log, write_keyed_log, write_response_chain
 
 REAL = Path(__file__).resolve().parent.parent / "real_traffic"
 
@@ -278,29 +278,7 @@ def test_keyed_lines_on_standard_input_share_their_keys_with_the_files(tmp_path:
 
 
 def test_a_response_chain_across_keys_stays_in_one_partition(tmp_path: Path) -> None:
-    system = "shared " * 1500
-    first = {
-        "model": "gpt-4.1",
-        "instructions": system,
-        "input": [{"role": "user", "content": "a"}],
-    }
-    chained = {
-        **first,
-        "previous_response_id": "resp_1",
-        "input": [{"role": "user", "content": "b"}],
-    }
-    envelopes = [
-        {"conversation": "a", "body": first, "response_id": "resp_1"},
-        {"conversation": "b", "body": chained},
-        {"conversation": "c", "body": first},
-    ]
-    path = tmp_path / "responses.jsonl"
-    path.write_bytes(
-        b"".join(
-            jsonbytes.dumps({**e, "body": jsonbytes.dumps(e["body"]).decode()}) + b"\n"
-            for e in envelopes
-        )
-    )
+    path = write_response_chain(tmp_path / "responses.jsonl")
     one = audit_paths([path])
     assert one.requests[1].grouping.startswith("joined: previous_response_id names")
     assert plan([path], None).keyed_shared

@@ -119,6 +119,8 @@ def _open(archive: Path) -> ConversationState:
         message = f"cannot verify: {exc.strerror or exc}"
         raise VerifyInputError(message, location=str(archive)) from None
     if not present:
+        if not archive.exists():
+            raise VerifyInputError("no such folder", location=str(archive))
         raise VerifyInputError("no conversation.json in this folder", location=str(archive))
     return loaded.state
 

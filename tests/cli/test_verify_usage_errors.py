@@ -62,4 +62,8 @@ def test_no_arguments_shows_the_help():
 def test_a_command_error_is_still_one_line(tmp_path):
     result = CliRunner().invoke(app, ["verify", str(tmp_path / "none")])
     assert result.exit_code == 2
-    assert result.stderr == f"llmcore: {tmp_path / 'none'}: no conversation.json in this folder\n"
+    assert result.stderr == f"llmcore: {tmp_path / 'none'}: no such folder\n"
+    (tmp_path / "empty").mkdir()
+    result = CliRunner().invoke(app, ["verify", str(tmp_path / "empty")])
+    assert result.exit_code == 2
+    assert result.stderr == f"llmcore: {tmp_path / 'empty'}: no conversation.json in this folder\n"

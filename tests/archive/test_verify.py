@@ -103,6 +103,9 @@ def test_verify_refuses_unreadable_or_newer_archive_without_touching_it(archive,
 
 def test_verify_refuses_missing_archive_and_unknown_provider(tmp_path, archive, capsys):
     assert verify_command(tmp_path / "nothing", None, None) == 2
+    assert "nothing: no such folder" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert verify_command(tmp_path / "empty", None, None) == 2
     assert "no conversation.json" in capsys.readouterr().err
     assert verify_command(archive, None, "nobody") == 2
     assert "unknown provider" in capsys.readouterr().err

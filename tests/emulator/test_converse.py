@@ -47,21 +47,24 @@ def emu(_server: tuple[Emulator, ManualClock]) -> tuple[Emulator, ManualClock]:
     return _server
 
 
-@pytest.fixture
-def client(emu: tuple[Emulator, ManualClock]) -> Iterator[Any]:
-    server, clock = emu
-    server.reset()
-    clock.advance(100_000)
+def _runtime(base_url: str) -> Any:
+    """A boto3 ``bedrock-runtime`` client on the emulator, test credentials, no retries."""
     session = boto3.session.Session(
         aws_access_key_id=ENV["AWS_ACCESS_KEY_ID"],
         aws_secret_access_key=ENV["AWS_SECRET_ACCESS_KEY"],
         region_name="us-east-1",
     )
-    runtime = session.client(
-        "bedrock-runtime",
-        endpoint_url=server.base_url,
-        config=Config(retries={"max_attempts": 1}),
+    return session.client(
+        "bedrock-runtime", endpoint_url=base_url, config=Config(retries={"max_attempts": 1})
     )
+
+
+@pytest.fixture
+def client(emu: tuple[Emulator, ManualClock]) -> Iterator[Any]:
+    server, clock = emu
+    server.reset()
+    clock.advance(100_000)
+    runtime = _runtime(server.base_url)
     yield runtime
     runtime.close()
 
@@ -298,16 +301,7 @@ def test_the_record_carries_a_converse_streams_usage(tmp_path: Path) -> None:
 
     record = tmp_path / "emu.jsonl"
     with Emulator(clock=ManualClock(), record=record) as server:
-        session = boto3.session.Session(
-            aws_access_key_id=ENV["AWS_ACCESS_KEY_ID"],
-            aws_secret_access_key=ENV["AWS_SECRET_ACCESS_KEY"],
-            region_name="us-east-1",
-        )
-        runtime = session.client(
-            "bedrock-runtime",
-            endpoint_url=server.base_url,
-            config=Config(retries={"max_attempts": 1}),
-        )
+        runtime = _runtime(server.base_url)
         plain = runtime.converse(modelId=MODEL, system=_system(), messages=_messages())["usage"]
         answer = runtime.converse_stream(modelId=MODEL, system=_system(), messages=_messages())
         streamed = [e for e in answer["stream"] if "metadata" in e][-1]["metadata"]["usage"]
@@ -338,11 +332,7 @@ def test_the_record_carries_an_invoke_model_streams_usage(tmp_path: Path) -> Non
         "messages": [{"role": "user", "content": "What is the high tide?"}],
     }
     with Emulator(clock=ManualClock(), record=record) as server:
-        runtime = boto3.session.Session(
-            aws_access_key_id=ENV["AWS_ACCESS_KEY_ID"],
-            aws_secret_access_key=ENV["AWS_SECRET_ACCESS_KEY"],
-            region_name="us-east-1",
-        ).client("bedrock-runtime", endpoint_url=server.base_url)
+        runtime = _runtime(server.base_url)
         answer = runtime.invoke_model_with_response_stream(
             modelId="anthropic.claude-3-haiku-20240307-v1:0", body=json.dumps(body)
         )

@@ -10,8 +10,10 @@ non-positive ``max_tokens``, non-finite sampling numbers (ranges are left to the
 ``extra`` values or an ``input_schema`` that are not JSON text, two tools with one name, and a
 named tool choice that names no tool raise :class:`~llmcore.errors.InvalidRequestError` whose
 ``location`` is the request-file path relative to ``$`` (``params.temperature``,
-``tools[1].name``). Lone surrogates in every string, JSON text included, become U+FFFD
-(:func:`~llmcore.messages.clean_text`, the message model's one treatment).
+``tools[1].name``), except a :class:`Tool`'s own checks, which name its Python argument
+(``input_schema``; the request-file reader reports it as ``inputSchema``). Lone surrogates in
+every string, JSON text included, become U+FFFD (:func:`~llmcore.messages.clean_text`, the
+message model's one treatment).
 
 It leaves out sending (``llmcore.transport``) and the request file codec
 (:mod:`llmcore.requestfile`).
@@ -79,11 +81,20 @@ class Tool:
     ``None`` sends nothing where the field is optional (Responses requires it: ``false``)."""
 
     def __post_init__(self) -> None:
+        # Errors name the Python argument (``input_schema``); the request-file reader maps it
+        # back to the file's key (``inputSchema``).
         object.__setattr__(self, "name", _text(self.name, "name"))
         if not self.name:
             raise InvalidRequestError("a tool needs a non-empty name", location="name")
         object.__setattr__(self, "description", _text(self.description, "description"))
-        schema = _json_text(self.input_schema, "inputSchema", need_object=True)
+        if not isinstance(self.input_schema, str):
+            hint = "; Tool.from_schema(name, description, schema) takes a dict"
+            raise InvalidRequestError(
+                f"expected the schema as JSON text (a str), not {type(self.input_schema).__name__}"
+                + hint * isinstance(self.input_schema, dict),
+                location="input_schema",
+            )
+        schema = _json_text(self.input_schema, "input_schema", need_object=True)
         object.__setattr__(self, "input_schema", schema)
         if self.strict is not None and not isinstance(self.strict, bool):
             raise InvalidRequestError("strict must be a bool or None", location="strict")

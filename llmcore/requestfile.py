@@ -201,6 +201,10 @@ def _system(value: Any, at: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+_TOOL_KEYS = {"input_schema": "inputSchema"}
+"""The request file's key for each :class:`Tool` argument whose name differs."""
+
+
 def _tools(value: Any, at: str) -> tuple[Tool, ...]:
     if not isinstance(value, list):
         raise _fail("expected an array of tools", at)
@@ -226,7 +230,7 @@ def _tools(value: Any, at: str) -> tuple[Tool, ...]:
         try:
             tools.append(Tool.from_schema(name, description, schema, strict=strict))
         except LLMCoreError as exc:
-            place = "inputSchema" if exc.location is None else exc.location
+            place = _TOOL_KEYS.get(exc.location or "input_schema", exc.location)
             raise _fail(exc.message, f"{where}.{place}") from None
     return tuple(tools)
 

@@ -339,9 +339,10 @@ def test_params_check_types(kwargs, where):
 @pytest.mark.parametrize(
     ("kwargs", "where"),
     [
-        ({"input_schema": "{not json"}, "inputSchema"),
-        ({"input_schema": "[1]"}, "inputSchema"),
-        ({"input_schema": None}, "inputSchema"),
+        ({"input_schema": "{not json"}, "input_schema"),
+        ({"input_schema": "[1]"}, "input_schema"),
+        ({"input_schema": None}, "input_schema"),
+        ({"input_schema": {"type": "object"}}, "input_schema"),
         ({"name": 5}, "name"),
         ({"name": ""}, "name"),
         ({"description": None}, "description"),
@@ -482,3 +483,32 @@ def test_read_json_file_refuses_a_directory_and_bad_paths(tmp_path):
 def test_get_provider_with_a_non_string_is_an_unknown_provider():
     with pytest.raises(UnknownProviderError, match="unknown provider \\[\\]"):
         get_provider([])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("schema", "message"),
+    [
+        (
+            {"type": "object"},
+            "input_schema: expected the schema as JSON text (a str), not dict; "
+            "Tool.from_schema(name, description, schema) takes a dict",
+        ),
+        (3, "input_schema: expected the schema as JSON text (a str), not int"),
+        ("[1]", "input_schema: expected the JSON text of an object"),
+    ],
+)
+def test_a_bad_tool_schema_from_python_names_the_python_argument(schema, message):
+    with pytest.raises(InvalidRequestError) as err:
+        Tool(name="f", description="", input_schema=schema)
+    assert str(err.value) == message
+
+
+def test_a_bad_tool_schema_in_a_request_file_names_the_file_key(tmp_path):
+    from llmcore.errors import RequestFileError
+    from llmcore.requestfile import load_request_file
+
+    path = tmp_path / "request.json"
+    path.write_text('{"model": "m", "tools": [{"name": "f", "inputSchema": [1]}]}')
+    with pytest.raises(RequestFileError) as err:
+        load_request_file(path)
+    assert err.value.location == f"{path}: $.tools[0].inputSchema"

@@ -373,7 +373,8 @@ def make_tool(name: Any, description: Any, schema: Any, at: str, strict: Any = N
     try:
         return Tool(name=name, description=description or "", input_schema=text, strict=strict)
     except InvalidRequestError as exc:
-        raise bad(exc.message, f"{at}.{exc.location}" if exc.location else at) from None
+        field = exc.location not in (None, "input_schema")  # the schema is where ``at`` points
+        raise bad(exc.message, f"{at}.{exc.location}" if field else at) from None
 
 
 class Importer:

@@ -69,7 +69,9 @@ def run_body(request: str, provider: str) -> None:
         provider: The provider's name.
 
     Raises:
-        LLMCoreError: The provider, the file or the build (the location under the file).
+        LLMCoreError: The provider, the file or the build (the location under the file); a
+            request without messages for a provider that refuses one
+            (:mod:`llmcore.providers._required`).
         CommandError: Standard output cannot be written.
     """
     from llmcore.providers import get_provider
@@ -83,6 +85,11 @@ def run_body(request: str, provider: str) -> None:
         name = request
         loaded = load_request_file(request)
     _say_rejected(loaded, name)
+    from llmcore.providers._required import empty_history
+
+    refused = empty_history(chosen.name, loaded)
+    if refused is not None:
+        raise RequestFileError(f"no messages: {refused}", location=f"{name}: $.messages")
     try:
         with warnings.catch_warnings(record=True) as said:
             warnings.simplefilter("always", FieldsNotSentWarning)

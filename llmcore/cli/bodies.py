@@ -3,7 +3,9 @@
 Errors are one line on stderr, exit 2: a build error's request-relative location
 (``messages[1]``, ``params.extra.model``) is reported under the file as ``<file>: $.messages[1]``,
 and a failed write to stdout (a full disk, a closed pipe) is reported, not raised. A file named
-``-`` is standard input, read whole and checked as a file, named ``<stdin>`` in errors.
+``-`` is standard input, read whole and checked as a file, named ``<stdin>`` in errors. A
+request (or recorded body) without messages is refused for the providers whose API refuses it
+(:mod:`llmcore.providers._required`), naming ``$.messages`` (a Gemini body's ``$.contents``).
 
 A ``--provider`` that contradicts the body's shape (the recorded body for ``import``; for
 ``body``, the bytes built, whose shape ``params.extra`` can change) is one warning line on
@@ -164,6 +166,12 @@ def import_(
         except EncodingError:  # a value the importer refuses by name below
             pass
     result = get_provider(provider).import_body(value, location=f"{name}: $", raw=raw)
+    from llmcore.providers._required import HISTORY_KEYS, empty_history
+
+    refused = empty_history(provider, result.request)
+    if refused is not None:
+        key = HISTORY_KEYS[provider]
+        raise RequestFileError(f"no {key}: {refused}", location=f"{name}: $.{key}")
     for note in result.notes:
         print(f"llmcore: note: {note}", file=sys.stderr)
     from llmcore.requestfile import dump_request

@@ -46,7 +46,12 @@ def _one_line_error(code: int, err: str) -> str:
             "openai-responses",
             "$.params.stopSequences: ",
         ),
-        ('{"model":"m","params":{"extra":{"model":"y"}}}', "anthropic", "$.params.extra.model: "),
+        (
+            '{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"q"}]}],'
+            '"params":{"extra":{"model":"y"}}}',
+            "anthropic",
+            "$.params.extra.model: ",
+        ),
         ('{"model":"m","params":{"temperature":1e999}}', "anthropic", "the number 1e999"),
         ('{"model":"m","params":{"extra":null}}', "anthropic", "$.params.extra: "),
         ('{"model":"m","params":{"toolChoice":"x"}}', "anthropic", "$.params.toolChoice: "),
@@ -201,7 +206,8 @@ def test_a_fifo_is_refused_without_blocking(tmp_path, command):
 @pytest.mark.parametrize("command", ["body", "import"])
 def test_a_failed_stdout_write_is_one_line(tmp_path, command):
     path = tmp_path / "r.json"
-    path.write_text(OK if command == "body" else '{"model":"m","max_tokens":5,"messages":[]}')
+    recorded = '{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"q"}]}'
+    path.write_text(OK if command == "body" else recorded)
     with open("/dev/full", "wb") as full:
         done = _cli(command, str(path), "-p", "anthropic", stdout=full)
     assert done.returncode == 2
@@ -217,3 +223,63 @@ def test_an_integer_of_5000_digits_is_one_line(tmp_path, command):
         f"llmcore: {path}: not valid JSON (an integer of 5000 digits is longer than the 4300 "
         "digits Python reads)"
     )
+
+
+_EMPTY = '{"model":"m","messages":[]}'
+_SYSTEM_ONLY = '{"model":"m","system":"Be terse.","messages":[]}'
+
+
+@pytest.mark.parametrize(
+    ("request_file", "provider", "words"),
+    [
+        (_EMPTY, "anthropic", 'Anthropic refuses a body without one ("at least one message'),
+        (_SYSTEM_ONLY, "anthropic", "Anthropic refuses"),
+        (_EMPTY, "openai-chat", "the OpenAI Chat API refuses an empty messages array"),
+        ('{"model":"m"}', "gemini", 'Gemini refuses a body without contents ("contents is not'),
+    ],
+)
+def test_body_refuses_a_request_without_messages_where_the_provider_does(
+    tmp_path, request_file, provider, words
+):
+    path = tmp_path / "r.json"
+    path.write_text(request_file)
+    code, out, err = _run("body", str(path), "-p", provider)
+    line = _one_line_error(code, err)
+    assert line.startswith(f"llmcore: {path}: $.messages: no messages: {words}")
+    assert out == ""
+
+
+@pytest.mark.parametrize(
+    ("request_file", "provider"),
+    [
+        (_SYSTEM_ONLY, "openai-chat"),  # the system prompt is the body's one message
+        (_EMPTY, "openai-responses"),
+        (_EMPTY, "openrouter"),
+        (_EMPTY, "bedrock-converse"),
+    ],
+)
+def test_body_keeps_an_empty_history_where_the_provider_accepts_it(
+    tmp_path, request_file, provider
+):
+    path = tmp_path / "r.json"
+    path.write_text(request_file)
+    code, out, err = _run("body", str(path), "-p", provider)
+    assert (code, err) == (0, "")
+    assert out.startswith("{")
+
+
+@pytest.mark.parametrize(
+    ("body", "provider", "extra", "key"),
+    [
+        ('{"model":"m","max_tokens":5,"messages":[]}', "anthropic", [], "messages"),
+        ('{"model":"m","messages":[]}', "openai-chat", [], "messages"),
+        ('{"contents":[]}', "gemini", ["--model", "gemini-2.5-pro"], "contents"),
+    ],
+)
+def test_import_refuses_a_recorded_body_without_messages(tmp_path, body, provider, extra, key):
+    path = tmp_path / "b.json"
+    path.write_text(body)
+    code, out, err = _run("import", str(path), "-p", provider, *extra)
+    line = _one_line_error(code, err)
+    assert line.startswith(f"llmcore: {path}: $.{key}: no {key}: ")
+    assert out == ""

@@ -9,7 +9,10 @@ history), saves a copy of the conversation into a temporary folder, reopens the 
 the body and compares the two byte for byte. Images the archive holds as ``imageOmitted`` (the
 image budget, A6, or a missing file, A7) are a difference too: the conversation that was saved
 sent those images, and the reopened one sends placeholder text in their place, so its next body
-differs from the first of them on; ``--allow-omitted`` accepts that. Exit 0: identical.
+differs from the first of them on; ``--allow-omitted`` accepts that. The verdict then names
+what differs: the image itself against the placeholder text, each image file that is missing
+or does not match its name (its path and JSON path), and how many the budget omitted. Exit 0:
+identical.
 Exit 1: they differ (the first differing byte and its context are shown). Exit 2: bad input —
 a missing, unreadable or newer archive (never touched), an unreadable request file, an unknown
 provider.
@@ -20,25 +23,28 @@ It leaves out the archive itself (:mod:`llmcore.archive`) and body building (the
 from __future__ import annotations
 
 import dataclasses
+import stat
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from llmcore._words import plural
 from llmcore.cli._common import EXIT_USAGE
 from llmcore.errors import LLMCoreError, UnknownProviderError
 from llmcore.providers import PROVIDER_NAMES, get_provider
 
 if TYPE_CHECKING:
-    from llmcore.archive import ConversationState
+    from llmcore.archive import ArchiveStore, ConversationState
     from llmcore.archive.store import Encoder
     from llmcore.providers.base import Provider
     from llmcore.request import Request
 
-__all__ = ["VerifyResult", "register", "verify", "verify_archive", "verify_command"]
+__all__ = ["LostImage", "VerifyResult", "register", "verify", "verify_archive", "verify_command"]
 
 _PLACEHOLDER = b"[Image omitted:"
 EXIT_IDENTICAL = 0
@@ -49,6 +55,21 @@ _CONTEXT = 32
 
 class VerifyInputError(LLMCoreError):
     """The archive or the options cannot be verified (exit 2)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LostImage:
+    """An image ``conversation.json`` names whose file cannot give its bytes back (SPEC A7)."""
+
+    file: str
+    """The image file's path (``ARCHIVE/images/<sha256>.<ext>``)."""
+    path: str
+    """The block's JSON path in ``conversation.json`` (``$.history[0].content[1]``)."""
+    mime_type: str
+    """The image's declared type."""
+    problem: str
+    """What is wrong with the file: ``is missing``, ``is not a regular file`` or ``does not
+    match its name``."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,6 +94,9 @@ class VerifyResult:
     with_request: bool = True
     """A request file gave the system prompt and tools; without one only the history (and
     neutral defaults) was checked, since the archive holds neither (A1)."""
+    lost_files: tuple[LostImage, ...] = ()
+    """The omitted images that ``conversation.json`` holds as ``image`` blocks whose file is
+    missing or damaged (A7), as opposed to ``imageOmitted`` blocks (the budget, A6)."""
 
     @property
     def identical(self) -> bool:
@@ -86,14 +110,15 @@ class VerifyResult:
         With omitted images not allowed, the offset of the first placeholder text in the body
         (where the body before the save had the image) when it comes first.
         """
-        differs = self._first_byte()
+        differs = self.first_byte_difference()
         if self.omitted_images and not self.allow_image_budget:
             placeholder = self.before.find(_PLACEHOLDER)
             if placeholder >= 0 and (self.before == self.after or placeholder < differs):
                 return placeholder
         return differs
 
-    def _first_byte(self) -> int:
+    def first_byte_difference(self) -> int:
+        """Return the offset of the first differing byte of the two bodies (images aside)."""
         for index, (a, b) in enumerate(zip(self.before, self.after, strict=False)):
             if a != b:
                 return index
@@ -197,6 +222,7 @@ def verify_archive(
 
     state = _open(archive)
     omitted = omitted_images(state.history)[0]
+    lost = _lost_files(ArchiveStore(archive)) if omitted else ()
     builder = _provider(provider, state, archive)
     name = builder.name
     first = _request(state, request)
@@ -215,6 +241,7 @@ def verify_archive(
             omitted_images=omitted,
             allow_image_budget=allow_image_budget,
             with_request=request is not None,
+            lost_files=lost,
         )
     extra = first.messages[len(state.history) :]
     second = dataclasses.replace(first, messages=(*loaded.state.history, *extra))
@@ -227,7 +254,49 @@ def verify_archive(
         omitted_images=omitted,
         allow_image_budget=allow_image_budget,
         with_request=request is not None,
+        lost_files=lost,
     )
+
+
+def _lost_files(store: ArchiveStore) -> tuple[LostImage, ...]:
+    """The ``image`` blocks of ``conversation.json`` whose file is missing or damaged (A7).
+
+    Read-only; a file that cannot be read (an ``OSError``) is not listed: the archive keeps it
+    (:attr:`~llmcore.messages.Text.unread_image_sha256`) rather than reading it as omitted.
+    """
+    from llmcore import jsonbytes
+    from llmcore.archive.images import image_file_name, verified
+
+    try:
+        history = jsonbytes.loads(store.fs.read_bytes(store.conversation_file)).get("history", [])
+    except (OSError, ValueError, AttributeError):  # load() just read it; a race is not listed
+        return ()
+    lost = []
+    for index, message in enumerate(history):
+        for place, block in enumerate(message.get("content", [])):
+            if block.get("type") != "image":
+                continue
+            sha, mime = block["sha256"], block["mimeType"]
+            path = store.images_dir / image_file_name(sha, mime)
+            problem = _file_problem(store, path, sha, verified)
+            if problem is not None:
+                where = f"$.history[{index}].content[{place}]"
+                lost.append(LostImage(file=str(path), path=where, mime_type=mime, problem=problem))
+    return tuple(lost)
+
+
+def _file_problem(
+    store: ArchiveStore, path: Path, sha256: str, verified: Callable[[bytes, str], bool]
+) -> str | None:
+    try:
+        info = store.fs.lstat(path)
+        if info is None:
+            return "is missing"
+        if not stat.S_ISREG(info.st_mode):
+            return "is not a regular file"
+        return None if verified(store.fs.read_bytes(path), sha256) else "does not match its name"
+    except OSError:
+        return None
 
 
 def _context(data: bytes, offset: int) -> str:
@@ -245,7 +314,7 @@ def report(result: VerifyResult) -> int:
     """Print the outcome on stdout and return the exit code (0 identical, 1 differs)."""
     if result.identical:
         print(
-            f"OK: {len(result.before)} body bytes identical after save and reopen "
+            f"OK: {plural(len(result.before), 'body byte')} identical after save and reopen "
             f"({result.provider}, {result.model})"
         )
         if not result.with_request:
@@ -254,21 +323,44 @@ def report(result: VerifyResult) -> int:
     offset = result.first_difference()
     print(
         f"DIFFERS at byte {offset} ({result.provider}, {result.model}; "
-        f"{len(result.before)} bytes before, {len(result.after)} after reopen)"
+        f"{plural(len(result.before), 'byte')} before, {len(result.after):,} after reopen)"
     )
-    print(f"  before: {_context(result.before, offset)}")
-    print(f"  after:  {_context(result.after, offset)}")
-    if result.omitted_images and not result.allow_image_budget:
-        count = result.omitted_images
-        print(
-            f"  {count} image{'s' * (count != 1)} of the archive {'is' if count == 1 else 'are'} "
-            "saved as imageOmitted (the 20 MiB image budget, or a missing file): the "
-            "conversation that was saved sent the image there, the reopened one sends "
-            "placeholder text (pass --allow-omitted when this is expected)"
-        )
+    images = result.omitted_images > 0 and not result.allow_image_budget
+    if images and offset != result.first_byte_difference():
+        # The bodies agree here: what differs is the image the saved conversation sent.
+        print("  before: the image itself, which the conversation sent before it was saved")
+        print(f"  after:  {_context(result.after, offset)}")
+        if result.before != result.after:
+            also = result.first_byte_difference()
+            print(f"  the bytes differ too, at byte {also}:")
+            print(f"    before: {_context(result.before, also)}")
+            print(f"    after:  {_context(result.after, also)}")
+    else:
+        print(f"  before: {_context(result.before, offset)}")
+        print(f"  after:  {_context(result.after, offset)}")
+    if images:
+        _print_images(result)
     if result.note is not None:
         print(f"  the saved copy could not be read back: {result.note}")
     return EXIT_DIFFERS
+
+
+def _print_images(result: VerifyResult) -> None:
+    """Say which images the reopened conversation sends as placeholder text, and why."""
+    for lost in result.lost_files:
+        print(
+            f"  the image file {lost.file} {lost.problem} ({lost.path}, {lost.mime_type}): "
+            "the reopened conversation cannot send its bytes and sends placeholder text instead"
+        )
+    budget = result.omitted_images - len(result.lost_files)
+    if budget > 0:
+        print(
+            f"  {plural(budget, 'image')} of the archive {'is' if budget == 1 else 'are'} saved "
+            "as imageOmitted (the 20 MiB image budget): the conversation that was saved sent "
+            "the image there, the reopened one sends placeholder text"
+        )
+    fix = "put the file back, or " if result.lost_files else ""
+    print(f"  {fix}pass --allow-omitted when this is expected")
 
 
 def verify_command(

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+from llmcore._words import plural
 from llmcore.audit import _shape, keymodel
 from llmcore.audit._items import token_items
 from llmcore.audit._scan import (
@@ -552,7 +553,7 @@ def continuation(p: Prepared, c: Prepared, notes: Notes | None = None) -> Change
         path=f"{key}[0]" if starts else key,
         detail=(
             f"server-side continuation of request {p.index}'s response: "
-            f"{appended} appended input item{'s' if appended != 1 else ''}{again}"
+            f"{plural(appended, 'appended input item')}{again}"
         ),
         lost_bytes=0,
     )

@@ -27,6 +27,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.status import Status
 
+from llmcore._words import plural
 from llmcore.errors import LLMCoreError, SessionError
 from llmcore.messages import Text
 from llmcore.providers.base import ParsedResponse, Provider
@@ -156,7 +157,7 @@ def status_line(turn: int, rounds: Sequence[tuple[Usage, Cost]]) -> str:
     if cost.kind == "not_billed":
         dollars = "not billed"
     return (
-        f"turn {turn} · {len(rounds)} request{'s' if len(rounds) != 1 else ''} · "
+        f"turn {turn} · {plural(len(rounds), 'request')} · "
         f"input {usage.input:,} · cache read {usage.cache_read:,} · "
         f"cache write {usage.cache_write:,} · output {usage.output:,} · "
         f"hit rate {rate} · {dollars}"
@@ -326,8 +327,8 @@ class Chat:
             self.say("usage: /checkpoint [n]", "red")
             return
         self.session.restore(int(argument))
-        self.say(f"Restored checkpoint {argument}: {len(self.session.conversation.history)} "
-                 "messages in the history.")  # fmt: skip
+        count = plural(len(self.session.conversation.history), "message")
+        self.say(f"Restored checkpoint {argument}: {count} in the history.")
 
     def compact(self, _argument: str) -> None:
         """``/compact``: one summarization call, then save."""
@@ -336,7 +337,9 @@ class Chat:
         if not outcome.ok:
             self.say(f"not compacted: {outcome.failure}", "red")
             return
-        self.say(f"Compacted: {len(self.session.conversation.history)} messages remain; saved.")
+        kept = len(self.session.conversation.history)
+        verb = "remains" if kept == 1 else "remain"
+        self.say(f"Compacted: {plural(kept, 'message')} {verb}; saved.")
 
     def show_resume(self, _argument: str) -> None:
         """``/resume``: the injected resume-context block, or that there is none."""

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from llmcore import jsonbytes
+from llmcore._words import plural
 from llmcore.emulator import Reply, Script, ScriptedCall
 from llmcore.emulator.common import all_text
 
@@ -239,7 +240,7 @@ def _listing(result: str) -> str:
     if not files:
         return "The workspace has no files yet."
     shown = ", ".join(files[:8]) + (f" and {len(files) - 8} more" if len(files) > 8 else "")
-    return f"The workspace has {len(files)} file{'s' if len(files) != 1 else ''}: {shown}."
+    return f"The workspace has {plural(len(files), 'file')}: {shown}."
 
 
 def _about(call: str, result: str, error: bool) -> str:
@@ -252,8 +253,8 @@ def _about(call: str, result: str, error: bool) -> str:
         lines = result.splitlines()
         first = next((line for line in lines if line.strip()), "")
         size = len(result.encode("utf-8"))
-        count = f"{len(lines)} line{'' if len(lines) == 1 else 's'}"
-        return f"- {path} has {size:,} bytes in {count}; it begins: «{_quote(first)}»"
+        count = plural(len(lines), "line")
+        return f"- {path} has {plural(size, 'byte')} in {count}; it begins: «{_quote(first)}»"
     return f"- {_quote(result)}"
 
 

@@ -40,6 +40,7 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any, Final
 
+from llmcore._words import plural
 from llmcore.emulator import AGENT_TOOLS
 from llmcore.errors import FileRefusedError
 from llmcore.messages import Image
@@ -174,7 +175,7 @@ class WorkspaceTools:
         mime = next((m for magic, m in _MIME.items() if data.startswith(magic)), None)
         if mime is None:
             return _error(f"not an image: {_shown(str(relative))}")
-        text = f"attached {_shown(str(relative))} ({mime}, {len(data)} bytes)"
+        text = f"attached {_shown(str(relative))} ({mime}, {plural(len(data), 'byte')})"
         return ToolOutput(content=text, images=(Image(data=data, mime_type=mime),))
 
     def write_file(self, relative: PurePosixPath, content: str) -> ToolOutput:
@@ -205,7 +206,7 @@ class WorkspaceTools:
         except ValueError:
             return _error(f"refused path: {_shown(str(relative))} cannot name a file")
         self.touched.add(str(relative))
-        return ToolOutput(content=f"wrote {len(data)} bytes to {_shown(str(relative))}")
+        return ToolOutput(content=f"wrote {plural(len(data), 'byte')} to {_shown(str(relative))}")
 
 
 def _enter_parents(folder: int, parts: tuple[str, ...]) -> int:

@@ -10,6 +10,8 @@ import errno
 import os
 from typing import TYPE_CHECKING, TextIO
 
+from llmcore._words import plural
+
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
@@ -139,10 +141,12 @@ def _summary(report: AuditReport) -> list[str]:
     lines = [
         f"{plural(len(report.requests), 'request')} in "
         f"{plural(report.conversations, 'conversation')}: {counts or '-'}",
-        f"lost to breaks: {report.lost_bytes:,} bytes, {report.lost_tokens:,} tokens (estimated)",
+        f"lost to breaks: {plural(report.lost_bytes, 'byte')}, "
+        f"{plural(report.lost_tokens, 'token')} (estimated)",
         (
             f"theoretical maximum hit rate: {report.theoretical_hit_rate:.1%} "
-            f"({report.max_cacheable_tokens:,} of {report.total_tokens:,} tokens, estimated)"
+            f"({report.max_cacheable_tokens:,} of {plural(report.total_tokens, 'token')}, "
+            "estimated)"
         ),
         _recorded_line(report),
         *_maximum_notes(report),
@@ -178,7 +182,7 @@ def _maximum_notes(report: AuditReport) -> list[str]:
     if ideal != report.max_cacheable_tokens and report.total_tokens:
         lines.append(
             f"with ideal breakpoints: {ideal / report.total_tokens:.1%} ({ideal:,} of "
-            f"{report.total_tokens:,} tokens, estimated)"
+            f"{plural(report.total_tokens, 'token')}, estimated)"
         )
     lines.extend(f"diagnosis: {line}" for line in report.diagnoses)
     for r in report.requests:
@@ -194,14 +198,10 @@ def _recorded_line(report: AuditReport) -> str:
         return "recorded hit rate: - (no recorded response reported usage)"
     return (
         f"recorded hit rate: {usage.hit_rate:.1%} ({usage.cache_read_tokens:,} of "
-        f"{usage.input_tokens:,} input tokens read from cache, "
+        f"{plural(usage.input_tokens, 'input token')} read from cache, "
         f"{usage.cache_write_tokens:,} written; {len(report.recorded)} of "
         f"{plural(len(report.requests), 'request')} recorded usage)"
     )
-
-
-def plural(count: int, noun: str) -> str:
-    return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
 def layout(report: AuditReport, out: TextIO) -> None:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import typer
 
+from llmcore._words import plural
 from llmcore.cli._common import fail, one_line_errors, require_extra
 from llmcore.errors import LLMCoreError
 from llmcore.providers import PROVIDER_NAMES
@@ -129,12 +130,13 @@ def _summary(result: BenchResult) -> list[str]:
     inherent = [r.request for r in result.rows if r.usage.cache_read == 0]
     return [
         f"total hit rate: {result.hit_rate:.2%} "
-        f"(Σcache_read ÷ Σ(input + cache_read + cache_write), {len(result.rows)} requests)",
+        "(Σcache_read ÷ Σ(input + cache_read + cache_write), "
+        f"{plural(len(result.rows), 'request')})",
         f"theoretical maximum (auditor, bodies sent): {result.theoretical_hit_rate:.2%}",
         f"prefix-invariant breaks found by the auditor: {result.audit_breaks}",
         "reopened archive rebuilds the same next body: "
         f"{'yes' if result.reopen_identical else 'NO'}"
-        f" (conversation.json {result.archive_bytes:,} bytes)",
+        f" (conversation.json {plural(result.archive_bytes, 'byte')})",
         f"requests with no cache read: {', '.join(map(str, inherent)) or 'none'}",
     ]
 

@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Annotated, Final
 
 import typer
 
+from llmcore._words import plural
 from llmcore.cli._common import (
     BaseUrlOption,
     EndpointOption,
@@ -352,7 +353,7 @@ def _run(setup: ChatSetup, transport: Transport, where: str, started: list[Sessi
         head = f"New session {session.session_id}"
         if session.resume_block:
             count = len(session.conversation.history)
-            head = f"Resumed session {session.session_id} ({count} messages of history)"
+            head = f"Resumed session {session.session_id} ({plural(count, 'message')} of history)"
         say(f"{head} · {provider} {model} · {where} · /help")
         chat.loop()
     if session.saved:

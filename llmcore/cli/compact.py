@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from llmcore._words import plural
 from llmcore.cli._common import (
     BaseUrlOption,
     EndpointOption,
@@ -50,9 +51,10 @@ def _preview(plan: CompactionPlan, provider: str) -> str:
     )
     dollars = "price unknown" if plan.dollars is None else f"about ${plan.dollars:.4f}"
     return (
-        f"{plan.turns} turns: {plan.turns - 2} would be summarized ({plan.summarized_messages} "
-        f"messages) and the last 2 kept. One call to {provider} {plan.model}: "
-        f"~{plan.input_tokens:,} input tokens ({source}), {dollars}."
+        f"{plural(plan.turns, 'turn')}: {plan.turns - 2} would be summarized "
+        f"({plural(plan.summarized_messages, 'message')}) and the last 2 kept. One call to "
+        f"{provider} {plan.model}: ~{plural(plan.input_tokens, 'input token')} ({source}), "
+        f"{dollars}."
     )
 
 
@@ -110,7 +112,7 @@ def compact_command(
     store.save(conversation)
     if not outcome.ok:
         raise fail(f"not compacted: {outcome.failure}")
-    print(f"Compacted: the history is now {len(conversation.history)} messages; saved.")
+    print(f"Compacted: the history is now {plural(len(conversation.history), 'message')}; saved.")
     return 0
 
 

@@ -22,6 +22,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from llmcore._words import plural
 from llmcore.errors import SessionError, SessionReadError
 
 from .paths import ProjectPaths
@@ -48,7 +49,7 @@ class CheckpointInfo:
         """Return ``#n  YYYY-MM-DDTHH:MM:SSZ  k messages`` (or the problem)."""
         if self.problem:
             return f"#{self.number}  unreadable: {self.problem}"
-        return f"#{self.number}  {self.saved_at}  {self.messages} messages"
+        return f"#{self.number}  {self.saved_at}  {plural(self.messages, 'message')}"
 
 
 class Checkpoints:

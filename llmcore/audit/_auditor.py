@@ -31,7 +31,7 @@ from llmcore import tokens
 from llmcore.audit import _meaning, _shape
 from llmcore.audit._compare import Change, Notes, Prepared, compare, continuation, frame
 from llmcore.audit._maximum import Maxima, Maximum, entry_of, uses_breakpoints
-from llmcore.audit._parameters import lost_tokens, note_lines, with_parameters
+from llmcore.audit._parameters import lost_tokens, note_lines, nothing_cached, with_parameters
 from llmcore.audit._scan import ItemCache, ItemInfo, scan_body
 from llmcore.audit._visible import no_breakpoints, not_visible
 from llmcore.audit.report import (
@@ -479,6 +479,7 @@ class Auditor:
             detail=change.detail if change is not None else detail,
             lost_bytes=change.lost_bytes if change is not None else 0,
             lost_tokens=lost_tokens(previous, prep, change, _lost_tokens),
+            uncacheable=nothing_cached(previous, change),
             total_tokens=prep.total_tokens,
             max_cacheable_tokens=most.maximum,
             ideal_cacheable_tokens=most.ideal,

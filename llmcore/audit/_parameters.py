@@ -8,7 +8,8 @@ requests of a conversation, the cache from that level on is discarded even thoug
 the prefix is unchanged: the request is a break of kind ``parameter`` naming the field, and its
 lost prefix is counted from that level.
 
-Also here: the note lines for the equivalences the comparison met (:func:`note_lines`).
+Also here: the note lines for the equivalences the comparison met (:func:`note_lines`), and
+why a change loses nothing when nothing was cacheable (:func:`nothing_cached`).
 
 Leaves out: the byte comparison (:mod:`llmcore.audit._compare`).
 """
@@ -17,12 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from llmcore._words import plural
 from llmcore.audit import _shape, keymodel
 from llmcore.audit._compare import Change, Notes, Prepared, _lost, _missing_offset, divergence
 from llmcore.audit._scan import byte_offset
 from llmcore.audit.report import Verdict
 
-__all__ = ["lost_from", "lost_tokens", "note_lines", "with_parameters"]
+__all__ = ["lost_from", "lost_tokens", "note_lines", "nothing_cached", "with_parameters"]
 
 
 def _offset(c: Prepared, found: keymodel.ParameterChange, section: str) -> int:
@@ -118,3 +120,26 @@ def lost_tokens(
     if change.kind == "parameter" and change.verdict is Verdict.BREAK:
         return lost_from(p, change.section)
     return past_shared(p, c) if change.lost_bytes else 0
+
+
+def nothing_cached(p: Prepared | None, change: Change | None) -> str | None:
+    """Why a change to ``p``'s prefix loses nothing: no cache hit on it was possible; else ``None``.
+
+    Below the model's minimum cacheable prefix nothing is written (PROVIDER-RULES §1.3: "below
+    min → no write, no error"; §2.1: OpenAI caches from 1,024 tokens), so when ``p``'s whole
+    cacheable prefix is shorter, a break after it loses no cache read. Tokens are estimated as
+    everywhere in the audit; the reason names no request number (the merge of ``--jobs``
+    renumbers requests, not free text).
+    """
+    if p is None or change is None or (not change.lost_bytes and change.verdict != Verdict.BREAK):
+        return None
+    minimum = _shape.minimum_tokens(p.model, p.anthropic)
+    if p.total_tokens >= minimum:
+        return None
+    if minimum >= _shape.NO_CACHE_MIN:
+        return f"nothing was cacheable: {p.model or 'the model'} has no prompt cache here"
+    return (
+        f"nothing was cacheable: the previous request's prompt "
+        f"({plural(p.total_tokens, 'token')}, estimated) is under {p.model}'s minimum cacheable "
+        f"prefix of {plural(minimum, 'token')}, so no cache entry was written to lose"
+    )

@@ -65,11 +65,15 @@ def _verdict(r: RequestRecord) -> str:
     return str(r.verdict)
 
 
+def _lost(r: RequestRecord) -> str:
+    return f"lost {r.lost_bytes:,} B, {r.lost_tokens:,} tok"
+
+
 def _block(r: RequestRecord, where: Callable[[RequestRecord], str]) -> list[str]:
     head = (
         f"#{r.index} {_verdict(r)} · conversation {r.conversation} · "
         f"est. {r.total_tokens:,} tok · max cache {r.max_cacheable_tokens:,} · "
-        f"lost {r.lost_bytes:,} B, {r.lost_tokens:,} tok"
+        + ("lost nothing (nothing cacheable)" if r.uncacheable else _lost(r))
     )
     lines = [head, f"{_INDENT}source: {r.source}"]
     if r.first_break_offset is not None:

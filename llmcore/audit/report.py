@@ -198,10 +198,12 @@ class RequestRecord:
     """What differs, in one line, with short snippets of both sides."""
     lost_bytes: int
     """Bytes of the previous request's normalized prefix items from the first changed item on
-    (as recorded, breakpoints removed)."""
+    (as recorded, breakpoints removed): what the change discards of it. A cache loss only
+    where :attr:`uncacheable` is ``None``; the report's totals count no other."""
     lost_tokens: int
     """Estimated tokens of the previous request's prefix that this request no longer shares
-    (:mod:`llmcore.tokens` prefix items)."""
+    (:mod:`llmcore.tokens` prefix items); like :attr:`lost_bytes`, a loss only where
+    :attr:`uncacheable` is ``None``."""
     total_tokens: int
     """Estimated tokens of this request's cacheable prefix (tools, system, messages)."""
     max_cacheable_tokens: int
@@ -238,6 +240,11 @@ class RequestRecord:
     parameter: str | None = None
     """For a ``parameter`` break, the field: ``model``, ``tool_choice``,
     ``thinking.budget_tokens``, ``response_format``, ``text.format``, ``first image``, …"""
+    uncacheable: str | None = None
+    """For a change, why it loses nothing: no cache hit on the previous prefix was possible (it
+    is under the model's minimum cacheable prefix, PROVIDER-RULES §1.3, §2.1), in one line;
+    else ``None``. The report shows no loss for such a request and leaves it out of
+    :attr:`AuditReport.lost_bytes` and :attr:`AuditReport.lost_tokens`."""
     notes: tuple[str, ...] = ()
     """Byte differences the provider cannot see (the cache-key model's equivalences), one line
     each: JSON escape forms, whitespace between JSON tokens, a string content and one text
@@ -280,6 +287,7 @@ class RequestRecord:
             "kind": self.kind,
             "parameter": self.parameter,
             "notes": list(self.notes),
+            "uncacheable": self.uncacheable,
             "file": self.file,
             "position": self.position,
             "token_counts": "estimated",
@@ -376,13 +384,16 @@ class AuditReport:
 
     @property
     def lost_bytes(self) -> int:
-        """Σ ``lost_bytes`` over requests whose verdict is ``break``."""
-        return sum(r.lost_bytes for r in self.requests if r.verdict is Verdict.BREAK)
+        """Σ ``lost_bytes`` over ``break`` requests that could lose cache (no ``uncacheable``)."""
+        return sum(r.lost_bytes for r in self._losing())
 
     @property
     def lost_tokens(self) -> int:
-        """Σ ``lost_tokens`` over requests whose verdict is ``break``."""
-        return sum(r.lost_tokens for r in self.requests if r.verdict is Verdict.BREAK)
+        """Σ ``lost_tokens`` over ``break`` requests that could lose cache (no ``uncacheable``)."""
+        return sum(r.lost_tokens for r in self._losing())
+
+    def _losing(self) -> list[RequestRecord]:
+        return [r for r in self.requests if r.verdict is Verdict.BREAK and r.uncacheable is None]
 
     def to_dict(self) -> dict[str, Any]:
         """Return the report as JSON-ready values."""

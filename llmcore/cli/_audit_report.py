@@ -87,8 +87,8 @@ def _table(report: AuditReport, width: int) -> Table:
             "conv": str(r.conversation),
             "verdict": verdict,
             "first break": where,
-            "lost B": f"{r.lost_bytes:,}",
-            "lost tok": f"{r.lost_tokens:,}",
+            "lost B": "-" if r.uncacheable else f"{r.lost_bytes:,}",
+            "lost tok": "-" if r.uncacheable else f"{r.lost_tokens:,}",
             "max cache": f"{r.max_cacheable_tokens:,}",
             "est. tok": f"{r.total_tokens:,}",
             "recorded in/read/write": (
@@ -141,8 +141,7 @@ def _summary(report: AuditReport) -> list[str]:
     lines = [
         f"{plural(len(report.requests), 'request')} in "
         f"{plural(report.conversations, 'conversation')}: {counts or '-'}",
-        f"lost to breaks: {plural(report.lost_bytes, 'byte')}, "
-        f"{plural(report.lost_tokens, 'token')} (estimated)",
+        _lost_line(report),
         (
             f"theoretical maximum hit rate: {report.theoretical_hit_rate:.1%} "
             f"({report.max_cacheable_tokens:,} of {plural(report.total_tokens, 'token')}, "
@@ -159,6 +158,8 @@ def _summary(report: AuditReport) -> list[str]:
             if r.kind == "parameter":
                 where = f" (parameter {r.parameter})"
             lines.append(f"request {r.index} ({r.source}): break{where}: {r.detail}")
+            if r.uncacheable:
+                lines.append(f"  {r.uncacheable}")
             if r.exemption is not None:
                 lines.append(f"  exempted: {r.exemption}")
         elif r.verdict is Verdict.REJECTED:
@@ -170,6 +171,26 @@ def _summary(report: AuditReport) -> list[str]:
             f"{plural(report.breaks - report.exempted, 'break')} not"
         )
     return lines + _input_notes(report)
+
+
+def _lost_line(report: AuditReport) -> str:
+    """What the breaks lost, or that nothing was cacheable before any of them."""
+    from llmcore.audit import Verdict
+
+    breaks = [r for r in report.requests if r.verdict is Verdict.BREAK]
+    free = sum(1 for r in breaks if r.uncacheable)
+    if breaks and free == len(breaks):
+        return (
+            "lost to breaks: none (no cache hit was possible: each prompt before a break is "
+            "under its model's minimum cacheable prefix)"
+        )
+    line = (
+        f"lost to breaks: {plural(report.lost_bytes, 'byte')}, "
+        f"{plural(report.lost_tokens, 'token')} (estimated)"
+    )
+    if free:
+        line += f"; {plural(free, 'break')} lost nothing (nothing was cacheable before it)"
+    return line
 
 
 def _maximum_notes(report: AuditReport) -> list[str]:

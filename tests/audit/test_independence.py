@@ -8,7 +8,13 @@ from pathlib import Path
 import llmcore.audit
 
 ROOT = Path(__file__).resolve().parents[2]
-ALLOWED = {"llmcore.jsonbytes", "llmcore.tokens", "llmcore.errors", "llmcore._lazy"}
+ALLOWED = {
+    "llmcore.jsonbytes",
+    "llmcore.tokens",
+    "llmcore.errors",
+    "llmcore._lazy",
+    "llmcore._words",
+}
 
 
 def _llmcore_imports(path: Path) -> set[str]:

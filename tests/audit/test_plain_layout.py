@@ -28,12 +28,12 @@ FOLDERS = [
 ]
 _HEAD = re.compile(
     r"^#(\d+) (\S+)(?: \(.*?\))*? · conversation (\d+) · est\. ([\d,]+) tok · "
-    r"max cache ([\d,]+) · lost ([\d,]+) B, ([\d,]+) tok$"
+    r"max cache ([\d,]+) · (?:lost ([\d,]+) B, ([\d,]+) tok|lost nothing \(nothing cacheable\))$"
 )
 
 
-def _number(text: str) -> int:
-    return int(text.replace(",", ""))
+def _number(text: str | None) -> int | None:
+    return None if text is None else int(text.replace(",", ""))
 
 
 @pytest.fixture(scope="module")
@@ -78,10 +78,12 @@ def test_each_request_shows_the_numbers_of_the_json(outputs: tuple[str, dict[str
     text, report = outputs
     expected = [
         (r["request"], r["verdict"], r["conversation"], r["total_tokens"],
-         r["max_cacheable_tokens"], r["lost_bytes"], r["lost_tokens"])
+         r["max_cacheable_tokens"], *((None, None) if r["uncacheable"] else
+                                      (r["lost_bytes"], r["lost_tokens"])))
         for r in report["records"]
     ]  # fmt: skip
     assert _heads(text) == expected
+    assert any(r["uncacheable"] for r in report["records"])  # real traffic under the minimum
     assert {r["verdict"] for r in report["records"]} >= {"new", "stable", "break"}
 
 
@@ -91,10 +93,14 @@ def test_the_totals_are_those_of_the_json(outputs: tuple[str, dict[str, Any]]) -
     counts = ", ".join(f"{k} {v}" for k, v in report["counts"].items() if v)
     assert f"{report['requests']} requests in {report['conversations']} conversations: " in joined
     assert counts in joined
-    assert (
-        f"lost to breaks: {report['lost_bytes']:,} bytes, {report['lost_tokens']:,} tokens"
-        in joined
-    )
+    breaks = [r for r in report["records"] if r["verdict"] == "break"]
+    if all(r["uncacheable"] for r in breaks):
+        assert "lost to breaks: none (no cache hit was possible: " in joined
+    else:
+        assert (
+            f"lost to breaks: {report['lost_bytes']:,} bytes, {report['lost_tokens']:,} tokens"
+            in joined
+        )
     rate = report["theoretical_hit_rate"]
     assert (
         f"theoretical maximum hit rate: {rate:.1%} ({report['max_cacheable_tokens']:,} of" in joined

@@ -21,16 +21,18 @@ token, AWS credential chain or cloud setting is one line naming it, exit 2.
 
 With a terminal, lines are read with prompt_toolkit (line editing; history in the project's
 folder, ``<project>/history``: each line scrubbed of secrets, the file 0600, removed by
-``/reset``; ``--no-history`` keeps none, :mod:`llmcore.chat.history`); otherwise with
-``input()``. ``--resume``/``--no-resume`` answers the resume question without asking; without
-a terminal to ask on (piped input) it is not asked: the previous session resumes, and one status
-line says so (:data:`NOT_A_TERMINAL`). ``--list`` prints the project's saved sessions (id,
-last active, messages, summary line; newest first) and exits; ``--session ID`` resumes that one
-(an unknown id is one line naming the known ones, exit 2). A session opened and left without a
-message is not kept. The status line's turn number is the session's (it continues after a
-resume). ``--workspace`` must be a folder, and ``--config-dir`` one or a path that can become
-one (else one line, exit 2). Ctrl+C (at the prompt or mid-turn) and Ctrl+D leave, saving the
-session (a turn cut short is not kept); exit code 130 after Ctrl+C.
+``/reset``; ``--no-history`` keeps none, :mod:`llmcore.chat.history`); otherwise from
+standard input, each line written after its prompt (``you> hi``) as a terminal shows it, and
+output lines are not wrapped. ``--resume``/``--no-resume`` answers the resume question without
+asking; without a terminal to ask on (piped input) it is not asked: the previous session
+resumes, and one status line says so (:data:`NOT_A_TERMINAL`). ``--list`` prints the
+project's saved sessions (id, last active, messages, summary line; newest first) and exits;
+``--session ID`` resumes that one (an unknown id is one line naming the known ones, exit 2). A
+session opened and left without a message is not kept. The status line's turn number is the
+session's (it continues after a resume). ``--workspace`` must be a folder, and ``--config-dir``
+one or a path that can become one (else one line, exit 2). Ctrl+C (at the prompt or mid-turn)
+and Ctrl+D leave, saving the session (a turn cut short is not kept); exit code 130 after
+Ctrl+C.
 
 Test hook: with ``LLMCORE_CHAT_TEST_HOLD=PATH`` in the environment, each tool call waits until
 ``PATH`` exists, so a test can interrupt a turn while it is running.
@@ -133,12 +135,12 @@ def _check_credentials(transport: HTTPTransport, name: str, model: str, option: 
 def _line_reader(
     history: Path, keep: bool
 ) -> tuple[Callable[[str], str], Callable[[], None] | None]:
-    """prompt_toolkit on a terminal (with the history file if ``keep``), else ``input()``.
+    """prompt_toolkit on a terminal (with the history file if ``keep``), else :func:`_plain_line`.
 
     Returns the line reader and what ``/reset`` calls to forget the history (or ``None``).
     """
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        return input, None
+        return _plain_line, None
     from prompt_toolkit import PromptSession
     from prompt_toolkit.history import InMemoryHistory
 
@@ -152,6 +154,26 @@ def _line_reader(
             stored = None
     prompt: PromptSession[str] = PromptSession(history=stored or InMemoryHistory())
     return (lambda text: prompt.prompt(text)), (stored.clear if stored else None)
+
+
+def _plain_line(prompt: str) -> str:
+    """Read a line without a terminal, then write the prompt and the line as one line.
+
+    A terminal shows what was typed after the prompt and ends the line; piped input is not
+    echoed, so ``input(prompt)`` would run the next output onto the prompt's line
+    (``you>   ↳ list_files``) and leave a bare prompt at the end. Written after the read, the
+    transcript reads as a terminal's: ``you> hi``, and nothing once the input has ended.
+
+    Raises:
+        EOFError: The input has ended.
+    """
+    line = sys.stdin.readline()
+    if not line:
+        raise EOFError
+    line = line.removesuffix("\n")
+    sys.stdout.write(f"{prompt}{line}\n")
+    sys.stdout.flush()
+    return line
 
 
 def _on_call(display: Display) -> Callable[[str, str], None]:
@@ -248,7 +270,7 @@ def chat_command(
     from llmcore.bench import LIVE_MODELS
     from llmcore.session import ProjectPaths
 
-    console = Console(highlight=False)
+    console = Console(highlight=False, soft_wrap=not sys.stdout.isatty())  # a file: whole lines
     paths = ProjectPaths.for_workspace(workspace, app=APP, config=config_dir)
     read_line, forget = _line_reader(paths.sessions.parent / "history", history)
     setup = ChatSetup(

@@ -310,15 +310,19 @@ class _CassetteAudit:
                 self._skipped.append(f"{report.nodeid}: {value}")
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        from llmcore._words import plural
+
         terminalreporter.section("llmcore cassette audit")
         terminalreporter.write_line(
-            f"{self._audited} cassette file(s) audited; "
-            f"{len(self._exempt)} break(s) exempt by @pytest.mark.{MARKER}"
+            f"{plural(self._audited, 'cassette file')} audited; "
+            f"{plural(len(self._exempt), 'break')} exempt by @pytest.mark.{MARKER}"
         )
         for line in self._exempt:
             terminalreporter.write_line(f"  {line}")
         if self._skipped:
-            terminalreporter.write_line(f"{len(self._skipped)} cassette file(s) not audited:")
+            terminalreporter.write_line(
+                f"{plural(len(self._skipped), 'cassette file')} not audited:"
+            )
             for line in self._skipped:
                 terminalreporter.write_line(f"  {line}")
 

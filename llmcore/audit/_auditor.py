@@ -28,6 +28,7 @@ from dataclasses import replace
 from typing import Final
 
 from llmcore import tokens
+from llmcore._words import plural
 from llmcore.audit import _meaning, _shape
 from llmcore.audit._compare import Change, Notes, Prepared, compare, continuation, frame
 from llmcore.audit._maximum import Maxima, Maximum, entry_of, uses_breakpoints
@@ -325,8 +326,8 @@ class Auditor:
                 best, best_run = conv, run
         if best is not None and best_run > 0:
             return best, (
-                f"joined: shares {best_run} leading history message"
-                f"{'s' if best_run != 1 else ''} with request {best.last.index}"
+                f"joined: shares {plural(best_run, 'leading history message')} with request "
+                f"{best.last.index}"
             )
         if _shape.msg(head).summary:
             return self._group_compacted(prep, scope)
@@ -402,8 +403,8 @@ class Auditor:
                 f" {scope[0]} scope was replaced by a summary"
             )
         return best, (
-            f"joined by compaction: {best_run} message{'s' if best_run != 1 else ''} after the "
-            f"summary continue request {best.last.index}"
+            f"joined by compaction: {plural(best_run, 'message')} after the summary continue "
+            f"request {best.last.index}"
         )
 
     def _index(self, conv: _Conversation, old: Prepared | None) -> None:

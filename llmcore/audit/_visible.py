@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
+from llmcore._words import plural
 from llmcore.audit._compare import Prepared
 from llmcore.audit.report import RequestRecord
 from llmcore.audit.usage import RecordedUsage
@@ -103,7 +104,7 @@ def visible_label(
     if first and usage is not None and usage.cache_read_tokens > maximum:
         return (
             "not visible in the input: the cache was warm before the recording's first request"
-            f" ({usage.cache_read_tokens} tokens read)"
+            f" ({plural(usage.cache_read_tokens, 'token')} read)"
         )
     return None
 

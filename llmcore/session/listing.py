@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from llmcore._words import plural
 from llmcore.errors import SessionError, SessionNotFoundError, SessionReadError
 from llmcore.messages import Message, Text
 
@@ -74,7 +75,7 @@ class SessionInfo:
 
     def line(self) -> str:
         """``<id>  <YYYY-MM-DD HH:MM UTC>  <n> messages  <summary>``."""
-        count = f"{self.messages} message{'' if self.messages == 1 else 's'}"
+        count = plural(self.messages, "message")
         return f"{self.session_id}  {display_time(self.updated_at)}  {count:>12}  {self.summary}"
 
 

@@ -21,6 +21,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from llmcore._words import plural
 from llmcore.errors import SessionError
 
 from .store import Loaded, SessionStore, shown_name
@@ -73,7 +74,7 @@ def find_previous(
         names = ", ".join(shown_name(name) for name in scan.refused[:3])
         more = f" and {len(scan.refused) - 3} more" if len(scan.refused) > 3 else ""
         say(
-            f"Ignored {len(scan.refused)} file(s) in {store.paths.sessions} that are not "
+            f"Ignored {plural(len(scan.refused), 'file')} in {store.paths.sessions} that are not "
             f"pointers (active_<pid>.json): {names}{more}"
         )
     others = [p for p in scan.pids if p != pid and not alive(p)]

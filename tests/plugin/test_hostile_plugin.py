@@ -46,7 +46,7 @@ def test_a_cassette_deleted_by_the_test_is_not_audited(pytester: pytest.Pytester
     pytester.makepyfile(test_deleted=DELETED.format(bodies=BREAKING, url=URL))
     result = pytester.runpytest_inprocess("--llmcore-audit")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["0 cassette file(s) audited; 0 *"])
+    result.stdout.fnmatch_lines(["0 cassette files audited; 0 *"])
 
 
 def test_a_reason_that_is_not_utf8_is_reported_without_a_crash(pytester: pytest.Pytester) -> None:
@@ -56,4 +56,4 @@ def test_a_reason_that_is_not_utf8_is_reported_without_a_crash(pytester: pytest.
     )
     result = pytester.runpytest_inprocess("--llmcore-audit")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["1 cassette file(s) audited; 1 break(s) exempt *"])
+    result.stdout.fnmatch_lines(["1 cassette file audited; 1 break exempt *"])

@@ -91,7 +91,7 @@ def test_a_stable_conversation_passes_and_is_counted(pytester: pytest.Pytester) 
     _replay(pytester, STABLE)
     result = pytester.runpytest_inprocess("--llmcore-audit")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["*llmcore cassette audit*", "1 cassette file(s) audited; 0 *"])
+    result.stdout.fnmatch_lines(["*llmcore cassette audit*", "1 cassette file audited; 0 *"])
 
 
 def test_a_break_fails_the_test_with_offset_path_and_snippets(pytester: pytest.Pytester) -> None:
@@ -147,7 +147,7 @@ def test_a_marked_boundary_is_reported_not_failed(pytester: pytest.Pytester, mar
         [
             ".*llmcore cassette audit",
             re.escape(
-                "1 cassette file(s) audited; 1 break(s) exempt by @pytest.mark.llmcore_cache_boundary"
+                "1 cassette file audited; 1 break exempt by @pytest.mark.llmcore_cache_boundary"
             ),
             re.escape(
                 "  test_replay.py::test_conversation: cassettes/conversation.yaml: request 1 "
@@ -215,7 +215,7 @@ def test_pytest_recording_replay(pytester: pytest.Pytester) -> None:
     result.stdout.re_match_lines(
         [*_break_lines("cassettes/test_rec/test_chat.yaml"), ".*FAILED test_rec.py::test_chat"]
     )
-    result.stdout.fnmatch_lines(["2 cassette file(s) audited; 0 *"])
+    result.stdout.fnmatch_lines(["2 cassette files audited; 0 *"])
 
 
 def test_pytest_recording_extra_cassettes_are_audited(pytester: pytest.Pytester) -> None:
@@ -356,7 +356,7 @@ def test_a_json_cassette_is_audited_and_another_serializer_is_listed(
     assert "c.json" in out and f"offset {BREAK_OFFSET}" in out
     result.stdout.fnmatch_lines(
         [
-            "1 cassette file(s) not audited:",
+            "1 cassette file not audited:",
             "  test_json.py::test_other: c.cbor: not a YAML or JSON cassette file",
         ]
     )

@@ -158,7 +158,7 @@ def test_llmcore_chat_over_every_junk_file_at_once_is_lines_and_a_new_session(tm
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stdout + done.stderr
     out = done.stdout
-    assert "Ignored 2 file(s)" in out and "that are not pointers" in out
+    assert "Ignored 2 files" in out and "that are not pointers" in out
     assert out.count("Ignored a saved session") == 2  # the deep pointer, the deep session file
     assert "New session" in out and "usage: /checkpoint [n]" in out
 

@@ -4,11 +4,12 @@ The input is partitioned where the auditor's grouping allows (:mod:`llmcore.audi
 
 * each cassette or HAR file is one partition (its requests are grouped within the file);
 * a JSONL file's lines that carry an envelope ``conversation`` are partitioned by that key
-  (one conversation's lines stay together, in order, whatever file they are in); its other
-  lines, corpus cases and plain bodies (``.json``) and standard input are grouped across the
-  whole input, so they form one partition together (with every key's lines when standard
-  input holds keyed JSONL lines, whose keys may be any file's, or when a keyed file's lines
-  name a ``previous_response_id``: a response chain crosses keys within its file);
+  (one conversation's lines stay together, in order, whatever file they are in), keys a
+  response chain links (a ``previous_response_id`` naming another key's ``response_id`` in its
+  file) together (:mod:`llmcore.audit._links`); its other lines, corpus cases and plain
+  bodies (``.json``) and standard input are grouped across the whole input, so they form one
+  partition together (with the keys a chain links to them, and with every key's lines when
+  standard input holds keyed JSONL lines, whose keys may be any file's);
 * under ``--group file`` every file is a partition; under ``--group key`` or ``prefix`` the
   whole input is one (keys and chains cross files there).
 
@@ -37,6 +38,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Final
 
+from llmcore.audit._links import Links, line_links
 from llmcore.audit._merge import Again, Merge, merge_results
 from llmcore.audit._partition import Task, TaskResult, Unit, run_task, start_worker
 from llmcore.audit._rows import rows_of, tail_rows
@@ -48,9 +50,6 @@ __all__ = ["AUTO_MIN_BYTES", "audit_jobs", "cores", "plan"]
 AUTO_MIN_BYTES: Final = 8 * 1024 * 1024
 """Below this much input, the default (``jobs=None``) audits in the calling process: starting
 workers costs more than it saves."""
-
-_CHAIN: Final = b"previous_response_id"
-"""Lines that hold this may continue a response of another key's line in their file."""
 
 _CHUNK: Final = 8 * 1024 * 1024
 """Bytes read at a time while finding a keyed JSONL file's lines."""
@@ -76,8 +75,9 @@ class _Plan:
     """Conversation key → bytes of its lines."""
     keyed_shared: bool = False
     """Whether every key's lines join the shared partition: standard input holds keyed JSONL
-    lines (its keys may be any file's), or a keyed JSONL file's lines may chain by
-    ``previous_response_id`` (a chain crosses keys within a file)."""
+    lines (its keys may be any file's)."""
+    links: Links = field(default_factory=Links)
+    """The keys response chains join (:mod:`llmcore.audit._links`)."""
     shared_bytes: int = 0
     """Bytes of :attr:`shared` (its lines, or its files' sizes)."""
     own: list[tuple[int, Unit]] = field(default_factory=list)
@@ -152,23 +152,25 @@ def _place(
 def _split(out: _Plan, unit: Unit, size: int) -> None:
     """Share a JSONL file's lines out by envelope key (the others stay shared)."""
     lines: dict[str | None, list[tuple[int, int, int]]] = {}
-    chained = False
     try:
         for offset, line, number in _file_lines(unit.path):
-            key = envelope_key(line)
+            link = line_links(line)
+            key = link[0]
             lines.setdefault(key, []).append((offset, len(line), number))
             if key is not None:
                 out.key_bytes[key] = out.key_bytes.get(key, 0) + len(line)
-            chained = chained or _CHAIN in line
+            if link[1] is not None or link[2] is not None:
+                out.links.add(link)
     except OSError:
         out.shared.append(unit)  # the worker reads it again and names the error
         out.shared_bytes += size
         return
+    finally:
+        out.links.end_file()
     if set(lines) <= {None}:
         out.shared.append(unit)  # no keys: the whole file, read as one
         out.shared_bytes += size
         return
-    out.keyed_shared = out.keyed_shared or chained
     for key, found in lines.items():
         share = replace(unit, lines=tuple(found))
         if key is None:
@@ -234,12 +236,15 @@ def _tasks(
     shared = p.shared
     if p.keyed_shared:  # keys cross into the shared partition: one partition with it
         shared = [*shared, *(unit for units in p.keys.values() for unit in units)]
-    elif p.keys:  # the largest keys first, each to the least loaded bucket
-        count = min(len(p.keys), jobs)  # one per worker: all run, and merge, at once
+    elif p.keys:  # the largest key groups first, each to the least loaded bucket
+        groups = _groups(p)
+        joined, joined_bytes = groups.pop(None, ([], 0))
+        shared = [*shared, *joined]
+        count = min(len(groups), jobs)  # one per worker: all run, and merge, at once
         sizes, parts = [0] * count, [list[Unit]() for _ in range(count)]
-        pieces = [(p.key_bytes[key], key, p.keys[key]) for key in p.keys]
+        pieces = [(size, key, units) for key, (units, size) in groups.items()]
         if shared and count == jobs:  # the shared partition is packed as one more piece
-            pieces.append((p.shared_bytes, "", shared))
+            pieces.append((p.shared_bytes + joined_bytes, "", shared))
             shared = []
         for size, _key, units in sorted(pieces, key=lambda piece: (-piece[0], piece[1])):
             i = min(range(count), key=lambda n: (sizes[n], n))
@@ -270,6 +275,21 @@ def _tasks(
         )
         for n, (_size, units) in enumerate(buckets)
     ]
+
+
+def _groups(p: _Plan) -> dict[str | None, tuple[list[Unit], int]]:
+    """The keys' line shares and bytes by the group response chains join them into.
+
+    A group is named by its :meth:`~llmcore.audit._links.Links.root`; ``None`` holds the keys
+    joined to the lines without one (they go to the shared partition).
+    """
+    out: dict[str | None, tuple[list[Unit], int]] = {}
+    for key, units in p.keys.items():
+        root = p.links.root(key) if p.links.joined() else key
+        known, size = out.get(root, ([], 0))
+        known.extend(units)
+        out[root] = (known, size + p.key_bytes[key])
+    return out
 
 
 def _merged(units: list[Unit]) -> list[Unit]:

@@ -25,7 +25,7 @@ from typing import Any, Final
 from llmcore.audit._envelope import _fast_loads
 from llmcore.audit.inputs import envelope_key
 
-__all__ = ["ANY", "Links", "line_links"]
+__all__ = ["ANY", "Link", "Links", "line_links"]
 
 _CHAIN: Final = b"previous_response_id"
 _NAMES: Final = b"response_id"

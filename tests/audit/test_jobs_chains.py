@@ -7,7 +7,6 @@ process, byte for byte; keys no chain links stay apart, so the log keeps its par
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 from typing import Any
 
@@ -20,42 +19,9 @@ from llmcore.audit import audit_paths
 from llmcore.audit._links import ANY, Links, line_links
 from llmcore.audit.jobs import _tasks, audit_jobs, plan
 
-from .keyed_logs import keyed_log
+from .keyed_logs import keyed_log, responses_log
 
 _SYSTEM = "shared instructions " * 300
-
-
-def _responses_log(seed: int, lines: int, keys: int, tag: str) -> bytes:
-    """A Responses log: keyed and unkeyed lines, most naming an earlier line's response."""
-    rng = random.Random(seed)
-    recorded: list[str] = []
-    out = []
-    for n in range(lines):
-        key = rng.choice([*(f"k{k}" for k in range(keys)), None])
-        body: dict[str, Any] = {
-            "model": "gpt-4.1",
-            "instructions": _SYSTEM,
-            "input": [{"role": "user", "content": f"turn {n} of {key}"}],
-        }
-        roll = rng.random()
-        if recorded and roll < 0.4:
-            body["previous_response_id"] = rng.choice(recorded)
-        elif roll < 0.5:
-            body["previous_response_id"] = f"resp_{tag}_never"
-        elif roll < 0.6:
-            body["previous_response_id"] = "resp_other_file_0"
-        answered = f"resp_{tag}_{n}"
-        if key is None and rng.random() < 0.5:
-            out.append(jsonbytes.dumps(body))  # a plain body: names, records nothing
-            continue
-        envelope: dict[str, Any] = {"body": jsonbytes.dumps(body).decode(), "time": 1e9 + n}
-        if key is not None:
-            envelope["conversation"] = key
-        if rng.random() < 0.8:
-            envelope["response_id"] = answered
-            recorded.append(answered)
-        out.append(jsonbytes.dumps(envelope))
-    return b"\n".join(out) + b"\n"
 
 
 @settings(max_examples=30, deadline=None)
@@ -80,9 +46,9 @@ def test_generated_response_chains_give_the_report_of_one_process(
     paths = []
     for n in range(files):
         path = folder / f"log{n}.jsonl"
-        path.write_bytes(_responses_log(seed + n, lines, keys, "other_file" if n else "a"))
+        path.write_bytes(responses_log(seed + n, lines, keys, "other_file" if n else "a"))
         paths.append(path)
-    data = _responses_log(seed + 99, lines, keys, "pipe")
+    data = responses_log(seed + 99, lines, keys, "pipe")
     stdin = (lambda: data) if piped else None
     if piped:
         paths.insert(0, Path("-"))

@@ -228,9 +228,13 @@ def _partial(node: _Node, tok: _shape.TokenItem, now: float | None) -> int:
     """OpenAI: tokens of the longest common leading bytes of the first differing item."""
     section, data, count = tok[3], tok[1], tok[2]
     best = 0
+    head = data[:1]  # a sibling beats ``best`` only if it starts with ``data[:best + 1]``
     for key, child in itertools.islice(reversed(node.children.items()), _FANOUT_LIMIT):
         if now is not None and child.expiry < now:
             continue
-        if isinstance(key, tuple) and key[0] == section:
-            best = max(best, tokens.common_prefix_len(child.data, data))
+        if isinstance(key, tuple) and key[0] == section and child.data.startswith(head):
+            best = tokens.common_prefix_len(child.data, data)
+            if best == len(data):
+                break
+            head = data[: best + 1]
     return best * count // len(data) if data else 0

@@ -157,7 +157,7 @@ class Maxima:
         else:
             maximum, hits = _read(path, cum, marks, now)
             written = [*marks, *hits]  # a hit refreshes its entry
-        self._insert(root, entry, [m for m in written if cum[m + 1] >= minimum])
+        self._insert(root, entry, [m for m in written if cum[m + 1] >= minimum], path)
         return Maximum(maximum=maximum, ideal=ideal, breakpoints=len(marks))
 
     @staticmethod
@@ -174,17 +174,25 @@ class Maxima:
         return path
 
     @staticmethod
-    def _insert(root: _Node, entry: Entry, written: list[int]) -> None:
+    def _insert(root: _Node, entry: Entry, written: list[int], path: list[_Node]) -> None:
+        """Add the request's items below ``root``; ``path`` is its live shared prefix there."""
         now = entry.timestamp
         expiry = math.inf if now is None else now + entry.ttl
+        shared = len(path) - 1
+        for node in itertools.islice(path, 1, None):  # the nodes the walk found
+            if node.expiry < expiry:
+                node.expiry = expiry
+        for k in written:
+            if k < shared and path[k + 1].written < expiry:
+                path[k + 1].written = expiry
         marked = set(written)
-        node = root
-        for k, (key, (_key, data, _count, _section)) in enumerate(
-            zip(entry.keys, entry.toks, strict=True)
-        ):
+        node = path[shared]
+        keys, toks = entry.keys, entry.toks
+        for k in range(shared, len(keys)):
+            key = keys[k]
             child = node.children.get(key)
             if child is None:
-                child = _Node(data)
+                child = _Node(toks[k][1])
                 node.children[key] = child
             child.expiry = max(child.expiry, expiry)
             if k in marked:

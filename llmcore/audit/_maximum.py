@@ -157,7 +157,7 @@ class Maxima:
         else:
             maximum, hits = _read(path, cum, marks, now)
             written = [*marks, *hits]  # a hit refreshes its entry
-        self._insert(root, entry, [m for m in written if cum[m + 1] >= minimum])
+        self._insert(root, entry, [m for m in written if cum[m + 1] >= minimum], path)
         return Maximum(maximum=maximum, ideal=ideal, breakpoints=len(marks))
 
     @staticmethod
@@ -174,17 +174,25 @@ class Maxima:
         return path
 
     @staticmethod
-    def _insert(root: _Node, entry: Entry, written: list[int]) -> None:
+    def _insert(root: _Node, entry: Entry, written: list[int], path: list[_Node]) -> None:
+        """Add the request's items below ``root``; ``path`` is its live shared prefix there."""
         now = entry.timestamp
         expiry = math.inf if now is None else now + entry.ttl
+        shared = len(path) - 1
+        for node in itertools.islice(path, 1, None):  # the nodes the walk found
+            if node.expiry < expiry:
+                node.expiry = expiry
+        for k in written:
+            if k < shared and path[k + 1].written < expiry:
+                path[k + 1].written = expiry
         marked = set(written)
-        node = root
-        for k, (key, (_key, data, _count, _section)) in enumerate(
-            zip(entry.keys, entry.toks, strict=True)
-        ):
+        node = path[shared]
+        keys, toks = entry.keys, entry.toks
+        for k in range(shared, len(keys)):
+            key = keys[k]
             child = node.children.get(key)
             if child is None:
-                child = _Node(data)
+                child = _Node(toks[k][1])
                 node.children[key] = child
             child.expiry = max(child.expiry, expiry)
             if k in marked:
@@ -228,9 +236,13 @@ def _partial(node: _Node, tok: _shape.TokenItem, now: float | None) -> int:
     """OpenAI: tokens of the longest common leading bytes of the first differing item."""
     section, data, count = tok[3], tok[1], tok[2]
     best = 0
+    head = data[:1]  # a sibling beats ``best`` only if it starts with ``data[:best + 1]``
     for key, child in itertools.islice(reversed(node.children.items()), _FANOUT_LIMIT):
         if now is not None and child.expiry < now:
             continue
-        if isinstance(key, tuple) and key[0] == section:
-            best = max(best, tokens.common_prefix_len(child.data, data))
+        if isinstance(key, tuple) and key[0] == section and child.data.startswith(head):
+            best = tokens.common_prefix_len(child.data, data)
+            if best == len(data):
+                break
+            head = data[: best + 1]
     return best * count // len(data) if data else 0

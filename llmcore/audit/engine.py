@@ -13,7 +13,9 @@ The work, on the cluster:
    envelope ``conversation`` key's bucket (lines without a key share one partition, as they
    share one grouping scope; see :mod:`llmcore.audit.jobs`). When a line names a
    ``previous_response_id`` (a response chain may cross keys), a first pass over the pieces
-   finds it and every line shares the one partition, as ``--jobs`` does;
+   reads every line's key, ``response_id`` and link, and the keys a chain links share the
+   partition of the key that leads their group (:class:`~llmcore.audit._links.Links`), as
+   ``--jobs`` does;
 2. the bag of lines is grouped by partition (``dask.bag.groupby``: the engine's shuffle);
 3. each partition is audited by :func:`llmcore.audit._partition.run_task`, the function
    ``--jobs`` runs in its worker processes;
@@ -52,6 +54,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from llmcore import jsonbytes
+from llmcore.audit._links import Link, Links, line_links
 from llmcore.audit._merge import Again, merge_results
 from llmcore.audit._partition import Task, TaskResult, Unit, run_task
 from llmcore.audit.inputs import envelope_key
@@ -73,6 +76,9 @@ _SHARED: Final = -1
 """The partition of lines without a conversation key."""
 _CHAIN: Final = b"previous_response_id"
 """In a line, the name of a response chain's link (the chain may cross keys)."""
+
+Aliases = dict[str, str | None]
+"""A key a response chain joins → the key leading its group (``None``: the shared partition)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -230,26 +236,48 @@ def _plain(field: str, value: Any) -> Any:
 
 
 def _read(
-    piece: _Piece, columns: Columns, buckets: int, group: str | None, chained: bool
+    piece: _Piece, columns: Columns, buckets: int, group: str | None, aliases: Aliases | None
 ) -> list[Any]:
     """The piece's lines, each as (partition, piece, line number, bytes)."""
     out = []
     for number, line in _lines(piece, columns):
-        out.append((_bucket(line, piece.ordinal, buckets, group, chained), piece, number, line))
+        out.append((_bucket(line, piece.ordinal, buckets, group, aliases), piece, number, line))
     return out
 
 
-def _chains(piece: _Piece, columns: Columns) -> bool:
-    """Whether a line of the piece names a ``previous_response_id`` (the bytes hold its name)."""
-    return any(_CHAIN in line for _number, line in _lines(piece, columns))
+def _chains(piece: _Piece, columns: Columns) -> tuple[int, list[Link]]:
+    """The piece's file number and its lines' links, when a line names a response (else none)."""
+    lines = list(_lines(piece, columns))
+    if not any(_CHAIN in line for _number, line in lines):
+        return piece.ordinal, []
+    return piece.ordinal, [line_links(line) for _number, line in lines if b"response_id" in line]
 
 
-def _bucket(line: bytes, ordinal: int, buckets: int, group: str | None, chained: bool) -> int:
+def _aliases(found: list[tuple[int, list[Link]]]) -> Aliases:
+    """The keys the pieces' response chains join (within a file), each to its group's lead."""
+    links, keys = Links(), set()
+    by_file: dict[int, list[Link]] = {}
+    for ordinal, lines in found:
+        by_file.setdefault(ordinal, []).extend(lines)
+    for ordinal in sorted(by_file):
+        for link in by_file[ordinal]:
+            links.add(link)
+            if link[0] is not None:
+                keys.add(link[0])
+        links.end_file()
+    return {key: links.root(key) for key in keys if links.root(key) != key}
+
+
+def _bucket(
+    line: bytes, ordinal: int, buckets: int, group: str | None, aliases: Aliases | None
+) -> int:
     if group == "file":
         return ordinal
-    if group in ("key", "prefix") or chained:
+    if group in ("key", "prefix"):
         return _SHARED
     key = envelope_key(line)
+    if aliases and key in aliases:
+        key = aliases[key]
     return _SHARED if key is None else zlib.crc32(key.encode("utf-8", "surrogatepass")) % buckets
 
 
@@ -333,8 +361,8 @@ def _compute(
     if not pieces:
         return []
     bag = db.from_sequence(pieces, npartitions=len(pieces))
-    chained = group is None and any(bag.map(_chains, columns=columns).compute())
-    lines = bag.map(_read, columns=columns, buckets=count, group=group, chained=chained)
+    aliases = _aliases(bag.map(_chains, columns=columns).compute()) if group is None else None
+    lines = bag.map(_read, columns=columns, buckets=count, group=group, aliases=aliases)
     grouped = lines.flatten().groupby(_partition_of, npartitions=count)
     audited = grouped.map(_audit, provider=provider, group=group, skips=skips)
     results: list[TaskResult] = audited.compute()

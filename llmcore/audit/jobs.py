@@ -4,11 +4,12 @@ The input is partitioned where the auditor's grouping allows (:mod:`llmcore.audi
 
 * each cassette or HAR file is one partition (its requests are grouped within the file);
 * a JSONL file's lines that carry an envelope ``conversation`` are partitioned by that key
-  (one conversation's lines stay together, in order, whatever file they are in); its other
-  lines, corpus cases and plain bodies (``.json``) and standard input are grouped across the
-  whole input, so they form one partition together (with every key's lines when standard
-  input holds keyed JSONL lines, whose keys may be any file's, or when a keyed file's lines
-  name a ``previous_response_id``: a response chain crosses keys within its file);
+  (one conversation's lines stay together, in order, whatever file they are in), keys a
+  response chain links (a ``previous_response_id`` naming another key's ``response_id`` in its
+  file) together (:mod:`llmcore.audit._links`); its other lines, corpus cases and plain
+  bodies (``.json``) and standard input are grouped across the whole input, so they form one
+  partition together (with the keys a chain links to them, and with every key's lines when
+  standard input holds keyed JSONL lines, whose keys may be any file's);
 * under ``--group file`` every file is a partition; under ``--group key`` or ``prefix`` the
   whole input is one (keys and chains cross files there).
 
@@ -31,12 +32,14 @@ import multiprocessing.context
 import os
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Final
 
+from llmcore.audit._keyscan import Found, find_range, joined, ranges
+from llmcore.audit._links import Links
 from llmcore.audit._merge import Again, Merge, merge_results
 from llmcore.audit._partition import Task, TaskResult, Unit, run_task, start_worker
 from llmcore.audit._rows import rows_of, tail_rows
@@ -49,11 +52,12 @@ AUTO_MIN_BYTES: Final = 8 * 1024 * 1024
 """Below this much input, the default (``jobs=None``) audits in the calling process: starting
 workers costs more than it saves."""
 
-_CHAIN: Final = b"previous_response_id"
-"""Lines that hold this may continue a response of another key's line in their file."""
+RANGE_MIN: Final = 8 * 1024 * 1024
+"""A JSONL file this large has its keys found by the workers, in byte ranges side by side
+(:mod:`llmcore.audit._keyscan`); a smaller one by the calling process."""
 
-_CHUNK: Final = 8 * 1024 * 1024
-"""Bytes read at a time while finding a keyed JSONL file's lines."""
+Finder = Callable[[str, int], Found]
+"""Finds a JSONL file's lines by key, given its path and size."""
 
 
 def cores() -> int:
@@ -76,8 +80,9 @@ class _Plan:
     """Conversation key → bytes of its lines."""
     keyed_shared: bool = False
     """Whether every key's lines join the shared partition: standard input holds keyed JSONL
-    lines (its keys may be any file's), or a keyed JSONL file's lines may chain by
-    ``previous_response_id`` (a chain crosses keys within a file)."""
+    lines (its keys may be any file's)."""
+    links: Links = field(default_factory=Links)
+    """The keys response chains join (:mod:`llmcore.audit._links`)."""
     shared_bytes: int = 0
     """Bytes of :attr:`shared` (its lines, or its files' sizes)."""
     own: list[tuple[int, Unit]] = field(default_factory=list)
@@ -93,8 +98,12 @@ def plan(
     group: str | None,
     stdin: Callable[[], bytes] | None = None,
     skips: dict[int, str] | None = None,
+    find: Finder | None = None,
 ) -> _Plan:
-    """Partition ``paths`` (see the module); ``skips`` passes files over whole, by number."""
+    """Partition ``paths`` (see the module); ``skips`` passes files over whole, by number.
+
+    ``find`` finds a JSONL file's lines by key (default: one scan in this process).
+    """
     out = _Plan()
     skips = skips or {}
     ordinal = -1
@@ -108,7 +117,7 @@ def plan(
             out.planned = (ordinal + 1, exc)
             break
         ordinal += 1
-        _place(out, ordinal, path, named, group, stdin, skips.get(ordinal))
+        _place(out, ordinal, path, named, group, stdin, skips.get(ordinal), find or _find_here)
     return out
 
 
@@ -120,6 +129,7 @@ def _place(
     group: str | None,
     stdin: Callable[[], bytes] | None,
     skip: str | None,
+    find: Finder,
 ) -> None:
     """Put one file into the plan."""
     if named is None:
@@ -143,37 +153,64 @@ def _place(
     elif group == "file" or suffix in (".yaml", ".yml", ".har"):
         out.own.append((size, unit))
     elif suffix == ".jsonl":
-        _split(out, unit, size)
+        _split(out, unit, size, find)
     else:
         out.shared.append(unit)
         out.shared_bytes += size
 
 
-def _split(out: _Plan, unit: Unit, size: int) -> None:
+def _find_here(path: str, _size: int) -> Found:
+    return find_range(path)
+
+
+class _Pool:
+    """The worker processes of a run, started when first needed (finding keys, or the tasks)."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self._pool: ProcessPoolExecutor | None = None
+
+    def get(self) -> ProcessPoolExecutor:
+        """The pool (started on the first call)."""
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(self.workers, _context(), initializer=start_worker)
+        return self._pool
+
+    def find(self, path: str, size: int) -> Found:
+        """:data:`Finder` in the workers: byte ranges, two per worker, for a large file."""
+        if size < RANGE_MIN or self.workers == 1:
+            return find_range(path)
+        parts = ranges(size, 2 * self.workers)
+        pool = self.get()
+        return joined(list(pool.map(find_range, [path] * len(parts), *zip(*parts, strict=True))))
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+
+
+def _split(out: _Plan, unit: Unit, size: int, find: Finder) -> None:
     """Share a JSONL file's lines out by envelope key (the others stay shared)."""
-    lines: dict[str | None, list[tuple[int, int, int]]] = {}
-    chained = False
     try:
-        for offset, line, number in _file_lines(unit.path):
-            key = envelope_key(line)
-            lines.setdefault(key, []).append((offset, len(line), number))
-            if key is not None:
-                out.key_bytes[key] = out.key_bytes.get(key, 0) + len(line)
-            chained = chained or _CHAIN in line
+        found = find(unit.path, size)
     except OSError:
         out.shared.append(unit)  # the worker reads it again and names the error
         out.shared_bytes += size
         return
-    if set(lines) <= {None}:
+    for link in found.links:
+        out.links.add(link)
+    out.links.end_file()
+    if set(found.lines) <= {None}:
         out.shared.append(unit)  # no keys: the whole file, read as one
         out.shared_bytes += size
         return
-    out.keyed_shared = out.keyed_shared or chained
-    for key, found in lines.items():
-        share = replace(unit, lines=tuple(found))
+    for name, size_of in found.key_bytes.items():
+        out.key_bytes[name] = out.key_bytes.get(name, 0) + size_of
+    for key, lines in found.lines.items():
+        share = replace(unit, lines=tuple(lines))
         if key is None:
             out.shared.append(share)
-            out.shared_bytes += sum(length for _offset, length, _number in found)
+            out.shared_bytes += sum(length for _offset, length, _number in lines)
         else:
             out.keys.setdefault(key, []).append(share)
 
@@ -191,35 +228,6 @@ def _keyed(data: bytes) -> bool:
     return any(envelope_key(line) is not None for line in lines)
 
 
-def _file_lines(path: str) -> Iterator[tuple[int, bytes, int]]:
-    """(offset, line, number) of each non-blank line (CR LF ends one too), read in chunks."""
-    number = 0
-    offset = 0
-    rest = b""
-    with open(path, "rb") as file:
-        while True:
-            chunk = file.read(_CHUNK)
-            data = rest + chunk if rest else chunk
-            if not chunk:
-                if data:
-                    number += 1
-                    yield from _line(offset, data, number)
-                return
-            start = 0
-            while (end := data.find(b"\n", start)) >= 0:
-                number += 1
-                yield from _line(offset + start, data[start:end], number)
-                start = end + 1
-            offset += start
-            rest = data[start:]
-
-
-def _line(offset: int, line: bytes, number: int) -> Iterator[tuple[int, bytes, int]]:
-    line = line.removesuffix(b"\r")
-    if line.strip():
-        yield offset, line, number
-
-
 def _tasks(
     p: _Plan, provider: str | None, group: str | None, jobs: int, spill: str | None
 ) -> list[Task]:
@@ -234,12 +242,15 @@ def _tasks(
     shared = p.shared
     if p.keyed_shared:  # keys cross into the shared partition: one partition with it
         shared = [*shared, *(unit for units in p.keys.values() for unit in units)]
-    elif p.keys:  # the largest keys first, each to the least loaded bucket
-        count = min(len(p.keys), jobs)  # one per worker: all run, and merge, at once
+    elif p.keys:  # the largest key groups first, each to the least loaded bucket
+        groups = _groups(p)
+        joined, joined_bytes = groups.pop(None, ([], 0))
+        shared = [*shared, *joined]
+        count = min(len(groups), jobs)  # one per worker: all run, and merge, at once
         sizes, parts = [0] * count, [list[Unit]() for _ in range(count)]
-        pieces = [(p.key_bytes[key], key, p.keys[key]) for key in p.keys]
+        pieces = [(size, key, units) for key, (units, size) in groups.items()]
         if shared and count == jobs:  # the shared partition is packed as one more piece
-            pieces.append((p.shared_bytes, "", shared))
+            pieces.append((p.shared_bytes + joined_bytes, "", shared))
             shared = []
         for size, _key, units in sorted(pieces, key=lambda piece: (-piece[0], piece[1])):
             i = min(range(count), key=lambda n: (sizes[n], n))
@@ -270,6 +281,21 @@ def _tasks(
         )
         for n, (_size, units) in enumerate(buckets)
     ]
+
+
+def _groups(p: _Plan) -> dict[str | None, tuple[list[Unit], int]]:
+    """The keys' line shares and bytes by the group response chains join them into.
+
+    A group is named by its :meth:`~llmcore.audit._links.Links.root`; ``None`` holds the keys
+    joined to the lines without one (they go to the shared partition).
+    """
+    out: dict[str | None, tuple[list[Unit], int]] = {}
+    for key, units in p.keys.items():
+        root = p.links.root(key) if p.links.joined() else key
+        known, size = out.get(root, ([], 0))
+        known.extend(units)
+        out[root] = (known, size + p.key_bytes[key])
+    return out
 
 
 def _merged(units: list[Unit]) -> list[Unit]:
@@ -328,20 +354,30 @@ def audit_jobs(
         raise AuditInputError(f"--jobs must be 1 or more, not {jobs}", location="--jobs")
     skips: dict[int, str] = {}
     read = _once(stdin)
-    while True:
-        p = plan(paths, group, read, skips)
-        workers = jobs if jobs is not None else (cores() if p.size >= AUTO_MIN_BYTES else 1)
-        if workers == 1 and processes:
-            from llmcore.audit import audit_paths
+    if jobs == 1 and processes:
+        from llmcore.audit import audit_paths
 
-            return audit_paths(paths, provider, read, group=group)
-        with tempfile.TemporaryDirectory(prefix="llmcore-audit-") as spill:
-            tasks = _tasks(p, provider, group, workers, spill if processes else None)
-            results, merged = _run(tasks, workers if processes else 1, group)
-            try:
-                return merge_results(results, group, p.planned, merged)
-            except Again as again:
-                skips.update(again.skips)
+        return audit_paths(paths, provider, read, group=group)
+    pool = _Pool(jobs or cores())
+    try:
+        while True:
+            # below RANGE_MIN a file's keys are found here; a file above it means
+            # AUTO_MIN_BYTES of input, so jobs=None starts every core's worker too
+            p = plan(paths, group, read, skips, pool.find if processes else None)
+            workers = jobs if jobs is not None else (cores() if p.size >= AUTO_MIN_BYTES else 1)
+            if workers == 1 and processes:
+                from llmcore.audit import audit_paths
+
+                return audit_paths(paths, provider, read, group=group)
+            with tempfile.TemporaryDirectory(prefix="llmcore-audit-") as spill:
+                tasks = _tasks(p, provider, group, workers, spill if processes else None)
+                results, merged = _run(tasks, pool if processes else None, group)
+                try:
+                    return merge_results(results, group, p.planned, merged)
+                except Again as again:
+                    skips.update(again.skips)
+    finally:
+        pool.close()
 
 
 def _once(stdin: Callable[[], bytes] | None) -> Callable[[], bytes] | None:
@@ -359,29 +395,25 @@ def _once(stdin: Callable[[], bytes] | None) -> Callable[[], bytes] | None:
 
 
 def _run(
-    tasks: list[Task], workers: int, group: str | None
+    tasks: list[Task], pool: _Pool | None, group: str | None
 ) -> tuple[list[TaskResult], Merge | None]:
-    """Run the tasks: in this process for one worker, else in a process pool.
+    """Run the tasks: in this process without a pool (or for one task), else in the pool.
 
     With a pool, the rows are merged while the tasks run (each task writes its spill file as
     it goes), so the merge's share overlaps the workers'.
     """
-    if workers == 1 or len(tasks) <= 1:
+    if pool is None or len(tasks) <= 1:
         return [run_task(replace(task, spill=None)) for task in tasks], None
-    from concurrent.futures import ProcessPoolExecutor
-
-    context = _context()
     merged = Merge(group)
-    count = min(workers, len(tasks))
-    with ProcessPoolExecutor(count, context, initializer=start_worker) as pool:
-        futures = [pool.submit(run_task, task) for task in tasks]
-        streams = []
-        for task, future in zip(tasks, futures, strict=True):
-            assert task.spill is not None
-            streams.append(tail_rows(task.number, task.spill, _running(future)))
-        starts = [(min(unit.ordinal for unit in task.units), -1) for task in tasks]
-        merged.add_all(rows_of(streams, starts))
-        return [future.result() for future in futures], merged
+    executor = pool.get()
+    futures = [executor.submit(run_task, task) for task in tasks]
+    streams = []
+    for task, future in zip(tasks, futures, strict=True):
+        assert task.spill is not None
+        streams.append(tail_rows(task.number, task.spill, _running(future)))
+    starts = [(min(unit.ordinal for unit in task.units), -1) for task in tasks]
+    merged.add_all(rows_of(streams, starts))
+    return [future.result() for future in futures], merged
 
 
 def _context() -> multiprocessing.context.BaseContext:

@@ -177,3 +177,44 @@ def write_response_chain(path: Path) -> Path:
         )
     )
     return path
+
+
+_RESPONSES_SYSTEM = "shared instructions " * 300
+
+
+def responses_log(seed: int, lines: int, keys: int, tag: str) -> bytes:
+    """A Responses log: keyed and unkeyed lines, many naming an earlier line's response.
+
+    Links go to a response of any earlier line (its key, another key, a line without one),
+    to a response never recorded, and to ``resp_other_file_0`` (the first response of a
+    log made with ``tag="other_file"``); responses are named ``resp_{tag}_{line}``.
+    """
+    rng = random.Random(seed)
+    recorded: list[str] = []
+    out = []
+    for n in range(lines):
+        key = rng.choice([*(f"k{k}" for k in range(keys)), None])
+        body: dict[str, Any] = {
+            "model": "gpt-4.1",
+            "instructions": _RESPONSES_SYSTEM,
+            "input": [{"role": "user", "content": f"turn {n} of {key}"}],
+        }
+        roll = rng.random()
+        if recorded and roll < 0.4:
+            body["previous_response_id"] = rng.choice(recorded)
+        elif roll < 0.5:
+            body["previous_response_id"] = f"resp_{tag}_never"
+        elif roll < 0.6:
+            body["previous_response_id"] = "resp_other_file_0"
+        answered = f"resp_{tag}_{n}"
+        if key is None and rng.random() < 0.5:
+            out.append(jsonbytes.dumps(body))  # a plain body: names, records nothing
+            continue
+        envelope: dict[str, Any] = {"body": jsonbytes.dumps(body).decode(), "time": 1e9 + n}
+        if key is not None:
+            envelope["conversation"] = key
+        if rng.random() < 0.8:
+            envelope["response_id"] = answered
+            recorded.append(answered)
+        out.append(jsonbytes.dumps(envelope))
+    return b"\n".join(out) + b"\n"

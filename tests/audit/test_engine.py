@@ -20,10 +20,10 @@ from distributed import Client, LocalCluster
 
 from llmcore import jsonbytes
 from llmcore.audit import AuditInputError, audit_paths
-from llmcore.audit.engine import Columns, audit_dask
+from llmcore.audit.engine import Columns, _aliases, _chains, _Piece, audit_dask
 from llmcore.cli.audit import audit_command
 
-from .keyed_logs import keyed_log, write_keyed_log, write_response_chain
+from .keyed_logs import keyed_log, responses_log, write_keyed_log, write_response_chain
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +57,21 @@ def test_a_response_chain_across_keys_equals_one_process(client: Client, tmp_pat
     one = audit_paths([path])
     assert one.requests[1].grouping.startswith("joined: previous_response_id names")
     got = audit_dask([str(path)], scheduler=client, partitions=8)
+    assert got.to_json() == one.to_json()
+
+
+def test_response_chains_join_only_the_keys_they_link(client: Client, tmp_path: Path) -> None:
+    paths = []
+    for n, tag in enumerate(("a", "other_file")):
+        path = tmp_path / f"log{n}.jsonl"
+        path.write_bytes(responses_log(9 + n, 10, 6, tag))
+        paths.append(path)
+    found = [_chains(_Piece(n, str(path), True), Columns()) for n, path in enumerate(paths)]
+    aliases = _aliases(found)
+    assert set(aliases.values()) == {None, "k0"} and len(aliases) < 6  # not every key shared
+    one = audit_paths(paths)
+    assert any(r.grouping.startswith("joined: previous_response_id") for r in one.requests)
+    got = audit_dask([str(path) for path in paths], scheduler=client, partitions=8)
     assert got.to_json() == one.to_json()
 
 

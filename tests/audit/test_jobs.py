@@ -281,5 +281,8 @@ def test_a_response_chain_across_keys_stays_in_one_partition(tmp_path: Path) -> 
     path = write_response_chain(tmp_path / "responses.jsonl")
     one = audit_paths([path])
     assert one.requests[1].grouping.startswith("joined: previous_response_id names")
-    assert plan([path], None).keyed_shared
+    p = plan([path], None)
+    assert not p.keyed_shared and p.links.root("a") == p.links.root("b") != p.links.root("c")
+    tasks = _tasks(p, None, None, 2, None)
+    assert sorted(len(task.units[0].lines or ()) for task in tasks) == [1, 2]
     assert audit_jobs([path], jobs=2, processes=False).to_json() == one.to_json()

@@ -7,11 +7,15 @@ beyond 3 letters for Anthropic (OpenAI: 1 plus (len - 4) / 2.5); each item adds 
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from llmcore.audit import audit_bodies, audit_paths, minimum_tokens
+from llmcore import tokens
+from llmcore.audit import _maximum, audit_bodies, audit_paths, minimum_tokens
 
 from . import _bodies as b
 
@@ -129,3 +133,39 @@ def test_ttl_one_hour_and_refresh_on_hit(tmp_path: Path):
     refreshed = _timed_cassette(tmp_path / "r.yaml", [pair[0], pair[0], pair[1]], times)
     maxima = [r.max_cacheable_tokens for r in audit_paths([refreshed]).requests]
     assert maxima == [0, written, written]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    siblings=st.lists(
+        st.tuples(
+            st.text("ab", max_size=12),
+            st.sampled_from(["messages", "tools"]),
+            st.sampled_from([None, 5.0, 20.0]),
+        ),
+        max_size=12,
+    ),
+    data=st.text("ab", max_size=12),
+    now=st.sampled_from([None, 10.0]),
+)
+def test_openai_partial_match_is_the_longest_shared_start_of_a_live_sibling(
+    siblings: list[tuple[str, str, float | None]], data: str, now: float | None
+) -> None:
+    root = _maximum._Node(b"")
+    for n, (text, section, expiry) in enumerate(siblings):
+        child = _maximum._Node(text.encode())
+        child.expiry = math.inf if expiry is None else expiry
+        root.children[(section, n)] = child
+    expected = max(
+        (
+            tokens.common_prefix_len(child.data, data.encode())
+            for key, child in root.children.items()
+            if isinstance(key, tuple)
+            and key[0] == "messages"
+            and (now is None or child.expiry >= now)
+        ),
+        default=0,
+    )
+    tok = (("messages", -1), data.encode(), 40, "messages")
+    want = expected * 40 // len(data) if data else 0
+    assert _maximum._partial(root, tok, now) == want

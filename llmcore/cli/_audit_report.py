@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from llmcore.audit import AuditReport, RequestRecord
 
-__all__ = ["STYLE", "console", "layout", "plural"]
+__all__ = ["STYLE", "console", "layout"]
 
 STYLE = {
     "new": "dim",

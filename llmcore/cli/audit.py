@@ -33,10 +33,11 @@ from typing import TYPE_CHECKING, Annotated, TextIO
 
 import typer
 
+from llmcore._words import plural
 from llmcore.audit import GROUPINGS, PROVIDERS
 from llmcore.errors import LLMCoreError
 
-from ._audit_report import layout, plural
+from ._audit_report import layout
 
 if TYPE_CHECKING:
     from llmcore.audit import AuditReport

@@ -149,8 +149,10 @@ def audit_paths(
         UnknownProviderError: ``provider`` is not a known name.
     """
     from llmcore.audit._auditor import Auditor, audit_bodies
+    from llmcore.audit._collector import fewer_collections
     from llmcore.audit.inputs import read_inputs
 
     Auditor(provider, group)  # an unknown grouping is refused before any file is read
-    inputs, skipped = read_inputs(paths, stdin)
-    return audit_bodies(inputs, provider, skipped=skipped, group=group)
+    with fewer_collections():
+        inputs, skipped = read_inputs(paths, stdin)
+        return audit_bodies(inputs, provider, skipped=skipped, group=group)

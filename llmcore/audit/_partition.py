@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from llmcore.audit._auditor import Auditor
+from llmcore.audit._collector import THRESHOLD
 from llmcore.audit._compare import Prepared
 from llmcore.audit._envelope import _jsonl_line
 from llmcore.audit._maximum import Entry, Maximum, entry_of
@@ -220,7 +221,7 @@ def start_worker() -> None:
     task ends, so collecting the youngest generation every 100,000 allocations instead of 700
     saves about a tenth of the scan's time and frees nothing later than the task's end would.
     """
-    gc.set_threshold(100_000, 50, 100)
+    gc.set_threshold(*THRESHOLD)
     _worker_items[:] = [ItemCache()]
 
 

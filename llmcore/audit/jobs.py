@@ -38,6 +38,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Final
 
+from llmcore.audit._collector import fewer_collections
 from llmcore.audit._keyscan import Found, find_range, joined, ranges
 from llmcore.audit._links import Links
 from llmcore.audit._merge import Again, Merge, merge_results
@@ -369,7 +370,10 @@ def audit_jobs(
                 from llmcore.audit import audit_paths
 
                 return audit_paths(paths, provider, read, group=group)
-            with tempfile.TemporaryDirectory(prefix="llmcore-audit-") as spill:
+            with (
+                tempfile.TemporaryDirectory(prefix="llmcore-audit-") as spill,
+                fewer_collections(),
+            ):
                 tasks = _tasks(p, provider, group, workers, spill if processes else None)
                 results, merged = _run(tasks, pool if processes else None, group)
                 try:

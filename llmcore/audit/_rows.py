@@ -107,17 +107,60 @@ class Row(NamedTuple):
 
 
 _Wire = tuple[Any, ...]
-"""A row as sent: :class:`Row` with its entry as (new table values, the entry's fields with
-``keys`` and ``toks`` as table numbers)."""
+"""A row as sent: :class:`Row` with its entry as (new table values, the conversation whose
+last entry it extends or ``None``, how many of that entry's items it starts with, the entry's
+fields with the other ``keys`` and ``toks`` as table numbers)."""
+
+RECENT: Final = 4096
+"""Conversations per task whose last entry a row may extend (the most recently used)."""
+
+_CONVERSATION: Final = FIELDS.index("conversation")
+
+
+class _Recent:
+    """The last entry of each recently used conversation: the same steps on both sides.
+
+    The encoder and the decoder each keep one and call :meth:`take` and :meth:`put` for the
+    same rows in the same order, so both keep (and drop) the same conversations.
+    """
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        self._last: dict[int, tuple[Any, ...]] = {}
+
+    def take(self, conversation: int) -> tuple[Any, ...] | None:
+        return self._last.pop(conversation, None)
+
+    def put(self, conversation: int, value: tuple[Any, ...]) -> None:
+        last = self._last
+        last[conversation] = value
+        if len(last) > RECENT:
+            del last[next(iter(last))]
+
+
+def _extends(keys: tuple[Any, ...], toks: tuple[Any, ...], last: tuple[Any, ...] | None) -> int:
+    """How many items of ``last``'s (keys, toks) start ``keys`` and ``toks``: all or none."""
+    if last is None:
+        return 0
+    n = len(last[0])
+    if n == 0 or len(keys) < n or keys[:n] != last[0] or toks[:n] != last[1]:
+        return 0
+    return n
 
 
 class Encoder:
-    """Turns a task's rows into wire rows, numbering each distinct key and item once."""
+    """Turns a task's rows into wire rows, numbering each distinct key and item once.
 
-    __slots__ = ("_numbers",)
+    A request that extends its conversation's last one (the common case: a history that
+    grows) sends only its new items' numbers, after how many it shares.
+    """
+
+    __slots__ = ("_numbers", "_recent")
 
     def __init__(self) -> None:
         self._numbers: dict[Hashable, int] = {}
+        self._recent = _Recent()
 
     def _ids(self, values: tuple[Any, ...], new: list[Any]) -> tuple[int, ...]:
         numbers = self._numbers
@@ -141,42 +184,50 @@ class Encoder:
         e = row.entry
         if e is None:
             return tuple(row)
+        conversation = row.record[_CONVERSATION] if row.record is not None else -1
+        base: int | None = None
+        shared = 0
+        if conversation >= 0:
+            shared = _extends(e.keys, e.toks, self._recent.take(conversation))
+            self._recent.put(conversation, (e.keys, e.toks))
+            base = conversation
         new: list[Any] = []
-        keys = self._ids(e.keys, new)
-        toks = self._ids(e.toks, new)
+        keys = self._ids(e.keys[shared:], new)
+        toks = self._ids(e.toks[shared:], new)
         entry = (
             *(e.provider, e.model, e.timestamp, e.anthropic, e.breakpoints),
             *(keys, toks, e.marks, e.minimum, e.ttl),
         )
-        return (row.position, row.record, (tuple(new), entry), row.server, row.first, row.skipped)
+        packed = (tuple(new), base, shared, entry)
+        return (row.position, row.record, packed, row.server, row.first, row.skipped)
 
 
 class _Decoder:
     """Turns one task's wire rows back into rows, in the order they were encoded."""
 
-    __slots__ = ("_table",)
+    __slots__ = ("_recent", "_table")
 
     def __init__(self) -> None:
         self._table: list[Any] = []
+        self._recent = _Recent()
 
     def decode(self, wire: _Wire) -> Row:
         position, record, packed, server, first, skipped = wire
         if packed is None:
             return Row(position, record, None, server, first, skipped)
-        new, (provider, model, timestamp, anthropic, breakpoints, keys, toks, *rest) = packed
+        new, base, shared, fields = packed
+        provider, model, timestamp, anthropic, breakpoints, keys, toks, *rest = fields
         table = self._table
         table.extend(new)
         item = table.__getitem__
-        entry = Entry(
-            provider,
-            model,
-            timestamp,
-            anthropic,
-            breakpoints,
-            tuple(map(item, keys)),
-            tuple(map(item, toks)),
-            *rest,
-        )
+        keys, toks = tuple(map(item, keys)), tuple(map(item, toks))
+        if base is not None:
+            last = self._recent.take(base)
+            if shared:
+                assert last is not None, "the encoder's conversations are the decoder's"
+                keys, toks = last[0][:shared] + keys, last[1][:shared] + toks
+            self._recent.put(base, (keys, toks))
+        entry = Entry(provider, model, timestamp, anthropic, breakpoints, keys, toks, *rest)
         return Row(position, record, entry, server, first, skipped)
 
 

@@ -20,9 +20,10 @@ from hypothesis import strategies as st
 
 from llmcore import jsonbytes
 from llmcore.audit import AuditInputError, audit_paths
+from llmcore.audit import _rows as rows_module
 from llmcore.audit import jobs as jobs_module
 from llmcore.audit._maximum import Entry
-from llmcore.audit._rows import Encoder, Row, _Decoder, rows_of
+from llmcore.audit._rows import FIELDS, Encoder, Row, _Decoder, rows_of
 from llmcore.audit.jobs import _tasks, audit_jobs, plan
 from llmcore.cli.audit import audit_command
 
@@ -211,15 +212,63 @@ _TOKS = st.tuples(
 
 
 @settings(max_examples=100, deadline=None)
-@given(entries=st.lists(st.lists(_TOKS, max_size=6), max_size=8), level=st.integers(0, 2))
-def test_rows_decode_to_the_rows_encoded(entries: list[list[Any]], level: int) -> None:
+@given(
+    steps=st.lists(
+        st.tuples(st.integers(-1, 4), st.booleans(), st.lists(_TOKS, max_size=4)), max_size=12
+    ),
+    level=st.integers(0, 2),
+    recent=st.sampled_from([1, 2, 4096]),
+)
+def test_rows_decode_to_the_rows_encoded(
+    steps: list[tuple[int, bool, list[Any]]], level: int, recent: int
+) -> None:
+    """Rows of conversations whose histories grow, start again or are rewritten.
+
+    ``recent`` conversations are kept by both sides (1 and 2: some are dropped between two
+    rows of theirs, and their next entry is sent whole).
+    """
+    histories: dict[int, list[Any]] = {}
     encoder, decoder = Encoder(), _Decoder()
-    for n, toks in enumerate(entries):
-        keys = tuple((tok[0], level) if tok[3] == "messages" else tok[0] for tok in toks)
-        entry = Entry("anthropic", "m", None, True, True, keys, tuple(toks), (0,), 1024, 300.0)
-        row = Row((0, n), ("record", n), entry if n % 3 else None, "server", n % 2 == 0)
-        back = decoder.decode(pickle.loads(pickle.dumps(encoder.encode(row))))
-        assert back == row
+    kept = rows_module.RECENT
+    rows_module.RECENT = recent
+    try:
+        for n, (conversation, grows, more) in enumerate(steps):
+            toks = [*histories.get(conversation, []), *more] if grows else list(more)
+            histories[conversation] = toks
+            keys = tuple((tok[0], level) if tok[3] == "messages" else tok[0] for tok in toks)
+            entry = Entry("anthropic", "m", None, True, True, keys, tuple(toks), (0,), 1024, 300.0)
+            record = [None] * len(FIELDS)
+            record[FIELDS.index("index")], record[FIELDS.index("conversation")] = n, conversation
+            row = Row((0, n), tuple(record), entry if n % 5 else None, "server", n % 2 == 0)
+            back = decoder.decode(pickle.loads(pickle.dumps(encoder.encode(row))))
+            assert back == row
+    finally:
+        rows_module.RECENT = kept
+
+
+def test_a_growing_history_sends_only_its_new_items() -> None:
+    encoder = Encoder()
+    toks = [((0, "user", bytes([n])), bytes([n]), 1, "messages") for n in range(6)]
+    record = [None] * len(FIELDS)
+    record[FIELDS.index("conversation")] = 0
+    sent = []
+    for n in (2, 4, 6):
+        entry = Entry(
+            "openai-chat",
+            "m",
+            None,
+            False,
+            False,
+            tuple(t[0] for t in toks[:n]),
+            tuple(toks[:n]),
+            (),
+            1024,
+            300.0,
+        )
+        new, _base, shared, fields = encoder.encode(Row((0, n), tuple(record), entry))[2]
+        sent.append((len(new), shared, len(fields[5])))
+    # (table values sent: a key and an item per new one; items shared; keys numbered)
+    assert sent == [(4, 0, 2), (4, 2, 2), (4, 4, 2)]
 
 
 def test_workers_fork_only_from_a_single_threaded_process(

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -48,6 +49,9 @@ MAX_BREAKPOINTS: Final = 4
 
 _FANOUT_LIMIT: Final = 256
 """At most this many sibling items (newest first) are searched for OpenAI's partial match."""
+
+_TOKENS: Final = operator.itemgetter(2)
+"""A prefix item's tokens."""
 
 
 class _Node:
@@ -139,9 +143,7 @@ class Maxima:
         now = entry.timestamp
         keys = entry.keys
         path = self._path(root, keys, now)
-        cum = [0]
-        for tok in entry.toks:
-            cum.append(cum[-1] + tok[2])
+        cum = list(itertools.accumulate(map(_TOKENS, entry.toks), initial=0))
         shared = cum[len(path) - 1]
         minimum = entry.minimum
         if entry.anthropic:
@@ -179,9 +181,17 @@ class Maxima:
         now = entry.timestamp
         expiry = math.inf if now is None else now + entry.ttl
         shared = len(path) - 1
-        for node in itertools.islice(path, 1, None):  # the nodes the walk found
-            if node.expiry < expiry:
-                node.expiry = expiry
+        # an ancestor's expiry is never below a descendant's (each request raises every node
+        # of its items): the walk's nodes to raise are the deepest, from the first below
+        low, high = 1, shared + 1
+        while low < high:
+            mid = (low + high) // 2
+            if path[mid].expiry < expiry:
+                high = mid
+            else:
+                low = mid + 1
+        for node in itertools.islice(path, low, None):
+            node.expiry = expiry
         for k in written:
             if k < shared and path[k + 1].written < expiry:
                 path[k + 1].written = expiry
@@ -194,9 +204,10 @@ class Maxima:
             if child is None:
                 child = _Node(toks[k][1])
                 node.children[key] = child
-            child.expiry = max(child.expiry, expiry)
-            if k in marked:
-                child.written = max(child.written, expiry)
+            if child.expiry < expiry:
+                child.expiry = expiry
+            if k in marked and child.written < expiry:
+                child.written = expiry
             node = child
 
 

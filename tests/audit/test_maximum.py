@@ -10,12 +10,14 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmcore import tokens
 from llmcore.audit import _maximum, audit_bodies, audit_paths, minimum_tokens
+from tests.examples import examples
 
 from . import _bodies as b
 
@@ -169,3 +171,91 @@ def test_openai_partial_match_is_the_longest_shared_start_of_a_live_sibling(
     tok = (("messages", -1), data.encode(), 40, "messages")
     want = expected * 40 // len(data) if data else 0
     assert _maximum._partial(root, tok, now) == want
+
+
+def _reference_add(tries: dict, entry: _maximum.Entry) -> _maximum.Maximum:
+    """The maximum as first written: every node of the walk raised, no bisection."""
+    root = tries.setdefault((entry.provider, entry.model), _maximum._Node(b""))
+    now = entry.timestamp
+    path = [root]
+    for key in entry.keys:
+        child = path[-1].children.get(key)
+        if child is None or (now is not None and child.expiry < now):
+            break
+        path.append(child)
+    cum = [0]
+    for tok in entry.toks:
+        cum.append(cum[-1] + tok[2])
+    shared = cum[len(path) - 1]
+    if entry.anthropic:
+        ideal = shared if shared >= entry.minimum else 0
+    else:
+        k = len(path) - 1
+        partial = _maximum._partial(path[-1], entry.toks[k], now) if k < len(entry.toks) else 0
+        ideal = shared + partial if shared + partial >= entry.minimum else 0
+    marks = sorted(set(entry.marks))
+    written = marks
+    if not entry.breakpoints:
+        maximum = ideal
+    else:
+        maximum, hits = _maximum._read(path, cum, marks, now)
+        written = [*marks, *hits]
+    _reference_insert(entry, path, [m for m in written if cum[m + 1] >= entry.minimum])
+    return _maximum.Maximum(maximum, ideal, len(marks))
+
+
+def _reference_insert(entry: _maximum.Entry, path: list, written: list[int]) -> None:
+    now = entry.timestamp
+    expiry = math.inf if now is None else now + entry.ttl
+    for node in path[1:]:
+        node.expiry = max(node.expiry, expiry)
+    for k in written:
+        if k < len(path) - 1:
+            path[k + 1].written = max(path[k + 1].written, expiry)
+    node = path[-1]
+    for k in range(len(path) - 1, len(entry.keys)):
+        child = node.children.get(entry.keys[k])
+        if child is None:
+            child = node.children[entry.keys[k]] = _maximum._Node(entry.toks[k][1])
+        child.expiry = max(child.expiry, expiry)
+        if k in written:
+            child.written = max(child.written, expiry)
+        node = child
+
+
+_REQUEST = st.tuples(
+    st.lists(st.sampled_from(["s", "t", "u", "v"]), max_size=6),  # items: a few shared texts
+    st.sampled_from(["m1", "m2"]),
+    st.one_of(st.none(), st.integers(0, 40).map(float)),  # timestamps, in any order
+    st.booleans(),  # the whole-item rule
+    st.booleans(),  # breakpoints
+    st.lists(st.integers(0, 5), max_size=5),  # marked items (indices past the end ignored)
+    st.sampled_from([5.0, 15.0]),  # ttl
+)
+
+
+@settings(max_examples=examples(2000, 200), deadline=None)
+@given(requests=st.lists(_REQUEST, max_size=14), minimum=st.sampled_from([0, 3, 8]))
+@pytest.mark.full_count
+def test_maxima_equal_the_walk_that_raises_every_node(requests: list, minimum: int) -> None:
+    ours = _maximum.Maxima()
+    reference: dict = {}
+    for texts, model, now, anthropic, breakpoints, marks, ttl in requests:
+        toks = tuple(
+            ((section, text), text.encode() * 3, 2, section)
+            for text in texts
+            for section in ["messages"]
+        )
+        entry = _maximum.Entry(
+            provider="p",
+            model=model,
+            timestamp=now,
+            anthropic=anthropic,
+            breakpoints=breakpoints and anthropic,
+            keys=tuple(tok[0] for tok in toks),
+            toks=toks,
+            marks=tuple(m for m in marks if m < len(toks)),
+            minimum=minimum,
+            ttl=ttl,
+        )
+        assert ours.add(entry) == _reference_add(reference, entry)

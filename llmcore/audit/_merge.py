@@ -27,6 +27,7 @@ from llmcore.audit._rows import (
     Row,
     Stream,
     inline_rows,
+    record_of,
     rows_of,
     usage_of,
 )
@@ -129,7 +130,7 @@ class Merge:
             values[_MOST[0]], values[_MOST[1]] = most.maximum, most.ideal
             values[_MOST[2]] = most.breakpoints if row.entry.breakpoints else None
             values[_MOST[3]] = visible_label(row.server, usage, most.maximum, row.first)
-        return RequestRecord(**dict(zip(FIELDS, values, strict=True)))
+        return record_of(values)
 
     def report(self, read_skips: Sequence[str]) -> AuditReport:
         """The report over every row added, after the reading skips ``read_skips``."""

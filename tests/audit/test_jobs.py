@@ -23,7 +23,17 @@ from llmcore.audit import AuditInputError, audit_paths
 from llmcore.audit import _rows as rows_module
 from llmcore.audit import jobs as jobs_module
 from llmcore.audit._maximum import Entry
-from llmcore.audit._rows import FIELDS, Encoder, Row, _Decoder, rows_of
+from llmcore.audit._rows import (
+    FIELDS,
+    USAGE_AT,
+    Encoder,
+    Row,
+    _Decoder,
+    record_fields,
+    record_of,
+    rows_of,
+    usage_of,
+)
 from llmcore.audit.jobs import _tasks, audit_jobs, plan
 from llmcore.cli.audit import audit_command
 
@@ -335,3 +345,15 @@ def test_a_response_chain_across_keys_stays_in_one_partition(tmp_path: Path) -> 
     tasks = _tasks(p, None, None, 2, None)
     assert sorted(len(task.units[0].lines or ()) for task in tasks) == [1, 2]
     assert audit_jobs([path], jobs=2, processes=False).to_json() == one.to_json()
+
+
+def test_records_built_from_their_fields_equal_the_records() -> None:
+    records = audit_paths([REAL / "pydantic-ai"]).requests
+    assert len(records) > 100
+    for record in records:
+        values = list(record_fields(record))
+        values[USAGE_AT] = usage_of(values[USAGE_AT])
+        built = record_of(values)
+        assert built == record
+        assert repr(built) == repr(record) and hash(built) == hash(record)
+    assert any(record.usage is not None for record in records)

@@ -4,7 +4,10 @@ Two inputs, each measured in one run beside its floors:
 
 * a generated keyed gateway log (JSONL envelopes of interleaved conversations,
   ``tests/audit/keyed_logs.py``) of ``--size`` bytes (1 GB for the real measurement);
-* a folder of cassettes: ``tests/real_traffic`` copied ``--copies`` times (10 by default).
+* a folder of cassettes: ``tests/real_traffic`` copied ``--copies`` times (10 by default);
+* an OpenAI Responses log of ``--responses-size`` bytes (30 MB by default; 0 leaves it out):
+  60 conversation keys whose lines name earlier responses of any key
+  (``tests/audit/keyed_logs.py``), so response chains join keys into shared partitions.
 
 Rows: the floors (``read``: the bytes read from disk; ``parse``: read + each line's
 ``orjson.loads``, or each cassette's libyaml ``CSafeLoader`` load and its bodies'
@@ -24,8 +27,8 @@ each worker has a core of its own (``--jobs 1``'s CPU seconds over half of ``--j
 with the 1-minute load average of each run. The reports of ``--jobs 2`` and the cluster are
 checked equal to ``--jobs 1``. Prints a table and writes ``results/bench_audit_scale.json``.
 
-Run: ``python benchmarks/bench_audit_scale.py [--size BYTES] [--copies N] [--repeats N]
-[--no-cluster] [--out FILE]``.
+Run: ``python benchmarks/bench_audit_scale.py [--size BYTES] [--copies N] [--responses-size BYTES]
+[--repeats N] [--no-cluster] [--out FILE]``.
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ sys.path.insert(0, str(ROOT))
 from llmcore import jsonbytes  # noqa: E402
 from llmcore.audit import AuditReport, _cassette, _vcr_yaml, audit_paths  # noqa: E402
 from llmcore.audit.jobs import audit_jobs  # noqa: E402
-from tests.audit.keyed_logs import keyed_log  # noqa: E402
+from tests.audit.keyed_logs import keyed_log, responses_log  # noqa: E402
 
 REAL = ROOT / "tests" / "real_traffic"
 GOAL = 1.8
@@ -90,6 +93,18 @@ def write_log(path: Path, size: int) -> None:
     with path.open("wb") as file:
         while written < size:
             data = keyed_log(seed, conversations=40, turns=24, size=min(piece, size - written))
+            file.write(data)
+            written += len(data)
+            seed += 1
+
+
+def write_responses(path: Path, size: int, keys: int = 60) -> None:
+    """Write an OpenAI Responses log of about ``size`` bytes: ``keys`` conversation keys whose
+    lines name earlier responses of any key (chains the partition must keep together)."""
+    written, seed = 0, 0
+    with path.open("wb") as file:
+        while written < size:
+            data = responses_log(seed, 2_000, keys, f"piece{seed}")
             file.write(data)
             written += len(data)
             seed += 1
@@ -325,6 +340,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, default=1_000_000_000, help="keyed log bytes")
     parser.add_argument("--copies", type=int, default=10, help="copies of tests/real_traffic")
+    parser.add_argument(
+        "--responses-size", type=int, default=30_000_000, help="Responses log bytes (0: none)"
+    )
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--no-cluster", action="store_true", help="leave the Dask row out")
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "bench_audit_scale.json")
@@ -339,6 +357,12 @@ def main() -> None:
             name = f"tests/real_traffic ×{args.copies}"
             results.append(measure(name, [folder], args.repeats, None, False))
             shutil.rmtree(folder)
+            if args.responses_size:
+                chained = Path(tmp) / "responses.jsonl"
+                write_responses(chained, args.responses_size)
+                name = "Responses JSONL, chained keys"
+                results.append(measure(name, [chained], args.repeats, None, True))
+                chained.unlink()
             log = Path(tmp) / "gateway.jsonl"
             write_log(log, args.size)
             results.append(measure("keyed JSONL", [log], args.repeats, cluster, True))

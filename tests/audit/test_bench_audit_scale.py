@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from benchmarks.bench_audit_scale import REAL, measure, write_log
+from benchmarks.bench_audit_scale import REAL, measure, write_log, write_responses
 
 
 def test_a_small_keyed_log_and_cassette_folder_give_every_row(tmp_path: Path) -> None:
@@ -22,3 +22,12 @@ def test_a_small_keyed_log_and_cassette_folder_give_every_row(tmp_path: Path) ->
     cassettes = measure("cassettes", [folder], 1, None, False)
     same = {r["row"]: r["equal_to_jobs_1"] for r in cassettes["rows"]}
     assert same["--jobs 2"] is True and same["--jobs 1, PyYAML reader (before)"] is True
+
+
+def test_a_small_responses_log_with_chained_keys_gives_the_same_report(tmp_path: Path) -> None:
+    log = tmp_path / "responses.jsonl"
+    write_responses(log, 200_000)
+    assert log.stat().st_size >= 200_000
+    result = measure("Responses JSONL", [log], 1, None, True)
+    rows = {r["row"]: r for r in result["rows"]}
+    assert rows["--jobs 2"]["equal_to_jobs_1"] is True and result["requests"] > 100

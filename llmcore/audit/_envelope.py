@@ -17,6 +17,8 @@ from llmcore.audit.report import AuditInput, AuditInputError
 from llmcore.audit.usage import usage_of
 from llmcore.errors import EncodingError
 
+__all__ = ["fast_loads", "jsonl_line"]
+
 try:
     import orjson as _orjson
 except ImportError:  # pragma: no cover - orjson is a core dependency with a fallback
@@ -28,7 +30,7 @@ def _jsonl(path: Path, data: bytes) -> list[AuditInput]:
     for number, line in enumerate(data.split(b"\n"), start=1):
         line = line.removesuffix(b"\r")
         if line.strip():
-            out.append(_jsonl_line(line, str(path), number))
+            out.append(jsonl_line(line, str(path), number))
     return out
 
 
@@ -68,7 +70,7 @@ def envelope_key(line: bytes) -> str | None:
     if b'"body"' not in line:
         return None
     try:
-        value = _fast_loads(line)
+        value = fast_loads(line)
     except (ValueError, RecursionError):
         return None
     if not isinstance(value, dict) or "body" not in value:
@@ -77,7 +79,16 @@ def envelope_key(line: bytes) -> str | None:
     return key if isinstance(key, str) else None
 
 
-def _fast_loads(line: bytes) -> Any:
+def fast_loads(line: bytes) -> Any:
+    """``line``'s JSON value, read by orjson where it can.
+
+    Where orjson refuses the line (a lone surrogate, an integer past 64 bits),
+    :func:`llmcore.jsonbytes.loads` reads it and decides.
+
+    Raises:
+        ValueError: The line is not JSON, or not UTF-8 (:func:`llmcore.jsonbytes.loads`).
+        RecursionError: It nests deeper than the interpreter's recursion limit.
+    """
     if _orjson is not None:
         try:
             return _orjson.loads(line)
@@ -86,7 +97,7 @@ def _fast_loads(line: bytes) -> Any:
     return jsonbytes.loads(line)
 
 
-def _jsonl_line(line: bytes, file: str, number: int) -> AuditInput:
+def jsonl_line(line: bytes, file: str, number: int) -> AuditInput:
     """One JSONL line: a request body as written, or an envelope (:data:`ENVELOPE_KEYS`).
 
     Raises:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from llmcore.audit._envelope import _fast_loads
+from llmcore.audit._envelope import fast_loads
 from llmcore.audit.inputs import envelope_key
 
 __all__ = ["ANY", "Link", "Links", "line_links"]
@@ -47,7 +47,7 @@ def line_links(line: bytes) -> Link:
     if _NAMES not in line:
         return envelope_key(line), None, None
     try:
-        value = _fast_loads(line)
+        value = fast_loads(line)
     except (ValueError, RecursionError):
         return None, None, None
     if not isinstance(value, dict):
@@ -58,7 +58,7 @@ def line_links(line: bytes) -> Link:
     if isinstance(body, str) and _CHAIN.decode() in body:
         try:
             count = body.count(_CHAIN.decode())
-            body = _fast_loads(body.encode("utf-8", "surrogatepass"))
+            body = fast_loads(body.encode("utf-8", "surrogatepass"))
         except (ValueError, RecursionError):
             body = None
     else:

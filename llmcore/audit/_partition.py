@@ -30,7 +30,7 @@ from typing import Any, Final
 from llmcore.audit._auditor import Auditor
 from llmcore.audit._collector import THRESHOLD
 from llmcore.audit._compare import Prepared
-from llmcore.audit._envelope import _jsonl_line
+from llmcore.audit._envelope import jsonl_line
 from llmcore.audit._maximum import Entry, Maximum, entry_of
 from llmcore.audit._rows import Position, Row, Sink, record_fields
 from llmcore.audit._scan import ItemCache
@@ -256,7 +256,7 @@ def _run_unit(unit: Unit, auditor: _PartAuditor, sink: Sink, result: TaskResult)
     try:
         if unit.lines is not None or unit.rows is not None:
             for line, data in _lines(unit):
-                inp = _jsonl_line(data, unit.path, line)
+                inp = jsonl_line(data, unit.path, line)
                 inp = inp if unit.named else replace(inp, skippable=True)
                 _audit(auditor, inp, (unit.ordinal, line), sink, result)
         else:

@@ -6,26 +6,28 @@ Two inputs, each measured in one run beside its floors:
   ``tests/audit/keyed_logs.py``) of ``--size`` bytes (1 GB for the real measurement);
 * a folder of cassettes: ``tests/real_traffic`` copied ``--copies`` times (10 by default);
 * an OpenAI Responses log of ``--responses-size`` bytes (30 MB by default; 0 leaves it out):
-  60 conversation keys whose lines name earlier responses of any key
-  (``tests/audit/keyed_logs.py``), so response chains join keys into shared partitions.
+  60 conversation keys, each line naming its key's last response and one in twenty its paired
+  key's (``tests/audit/keyed_logs.py``), so response chains join the keys in 30 pairs.
 
 Rows: the floors (``read``: the bytes read from disk; ``parse``: read + each line's
 ``orjson.loads``, or each cassette's libyaml ``CSafeLoader`` load and its bodies'
 ``json.loads``), then ``--jobs 1`` (:func:`llmcore.audit.audit_paths`), for cassettes
-``--jobs 1`` again with the reader before :mod:`llmcore.audit._vcr_yaml` (every file read
-whole by PyYAML's safe loader, parsed bodies written by :func:`llmcore.jsonbytes.dumps`; same
-report checked), ``--jobs 2``
-(:func:`llmcore.audit.jobs.audit_jobs`) and the local cluster (:func:`llmcore.audit.engine.
-audit_dask` on a :class:`distributed.LocalCluster` of 2 worker processes, started before the
-clock, after the other rows; JSONL only: the engine reads no cassettes). The rows of one input
-run interleaved, ``--repeats`` rounds of one run each. Each row gives seconds (the median),
-MB/s, requests/s and the speed-up over ``--jobs 1``, and — because the machine may be shared
-— what load does not change: CPU seconds (user + system) of this process and of the worker
-processes (``--jobs 2`` forks them, so they are this process's children), CPU seconds per MB,
-the parent's share of the CPU, and for ``--jobs 2`` the speed-up the CPU seconds allow when
-each worker has a core of its own (``--jobs 1``'s CPU seconds over half of ``--jobs 2``'s),
-with the 1-minute load average of each run. The reports of ``--jobs 2`` and the cluster are
-checked equal to ``--jobs 1``. Prints a table and writes ``results/bench_audit_scale.json``.
+``--jobs 1`` again with the reader before :mod:`llmcore.audit._vcr_yaml` (every file read whole by
+PyYAML's safe loader, parsed bodies written by :func:`llmcore.jsonbytes.dumps`; same report
+checked), ``--jobs 2`` (:func:`llmcore.audit.jobs.audit_jobs`), the ceiling (two processes each
+running ``--jobs 1`` on the whole input at once: its "× ``--jobs 1``" is twice the work over
+the time, what this machine's 2 cores give this work with nothing shared or merged) and the
+local cluster (:func:`llmcore.audit.engine.audit_dask` on a :class:`distributed.LocalCluster`
+of 2 worker processes, started before the clock, after the other rows; JSONL only: the engine
+reads no cassettes). The rows of one input run interleaved, ``--repeats`` rounds of one run
+each. Each row gives seconds (the median), MB/s, requests/s and the speed-up over ``--jobs 1``,
+and — because the machine may be shared — what load does not change: CPU seconds (user +
+system) of this process and of the worker processes (``--jobs 2`` forks them, so they are this
+process's children), CPU seconds per MB, the parent's share of the CPU, and for ``--jobs 2``
+the speed-up the CPU seconds allow when each worker has a core of its own (``--jobs 1``'s CPU
+seconds over half of ``--jobs 2``'s), with the 1-minute load average of each run. The reports
+of ``--jobs 2`` and the cluster are checked equal to ``--jobs 1``. Prints a table and writes
+``results/bench_audit_scale.json``.
 
 Run: ``python benchmarks/bench_audit_scale.py [--size BYTES] [--copies N] [--responses-size BYTES]
 [--repeats N] [--no-cluster] [--out FILE]``.
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import resource
 import shutil
@@ -56,7 +59,7 @@ sys.path.insert(0, str(ROOT))
 from llmcore import jsonbytes  # noqa: E402
 from llmcore.audit import AuditReport, _cassette, _vcr_yaml, audit_paths  # noqa: E402
 from llmcore.audit.jobs import audit_jobs  # noqa: E402
-from tests.audit.keyed_logs import keyed_log, responses_log  # noqa: E402
+from tests.audit.keyed_logs import keyed_log, paired_responses_log  # noqa: E402
 
 REAL = ROOT / "tests" / "real_traffic"
 GOAL = 1.8
@@ -100,11 +103,11 @@ def write_log(path: Path, size: int) -> None:
 
 def write_responses(path: Path, size: int, keys: int = 60) -> None:
     """Write an OpenAI Responses log of about ``size`` bytes: ``keys`` conversation keys whose
-    lines name earlier responses of any key (chains the partition must keep together)."""
+    chains join them in pairs (the partitions must keep each pair together)."""
     written, seed = 0, 0
     with path.open("wb") as file:
         while written < size:
-            data = responses_log(seed, 2_000, keys, f"piece{seed}")
+            data = paired_responses_log(seed, 2_000, keys, f"piece{seed}")
             file.write(data)
             written += len(data)
             seed += 1
@@ -165,6 +168,23 @@ def parse_cassettes(paths: list[Path]) -> int:
     return count
 
 
+CEILING_ROW = "ceiling: 2 × --jobs 1 at once"
+"""Two processes each auditing the whole input at the same time: what 2 cores give this very
+work with nothing shared and nothing to merge (the most ``--jobs 2`` can reach here)."""
+
+
+def two_at_once(paths: list[Path]) -> None:
+    """Run :func:`audit_paths` on ``paths`` in two processes at once; wait for both."""
+    context = multiprocessing.get_context("fork")
+    processes = [context.Process(target=audit_paths, args=(paths,)) for _ in range(2)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join()
+        if process.exitcode != 0:
+            raise RuntimeError(f"an audit of the ceiling row exited {process.exitcode}")
+
+
 def cpu_seconds() -> tuple[float, float]:
     """CPU seconds (user + system) of this process and of its waited-for children."""
     own = resource.getrusage(resource.RUSAGE_SELF)
@@ -215,8 +235,13 @@ def measure(
     repeats: int,
     cluster: Callable[[], Any] | None,
     jsonl: bool,
+    ceiling: bool = True,
 ) -> dict[str, Any]:
-    """The rows of one input (see the module); ``cluster`` starts the Dask client, if any."""
+    """The rows of one input (see the module); ``cluster`` starts the Dask client, if any.
+
+    ``ceiling`` adds :data:`CEILING_ROW` (its "× --jobs 1" is the speed-up of two processes
+    doing twice the work over one doing it once).
+    """
     size = sum(p.stat().st_size for p in files_of(paths))
     mb = size / 1e6
     rows: list[dict[str, Any]] = []
@@ -255,6 +280,8 @@ def measure(
         runs[PYYAML_ROW] = lambda: audit_with_pyyaml(paths)
     runs["--jobs 1"] = lambda: audit_paths(paths)
     runs["--jobs 2"] = lambda: audit_jobs(paths, jobs=2)
+    if ceiling:
+        runs[CEILING_ROW] = lambda: two_at_once(paths)
     got = rounds(runs, repeats)
     baseline: AuditReport = got["--jobs 1"][1]
     expected, requests = baseline.to_json(), len(baseline.requests)
@@ -263,6 +290,8 @@ def measure(
             row(label, samples, 0, None)
         elif label == "floor: parse only":
             row(label, samples, result, None)
+        elif label == CEILING_ROW:
+            row(label, samples, 2 * requests, None)
         else:
             row(label, samples, requests, result.to_json() == expected)
     if cluster is not None and jsonl:  # after the rounds: its threads would stop the forks
@@ -275,6 +304,12 @@ def measure(
             sample, report = run_once(lambda: audit_dask(urls, scheduler=client))
             samples.append(sample | {"workers": None})
         row("dask LocalCluster (2 processes)", samples, requests, report.to_json() == expected)
+    _ratios(rows)
+    return {"input": name, "bytes": size, "requests": requests, "rows": rows}
+
+
+def _ratios(rows: list[dict[str, Any]]) -> None:
+    """Give each row its speed-up over ``--jobs 1`` (and ``--jobs 2`` its CPU-bound one)."""
     one = next(r for r in rows if r["row"] == "--jobs 1")
     one_seconds, one_cpu = one["_raw"], one["cpu_s"]
     for r in rows:
@@ -282,7 +317,8 @@ def measure(
         if r["row"] == "--jobs 2" and r["cpu_s"] and one_cpu:
             # the speed-up if each worker had a core of its own: load-robust
             r["cpu_bound_speedup"] = round(one_cpu / (r["cpu_s"] / 2), 2)
-    return {"input": name, "bytes": size, "requests": requests, "rows": rows}
+        if r["row"] == CEILING_ROW:  # twice the work: what 2 processes give over 1
+            r["speedup_over_jobs_1"] = round(2 * r["speedup_over_jobs_1"], 2)
 
 
 def table(results: list[dict[str, Any]]) -> None:
@@ -390,6 +426,9 @@ def main() -> None:
         verdict = "met" if two["speedup_over_jobs_1"] >= GOAL else "not met"
         bound = two.get("cpu_bound_speedup")
         cpu = "" if bound is None else f"; {bound:.2f}× from CPU seconds, on cores of its own"
+        top = next((r for r in result["rows"] if r["row"] == CEILING_ROW), None)
+        if top is not None:
+            cpu += f"; two audits at once run {top['speedup_over_jobs_1']:.2f}× one"
         print(
             f"{result['input']}: --jobs 2 is {two['speedup_over_jobs_1']:.2f}× --jobs 1"
             f" ({verdict}{cpu}; load {two['load_average_1min']:.1f})"

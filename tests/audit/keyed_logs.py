@@ -218,3 +218,36 @@ def responses_log(seed: int, lines: int, keys: int, tag: str) -> bytes:
             recorded.append(answered)
         out.append(jsonbytes.dumps(envelope))
     return b"\n".join(out) + b"\n"
+
+
+def paired_responses_log(seed: int, lines: int, keys: int, tag: str) -> bytes:
+    """A Responses log whose chains stay within pairs of keys (``k0`` and ``k1``, …).
+
+    Each line names its key's last response; one line in twenty names its pair's instead, so
+    the chains join each pair of keys and no more: ``keys // 2`` groups to partition.
+    """
+    rng = random.Random(seed)
+    last: dict[str, str] = {}
+    words = ("tool", "result", "prefix", "cache", "turn", "model", "token", "history")
+    out = []
+    for n in range(lines):
+        number = rng.randrange(keys)
+        key, pair = f"k{number}", f"k{number ^ 1}"
+        text = " ".join(rng.choice(words) for _ in range(rng.randrange(20, 120)))
+        body: dict[str, Any] = {
+            "model": "gpt-4.1",
+            "instructions": _RESPONSES_SYSTEM,
+            "input": [{"role": "user", "content": f"turn {n} of {key}: {text}"}],
+        }
+        previous = last.get(pair) if rng.random() < 0.05 and pair in last else last.get(key)
+        if previous is not None:
+            body["previous_response_id"] = previous
+        answered = last[key] = f"resp_{tag}_{n}"
+        envelope = {
+            "body": jsonbytes.dumps(body).decode(),
+            "conversation": key,
+            "time": 1e9 + n,
+            "response_id": answered,
+        }
+        out.append(jsonbytes.dumps(envelope))
+    return b"\n".join(out) + b"\n"

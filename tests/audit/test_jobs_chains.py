@@ -19,7 +19,7 @@ from llmcore.audit import audit_paths
 from llmcore.audit._links import ANY, Links, line_links
 from llmcore.audit.jobs import _tasks, audit_jobs, plan
 
-from .keyed_logs import keyed_log, responses_log
+from .keyed_logs import keyed_log, paired_responses_log, responses_log
 
 _SYSTEM = "shared instructions " * 300
 
@@ -118,3 +118,14 @@ def _line(row: dict[str, Any]) -> bytes:
     envelope = {k: v for k, v in row.items() if k != "previous"}
     envelope["body"] = jsonbytes.dumps(body).decode()
     return jsonbytes.dumps(envelope)
+
+
+def test_chains_within_pairs_of_keys_partition_by_pair(tmp_path: Path) -> None:
+    path = tmp_path / "responses.jsonl"
+    path.write_bytes(paired_responses_log(5, 400, 8, "a"))
+    found = plan([path], None)
+    groups = {found.links.root(key) for key in found.keys}
+    assert len(found.keys) == 8 and len(groups) == 4
+    for a, b in [("k0", "k1"), ("k2", "k3"), ("k4", "k5"), ("k6", "k7")]:
+        assert found.links.root(a) == found.links.root(b)
+    assert audit_jobs([path], jobs=2).to_json() == audit_paths([path]).to_json()

@@ -449,7 +449,7 @@ class _Reader:
                 continue
             if len(line) - len(line.lstrip(" ")) <= indent:
                 break
-            if stripped[0] == "#" or ": " in stripped or " #" in stripped or line[-1] == ":":
+            if stripped[0] == "#" or ": " in stripped or " #" in stripped or stripped[-1] == ":":
                 raise _Fallback
             out.append("\n" * breaks if breaks else " ")
             out.append(stripped)

@@ -264,6 +264,7 @@ def test_every_real_cassette_equals_pyyaml_or_is_a_recorded_fallback() -> None:
         "a:\n- \n",
         "a: 'x' y\n",
         'a: "x"\n  b: 1\n',
+        "a:\n  b: x\n   y:  \n",
     ],
 )
 def test_block_structure_equals_pyyaml_or_falls_back(text: str) -> None:

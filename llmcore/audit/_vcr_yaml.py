@@ -45,9 +45,6 @@ _ESCAPE: Final = re.compile(r"\\(x[0-9A-Fa-f]{2}|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}
 _DOUBLE: Final = re.compile(
     r"\\(x[0-9A-Fa-f]{2}|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|\n[ \n]*|.)|( *\n[ \n]*)"
 )
-_TRIM: Final = re.compile(r" *\n *")
-_LONE_BREAK: Final = re.compile(r"(?<!\n)\n(?!\n)")
-_BREAK_RUN: Final = re.compile(r"\n(\n+)")
 _SPACES: Final = re.compile(" *")
 _ESCAPES: Final = {
     "0": "\0",
@@ -149,9 +146,13 @@ def checked_text(data: bytes) -> str | None:
         return None
     if b"\xc2" in rest and _C1.search(data) is not None:
         return None
-    if any(one in data for one in _REFUSED_ENCODED):
+    # ``rest`` holds every non-ASCII byte of ``data`` in order: a refused character's UTF-8
+    # (non-ASCII bytes only) in ``data`` is in ``rest`` too, so ``rest`` is searched first
+    if any(one in rest for one in _REFUSED_ENCODED) and any(
+        one in data for one in _REFUSED_ENCODED
+    ):
         return None
-    if any(marker in text for marker in _MARKERS):
+    if any(marker in data for marker in _MARKER_BYTES):  # ASCII: in the text as in the bytes
         return None
     return text
 
@@ -202,11 +203,27 @@ def _line_fold(match: re.Match[str]) -> str:
 
 
 def _fold_single(content: str) -> str:
-    """A single-quoted scalar's value from the text between its quotes (YAML 1.1 §7.3.2)."""
+    """A single-quoted scalar's value from the text between its quotes (YAML 1.1 §7.3.2).
+
+    The spaces around each line break go; then one break between two lines is a space, and
+    a run of ``n`` breaks is ``n - 1`` (the lines, each stripped, joined in one pass).
+    """
     if "\n" in content:
-        content = _TRIM.sub("\n", content)
-        content = _LONE_BREAK.sub(" ", content)
-        content = _BREAK_RUN.sub(r"\1", content)
+        lines = content.split("\n")
+        last = len(lines) - 1
+        out = [lines[0].rstrip(" ")]
+        breaks = 0
+        for number in range(1, last + 1):
+            line = lines[number]
+            line = line.strip(" ") if number < last else line.lstrip(" ")
+            breaks += 1
+            if line:
+                out.append(" " if breaks == 1 else "\n" * (breaks - 1))
+                out.append(line)
+                breaks = 0
+        if breaks:
+            out.append(" " if breaks == 1 else "\n" * (breaks - 1))
+        content = "".join(out)
     return content.replace("''", "'")
 
 

@@ -8,6 +8,7 @@ every YAML file under ``tests/`` and ``cassettes/`` is checked too.
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 from typing import Any
 
@@ -396,3 +397,21 @@ def test_words_are_the_only_letter_plains_pyyaml_resolves(first: str, rest: str)
     value = first + rest
     resolved = yaml.safe_load(f"a: {value}\n")["a"]
     assert isinstance(resolved, str) == (value not in _vcr_lines._WORDS)
+
+
+def _folded_by_substitution(content: str) -> str:
+    """YAML 1.1 §7.3.2 as three substitutions: trim the spaces around each line break, then
+    one break alone is a space and a run of ``n`` breaks is ``n - 1``; ``''`` is a quote."""
+    if "\n" in content:
+        content = re.sub(r" *\n *", "\n", content)
+        content = re.sub(r"(?<!\n)\n(?!\n)", " ", content)
+        content = re.sub(r"\n(\n+)", r"\1", content)
+    return content.replace("''", "'")
+
+
+@pytest.mark.full_count
+@settings(max_examples=examples(full=5000, sample=500), deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("a \n'é")), max_size=30))
+def test_single_quoted_folding_is_the_substitutions(content: str) -> None:
+    """The one-pass fold of a single-quoted scalar's lines equals the rule as substitutions."""
+    assert _vcr_yaml._fold_single(content) == _folded_by_substitution(content)

@@ -198,6 +198,7 @@ class _Tree:
         self.pending_indent = 0
         self.lines: list[int] = []
         self.items: list[Any] | None = None  # the root's first `interactions` sequence
+        self.seen: dict[str, dict[Any, Any]] = {}  # a sequence item's text: its mapping
 
     def document(self) -> tuple[dict[Any, Any], list[int]]:
         """The root mapping and the interactions' lines, once the text is read."""
@@ -230,12 +231,42 @@ class _Tree:
             top.append(value)
             return
         item: dict[Any, Any] = {}
+        if top is not self.items and self.recurs(start, column, item):
+            return
         top.append(item)
         self.open(item, key_column, True)
         if value is _PENDING:
             self.hold(item, key, key_column)
         else:
             item[key] = value
+
+    def recurs(self, start: int, column: int, item: dict[Any, Any]) -> bool:
+        """Whether the sequence item opening at ``start`` repeats an earlier item's text.
+
+        The item's dash is at ``column``; its text runs to the next line (not blank) at
+        ``column`` or less. An item read without giving up never reads past that line (a
+        scalar's further lines are indented past its node, or the reader gives up) and looks
+        past it at that line's first character only, so equal texts are equal values: a
+        conversation's requests resend its earlier turns and tools. A repeated item's value
+        is the earlier item's mapping, added as it is, and its lines are left; else ``item``
+        (built from the lines that follow) is recorded under its text.
+        """
+        r = self.r
+        ends = _ITEM_ENDS.get(column)
+        if ends is None:
+            ends = _ITEM_ENDS[column] = re.compile(f"\\n {{0,{column}}}[^ \\n]")
+        after = ends.search(r.text, r.pos - 1)
+        end = len(r.text) if after is None else after.start() + 1
+        if end <= r.pos:
+            return False  # the item is its first line
+        text = r.text[start:end]
+        same = self.seen.get(text)
+        if same is None:
+            self.seen[text] = item
+            return False
+        self.top.append(same)
+        r.pos = end
+        return True
 
     def hold(self, mapping: dict[Any, Any], key: Any, indent: int) -> None:
         """A key ending its line: its value comes from the lines below (:meth:`below`)."""
@@ -318,6 +349,8 @@ def _run_scalar(r: _Reader, value: str) -> Any:
 
 
 _SECTIONS: Final = frozenset({"request", "response"})
+_ITEM_ENDS: dict[int, re.Pattern[str]] = {}
+"""A line break before a line (not blank) at a column or less, by column."""
 _NAME: Final = r"[A-Za-z_][A-Za-z0-9_.\-/]*"
 _PLAIN_REST: Final = r"(?:[^:#\n]|:(?=[^ \n])|(?<! )#)*"
 """The rest of a plain scalar's line: no ``: `` or `` #``, no ``:`` ending it."""

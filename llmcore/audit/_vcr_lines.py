@@ -332,7 +332,8 @@ class _Tree:
 
 
 _RUN_VALUE: Final = (
-    r"(?:'[^'\n]*'|\"[^\"\\\n]*\"|(?:[A-Za-z0-9_/(.]|-(?=[^ \n]))(?:[^:#\n]|:(?=[^ \n])|(?<! )#)*)"
+    r"(?:'[^'\n]*'|\"[^\"\\\n]*\"|(?:[A-Za-z0-9_/(.]|-(?=[^ \n]))"
+    r"[^:#\n]*(?:(?::(?=[^ \n])|(?<! )#)[^:#\n]*)*)"
     r"(?<! )"
 )
 """A scalar alone on the rest of its line: quoted without escapes or doubled quotes, or plain
@@ -352,10 +353,12 @@ _SECTIONS: Final = frozenset({"request", "response"})
 _ITEM_ENDS: dict[int, re.Pattern[str]] = {}
 """A line break before a line (not blank) at a column or less, by column."""
 _NAME: Final = r"[A-Za-z_][A-Za-z0-9_.\-/]*"
-_PLAIN_REST: Final = r"(?:[^:#\n]|:(?=[^ \n])|(?<! )#)*"
-"""The rest of a plain scalar's line: no ``: `` or `` #``, no ``:`` ending it."""
+_PLAIN_REST: Final = r"[^:#\n]*(?:(?::(?=[^ \n])|(?<! )#)[^:#\n]*)*"
+"""The rest of a plain scalar's line: no ``: `` or `` #``, no ``:`` ending it (written as runs
+of other characters between those checks: one step of the matcher per run, not per
+character)."""
 _HEADER_VALUE: Final = (
-    r"(?:'(?:[^'\n]|''|\n{deeper}(?=[^ \n]))*'|\"[^\"\\\n]*\""
+    r"(?:'[^'\n]*(?:(?:''|\n{deeper}(?=[^ \n]))[^'\n]*)*'|\"[^\"\\\n]*\""
     r"|(?:[A-Za-z_/(]|[0-9](?![xXbB])(?=[^\n]*?[a-dfgh-su-wyA-DF-SU-WY]))"
     + _PLAIN_REST
     + r"(?: *\n{deeper}(?=[^ \n#])"
@@ -423,22 +426,22 @@ def _content_types(r: _Reader, pos: int, end: int) -> dict[Any, Any] | None:
     text = r.text
     column = _indent_at(text, pos)
     patterns = _CONTENT_TYPES.get(column)
-    if patterns is None:
+    if patterns is None:  # each line found by the line break before it (a fast search)
         pad = " " * column
-        name = f"^{pad}((?i:content-type)):"
+        name = f"\\n{pad}((?i:content-type)):"
+        item = f"{pad}- {_RUN_VALUE}"
         entry = re.compile(
-            f"{name}(?: ({_RUN_VALUE})\\n|\\n((?:{pad}- {_RUN_VALUE}\\n)+))(?!{pad} |{pad}- )",
-            re.MULTILINE,
+            f"{name}(?: ({_RUN_VALUE})|\\n((?:{item}\\n)*{item}))(?=\\n)(?!\\n{pad} |\\n{pad}- )"
         )
-        patterns = _CONTENT_TYPES[column] = (re.compile(name, re.MULTILINE), entry)
+        patterns = _CONTENT_TYPES[column] = (re.compile(name), entry)
     names, entry = patterns
-    found = entry.findall(text, pos, end)
-    if len(found) != len(names.findall(text, pos, end)):
+    found = entry.findall(text, pos - 1, end)  # the line break ending the `headers:` line
+    if len(found) != len(names.findall(text, pos - 1, end)):
         return None
     out: dict[Any, Any] = {}
     for key, value, items in found:
         if value:
             out[key] = _run_scalar(r, value)
         else:
-            out[key] = [_run_scalar(r, one) for one in _RUN_ITEM.findall(items)]
+            out[key] = [_run_scalar(r, one) for one in _RUN_ITEM.findall(items + "\n")]
     return out

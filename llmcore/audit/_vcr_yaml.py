@@ -85,7 +85,8 @@ _C1: Final = re.compile(b"\xc2[\x80-\x9f]")
 """The UTF-8 of U+0080 to U+009F."""
 _HIGH: Final = bytes(range(0x80, 0x100))
 _MARKERS: Final = ("\n---", "\n...", "\n%")
-_MARKER_BYTES: Final = tuple(marker.encode() for marker in _MARKERS)
+_MARKER_BYTES: Final = re.compile(b"|".join(re.escape(marker.encode()) for marker in _MARKERS))
+"""Any of :data:`_MARKERS` in the bytes (one search, faster than one per marker)."""
 _BLOCK_HEADER: Final = re.compile(r"([|>])([-+]?)( *)")
 _PLAIN_START: Final = frozenset("-?:,[]{}#&*!|>'\"%@`")
 
@@ -137,7 +138,7 @@ def checked_text(data: bytes) -> str | None:
         return None
     rest = data.translate(None, _ASCII_KEPT)  # the bytes other than LF and printable ASCII
     if not rest:
-        return data.decode("ascii") if not any(m in data for m in _MARKER_BYTES) else None
+        return data.decode("ascii") if _MARKER_BYTES.search(data) is None else None
     if rest.translate(None, _HIGH):
         return None  # an ASCII control character or DEL
     try:
@@ -152,7 +153,7 @@ def checked_text(data: bytes) -> str | None:
         one in data for one in _REFUSED_ENCODED
     ):
         return None
-    if any(marker in data for marker in _MARKER_BYTES):  # ASCII: in the text as in the bytes
+    if _MARKER_BYTES.search(data) is not None:  # ASCII: in the text as in the bytes
         return None
     return text
 

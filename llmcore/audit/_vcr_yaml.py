@@ -160,6 +160,8 @@ def checked_text(data: bytes) -> str | None:
 
 def _plain(value: str) -> Any:
     """A plain scalar's value, resolved as PyYAML's ``Resolver`` and ``SafeConstructor`` do."""
+    if value.isdigit() and value.isascii() and len(value) <= 81 and value[0] != "0":
+        return int(value)  # what the resolvers give (only the int one matches): a token count
     resolvers = _RESOLVERS.get(value[0], []) + _RESOLVERS.get(None, [])
     tag = next((tag for tag, pattern in resolvers if pattern.match(value)), None)
     if tag is None:

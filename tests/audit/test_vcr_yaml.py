@@ -469,3 +469,17 @@ def test_a_repeated_item_is_read_once() -> None:
     assert doc == yaml.load(text, Loader=yaml.CSafeLoader)
     assert doc["a"][0] is doc["b"][0] is doc["c"][0]
     assert doc["b"][1] == "last"
+
+
+@pytest.mark.full_count
+@settings(max_examples=examples(full=2000, sample=200), deadline=None)
+@given(st.text(alphabet="0123456789", min_size=1, max_size=90))
+def test_digit_plains_resolve_as_pyyaml_resolves_them(digits: str) -> None:
+    """A plain scalar of ASCII digits is PyYAML's int, or left to PyYAML (octal, too long)."""
+    try:
+        got = _vcr_yaml._plain(digits)
+    except _vcr_lines.Fallback:
+        assert digits[0] == "0" or len(digits) > 81
+        return
+    want = yaml.load(f"a: {digits}\n", Loader=yaml.CSafeLoader)["a"]
+    assert (type(got), got) == (type(want), want)

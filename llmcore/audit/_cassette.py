@@ -188,7 +188,10 @@ def _cassette(path: Path, data: bytes, skipped: list[str], strict: bool = True) 
 def _cassette_doc(
     path: Path, doc: Any, lines: list[int], skipped: list[str], strict: bool
 ) -> list[AuditInput]:
-    """Read a parsed cassette (YAML, or vcrpy's JSON serializer: the same document)."""
+    """Read a parsed cassette (YAML, or vcrpy's JSON serializer: the same document).
+
+    Not ``strict`` (a file found in a folder), the inputs are :attr:`AuditInput.skippable`.
+    """
     interactions = doc.get("interactions") if isinstance(doc, dict) else None
     if not isinstance(interactions, list):
         if strict:
@@ -213,7 +216,8 @@ def _cassette_doc(
             skipped.append(f"{where}: {got}")
         else:  # errors found while auditing the body name the line too
             location = where.replace(str(path), at, 1)
-            out.append(AuditInput(**got, **_recorded(interaction, str(path), index, location)))
+            recorded = _recorded(interaction, str(path), index, location)
+            out.append(AuditInput(**got, **recorded, skippable=not strict))
     return out
 
 

@@ -45,19 +45,22 @@ class _Reader(Protocol):
 
 
 _LINE: Final = re.compile(
-    r"(?:[ ]*\n)*( *)(- +)?"
+    r"(?:[ ]*\n)*( *)(-( +))?"
     r"(?:([A-Za-z_][A-Za-z0-9_.\-/]*):(?: +|(?=\n)))?"
     r"(?:'([^'\n]*)' *\n|\"([^\"\\\n]*)\" *\n|(\{\}|\[\]) *\n"
-    r"|((?:[A-Za-z0-9_/(.]|-[^ \n])[^\n]*)\n|\n)"
+    r"|((?:[A-Za-z0-9_/(.]|-(?=[^ \n]))[^:#\n]*(?:(?::(?=[^ \n])|(?<! )#)[^:#\n]*)*(?<! ))\n"
+    r"(?!\n|\1 (?(4)(?(2)\3 )))"
+    r"|\n)"
 )
-"""One line: indent, dash, plain key, then a value: single-quoted, double-quoted, ``{}``/``[]``
-or plain (a plain value holding ``: `` or `` #``, ending in ``:`` or a space, or continued on
-the next line takes the general path). Greedy throughout: no backtracking over a value."""
+"""One line: indent, dash (and the spaces after it), plain key, then a value: single-quoted,
+double-quoted, ``{}``/``[]`` or plain. A plain value holding ``: `` or `` #``, ending in ``:``
+or a space, or followed by a blank line or a line indented past its node (the key's column,
+or the dash's for an item: it may go on there) is not matched: the general path reads it.
+Greedy throughout: no backtracking over a value."""
 
 _PENDING: Final = object()
 """A key ending its line: its value is the node below, or null."""
 _NO_KEY: Final = object()
-_PADS: Final = tuple(" " * n for n in range(130))
 _RESOLVED: Final = frozenset(yaml.resolver.Resolver.yaml_implicit_resolvers)
 """First characters of the plain scalars PyYAML may resolve to another type (the rest: text)."""
 _WORDY: Final = frozenset("FNOTYfnoty")
@@ -128,7 +131,7 @@ def read(r: _Reader, *, skip_response_headers: bool = False) -> tuple[dict[Any, 
 
 def _simple(r: _Reader, got: re.Match[str]) -> tuple[int, int, bool, int, Any, Any] | None:
     """The line :data:`_LINE` matched, as :func:`_general` gives it, or ``None`` (take that)."""
-    spaces, dash_text, key_text, single, double, empty, plain = got.groups()
+    spaces, dash_text, _, key_text, single, double, empty, plain = got.groups()
     column = len(spaces)
     key_column = column + len(dash_text) if dash_text is not None else column
     value: Any
@@ -137,9 +140,7 @@ def _simple(r: _Reader, got: re.Match[str]) -> tuple[int, int, bool, int, Any, A
     elif double is not None:
         value = double
     elif plain is not None:
-        value = _plain_value(r, plain, got.end(), key_column if key_text is not None else column)
-        if value is _NO_KEY:
-            return None
+        value = _resolved(r, plain)
     elif empty is not None:
         value = {} if empty == "{}" else []
     elif key_text is not None:
@@ -153,22 +154,6 @@ def _simple(r: _Reader, got: re.Match[str]) -> tuple[int, int, bool, int, Any, A
     else:
         key = _resolved(r, key_text)
     return got.start(1), column, dash_text is not None, key_column, key, value
-
-
-def _plain_value(r: _Reader, plain: str, after: int, indent: int) -> Any:
-    """A one-line plain scalar's value, or :data:`_NO_KEY` when the general path must read it.
-
-    The general path reads one holding ``: `` or `` #``, ending in ``:``, or followed by a
-    blank line or a line indented past ``indent`` (it may go on there).
-    """
-    if ": " in plain or " #" in plain or plain[-1] == ":" or plain[-1] == " ":
-        return _NO_KEY
-    text = r.text
-    if after < len(text):
-        pad = _PADS[indent + 1] if indent < len(_PADS) - 1 else " " * (indent + 1)
-        if text[after] == "\n" or text.startswith(pad, after):
-            return _NO_KEY
-    return _resolved(r, plain)
 
 
 def _resolved(r: _Reader, plain: str) -> Any:

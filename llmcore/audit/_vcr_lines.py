@@ -17,6 +17,7 @@ Leaves out: which characters and scalars are in the subset (:mod:`llmcore.audit.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any, Final, Protocol
 
 import yaml
@@ -117,20 +118,22 @@ def read(r: _Reader, *, skip_response_headers: bool = False) -> tuple[dict[Any, 
     text = r.text
     match = _LINE.match
     tree = _Tree(r, skip_response_headers)
+    add = tree.add
     while True:
-        pos = r.pos
-        got = match(text, pos)
-        line = _simple(r, got) if got is not None else None
-        if line is None:
-            r.pos = pos
-            line = _general(r)
+        got = match(text, r.pos)
+        if got is not None and _simple(r, got, add):
+            continue
+        line = _general(r)  # any other line, from the same offset
         if line[1] < 0:
             return tree.document()
-        tree.add(*line)
+        add(*line)
 
 
-def _simple(r: _Reader, got: re.Match[str]) -> tuple[int, int, bool, int, Any, Any] | None:
-    """The line :data:`_LINE` matched, as :func:`_general` gives it, or ``None`` (take that)."""
+def _simple(r: _Reader, got: re.Match[str], add: Callable[..., None]) -> bool:
+    """Place the line :data:`_LINE` matched with ``add`` (:meth:`_Tree.add`), as :func:`_general`.
+
+    ``False`` when the general path must read it (nothing is placed, ``r.pos`` is unchanged).
+    """
     spaces, dash_text, _, key_text, single, double, empty, plain = got.groups()
     column = len(spaces)
     key_column = column + len(dash_text) if dash_text is not None else column
@@ -146,14 +149,15 @@ def _simple(r: _Reader, got: re.Match[str]) -> tuple[int, int, bool, int, Any, A
     elif key_text is not None:
         value = _PENDING
     else:
-        return None
+        return False
     r.pos = got.end()
     key: Any = key_text
     if key_text is None:
         key = _NO_KEY
     else:
         key = _resolved(r, key_text)
-    return got.start(1), column, dash_text is not None, key_column, key, value
+    add(got.start(1), column, dash_text is not None, key_column, key, value)
+    return True
 
 
 def _resolved(r: _Reader, plain: str) -> Any:

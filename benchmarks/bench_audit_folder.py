@@ -4,12 +4,15 @@ Times :func:`llmcore.audit.audit_paths` on one folder, the way a CI job runs ``l
 DIR``: reading and parsing every file is included. Prints a table (files, requests audited, files
 skipped by reason, skipped interactions, verdicts, breaks by divergence, conversations, groups
 spanning more than one file, MB read, seconds, MB/s; medians of the repeats) beside the time
-libyaml alone takes to load the same cassettes in the same run (the floor of any cassette
-reader), and writes ``results/bench_audit_folder.json``. A run that aborts on an input prints
-the error, records it in the results and exits 1.
+libyaml alone takes to load the same cassettes and the audit with the cassette reader before
+:mod:`llmcore.audit._vcr_yaml` (every file read whole by PyYAML: ``bench_audit_scale.
+audit_with_pyyaml``; issue 24's goal is 3× its MB/s), timed in turns in the same run, and
+writes ``results/bench_audit_folder.json``. A run that aborts on an input prints the error,
+records it in the results and exits 1.
 
-Run: ``python benchmarks/bench_audit_folder.py [DIR] [--repeats N] [--out FILE]``; ``DIR``
-defaults to the vendored ``tests/real_traffic``.
+Run: ``python benchmarks/bench_audit_folder.py [DIR] [--copies N] [--repeats N] [--out
+FILE]``; ``DIR`` defaults to the vendored ``tests/real_traffic``, and ``--copies N`` audits a
+temporary folder of ``N`` copies of ``tests/real_traffic`` instead (issue 24 measures 10).
 """
 
 from __future__ import annotations
@@ -18,12 +21,14 @@ import argparse
 import re
 import statistics
 import sys
+import tempfile
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
 import yaml
+from bench_audit_scale import READER_GOAL, audit_with_pyyaml, copy_folder  # same folder
 from rich.console import Console
 from rich.table import Table
 
@@ -119,6 +124,8 @@ def _table(folder: Path, repeats: int, row: dict[str, Any]) -> Table:
         ("MB/s", f"{row['median_mb_per_s']:.1f}"),
         ("yaml.load alone: median s", f"{row['yaml_load_median_seconds']:.3f}"),
         ("audit time / yaml.load time", f"{row['audit_to_yaml_load']:.2f}"),
+        ("PyYAML reader (before): median s", f"{row['pyyaml_reader_median_seconds']:.3f}"),
+        ("MB/s over the PyYAML reader's", f"{row['reader_speedup']:.2f}"),
     ):
         table.add_row(name, value)
     return table
@@ -127,20 +134,33 @@ def _table(folder: Path, repeats: int, row: dict[str, Any]) -> Table:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", nargs="?", type=Path, default=DEFAULT_FOLDER)
+    parser.add_argument("--copies", type=int, default=0, help="copies of tests/real_traffic")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "bench_audit_folder.json")
     args = parser.parse_args()
-    folder: Path = args.folder
+    if args.copies:
+        with tempfile.TemporaryDirectory(prefix="bench-audit-folder-") as tmp:
+            copy_folder(Path(tmp), args.copies)
+            return measure(Path(tmp), args.repeats, args.out)
+    return measure(args.folder, args.repeats, args.out)
+
+
+def measure(folder: Path, repeats: int, out: Path) -> int:
+    """Time the audit of ``folder`` and its floors ``repeats`` times; print and write them."""
     megabytes = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 1e6
     times: list[float] = []
-    result: dict[str, Any] = {"folder": str(folder), "repeats": args.repeats}
+    result: dict[str, Any] = {"folder": str(folder), "repeats": repeats}
     yaml_times: list[float] = []
+    before: list[float] = []
     try:
-        for _ in range(args.repeats):  # side by side: the audit, then the bare YAML parse
+        for _ in range(repeats):  # side by side: the audit, the bare YAML parse, the old reader
             start = time.perf_counter()
             report = audit_paths([folder])
             times.append(time.perf_counter() - start)
             yaml_times.append(_yaml_load(folder))
+            start = time.perf_counter()
+            audit_with_pyyaml([folder])
+            before.append(time.perf_counter() - start)
     except AuditInputError as exc:
         print(f"audit aborted: {exc}", file=sys.stderr)
         result["aborted"] = str(exc)
@@ -156,12 +176,17 @@ def main() -> int:
             yaml_load_seconds=yaml_times,
             yaml_load_median_seconds=statistics.median(yaml_times),
             audit_to_yaml_load=median / statistics.median(yaml_times),
+            pyyaml_reader_seconds=before,
+            pyyaml_reader_median_seconds=statistics.median(before),
+            reader_speedup=statistics.median(before) / median,
         )
-        Console(width=130).print(_table(folder, args.repeats, result))
+        Console(width=130).print(_table(folder, repeats, result))
+        verdict = "met" if result["reader_speedup"] >= READER_GOAL else "not met"
+        print(f"{result['reader_speedup']:.2f}× the MB/s of the PyYAML reader ({verdict})")
         code = 0
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_bytes(jsonbytes.dumps(result, indent=2) + b"\n")
-    print(f"results written to {args.out}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(jsonbytes.dumps(result, indent=2) + b"\n")
+    print(f"results written to {out}")
     return code
 
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 from typing import Final
 
 from llmcore import tokens
@@ -174,8 +173,6 @@ class Auditor:
             raise AuditInputError(TOO_DEEP, location=where) from None
         except EncodingError as exc:  # a value jsonbytes cannot write (nested too deeply)
             raise AuditInputError(exc.message, location=where) from None
-        if not inp.key_order_recorded:
-            record = replace(record, key_order_recorded=False)
         self._records.append(record)
         return record
 
@@ -490,6 +487,7 @@ class Auditor:
             file=inp.file,
             position=inp.position,
             usage=inp.usage,
+            key_order_recorded=inp.key_order_recorded,
             kind=change.kind if change is not None and change.verdict is Verdict.BREAK else None,
             parameter=change.parameter if change is not None else None,
             notes=note_lines(notes),
@@ -522,6 +520,7 @@ class Auditor:
             file=inp.file,
             position=inp.position,
             usage=inp.usage,
+            key_order_recorded=inp.key_order_recorded,
         )
 
 

@@ -7,7 +7,6 @@ are read through :func:`_cassette_doc` too.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -189,7 +188,10 @@ def _cassette(path: Path, data: bytes, skipped: list[str], strict: bool = True) 
 def _cassette_doc(
     path: Path, doc: Any, lines: list[int], skipped: list[str], strict: bool
 ) -> list[AuditInput]:
-    """Read a parsed cassette (YAML, or vcrpy's JSON serializer: the same document)."""
+    """Read a parsed cassette (YAML, or vcrpy's JSON serializer: the same document).
+
+    Not ``strict`` (a file found in a folder), the inputs are :attr:`AuditInput.skippable`.
+    """
     interactions = doc.get("interactions") if isinstance(doc, dict) else None
     if not isinstance(interactions, list):
         if strict:
@@ -214,18 +216,15 @@ def _cassette_doc(
             skipped.append(f"{where}: {got}")
         else:  # errors found while auditing the body name the line too
             location = where.replace(str(path), at, 1)
-            out.append(_recorded(got, interaction, str(path), index, location))
+            recorded = _recorded(interaction, str(path), index, location)
+            out.append(AuditInput(**got, **recorded, skippable=not strict))
     return out
 
 
-def _recorded(
-    inp: AuditInput,
-    interaction: dict[str, Any],
-    file: str,
-    index: int,
-    location: str,
-) -> AuditInput:
-    """Add the cassette's scope and location, the recorded response's id, usage and status.
+def _recorded(interaction: dict[str, Any], file: str, index: int, location: str) -> dict[str, Any]:
+    """The input's fields of the cassette's scope and location and the response's id and usage.
+
+    They are :class:`AuditInput` keywords: also the recorded status and whether a response came.
 
     Never raises.
 
@@ -242,21 +241,23 @@ def _recorded(
     got = read_response(response.get("parsed_body") if body is None else body)
     status = response.get("status")
     code = status.get("code") if isinstance(status, dict) else status
-    return replace(
-        inp,
-        file=file,
-        position=index,
-        scope=file,
-        response_id=got.id,
-        usage=got.usage,
-        status=code if isinstance(code, int) and not isinstance(code, bool) else None,
-        answered=not ("response" in interaction and recorded is None),
-        location=location,
-    )
+    return {
+        "file": file,
+        "position": index,
+        "scope": file,
+        "response_id": got.id,
+        "usage": got.usage,
+        "status": code if isinstance(code, int) and not isinstance(code, bool) else None,
+        "answered": not ("response" in interaction and recorded is None),
+        "location": location,
+    }
 
 
-def _interaction(interaction: Any, where: str) -> AuditInput | str:
-    """Return the interaction's input, or why it is skipped."""
+def _interaction(interaction: Any, where: str) -> dict[str, Any] | str:
+    """Return the request's fields of the interaction's input, or why it is skipped.
+
+    They are :class:`AuditInput` keywords; the input is built once, with :func:`_recorded`'s.
+    """
     request = interaction.get("request") if isinstance(interaction, dict) else None
     if not isinstance(request, dict):
         raise AuditInputError("an interaction needs a 'request' mapping", location=where)
@@ -275,13 +276,13 @@ def _interaction(interaction: Any, where: str) -> AuditInput | str:
     if shape == BEDROCK_INVOKE and b'"anthropic_version"' not in body:
         return f"a Bedrock InvokeModel body of a model other than Anthropic's ({uri})"
     stamp = interaction.get("recorded_at", request.get("recorded_at"))
-    return AuditInput(
-        body=body,
-        source=where,
-        timestamp=_timestamp(stamp, where),
-        uri=recorded_uri or None,
-        key_order_recorded=key_order_recorded,
-    )
+    return {
+        "body": body,
+        "source": where,
+        "timestamp": _timestamp(stamp, where),
+        "uri": recorded_uri or None,
+        "key_order_recorded": key_order_recorded,
+    }
 
 
 def _other_cassette(interactions: list[Any]) -> str | None:

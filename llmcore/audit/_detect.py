@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any, Final
 from urllib.parse import unquote, urlsplit
 
@@ -290,6 +291,7 @@ def _definite_shape(body: ScannedBody, uri: str | None) -> str | None:
     return found if found is not None else body_shape(body, definite=True)
 
 
+@lru_cache(maxsize=4096)  # a cassette's requests go to a few URIs, each asked about twice
 def shape_from_uri(uri: str) -> str | None:
     """Return the provider a request URI's endpoint speaks, or ``None`` for another endpoint.
 

@@ -34,6 +34,8 @@ _scan_once: Final[Callable[[str, int], tuple[Any, int]]] = _DECODER.scan_once
 
 def skip_ws(s: str, i: int) -> int:
     """The offset of the first non-whitespace character at or after ``i``."""
+    if i < len(s) and s[i] not in " \t\n\r":
+        return i  # compact JSON (orjson's, most recorded bodies): no whitespace to skip
     m = _ws(s, i)
     assert m is not None  # the pattern matches the empty string
     return m.end()

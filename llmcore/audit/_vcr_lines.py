@@ -17,6 +17,7 @@ Leaves out: which characters and scalars are in the subset (:mod:`llmcore.audit.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any, Final, Protocol
 
 import yaml
@@ -45,19 +46,22 @@ class _Reader(Protocol):
 
 
 _LINE: Final = re.compile(
-    r"(?:[ ]*\n)*( *)(- +)?"
+    r"(?:[ ]*\n)*( *)(-( +))?"
     r"(?:([A-Za-z_][A-Za-z0-9_.\-/]*):(?: +|(?=\n)))?"
     r"(?:'([^'\n]*)' *\n|\"([^\"\\\n]*)\" *\n|(\{\}|\[\]) *\n"
-    r"|((?:[A-Za-z0-9_/(.]|-[^ \n])[^\n]*)\n|\n)"
+    r"|((?:[A-Za-z0-9_/(.]|-(?=[^ \n]))[^:#\n]*(?:(?::(?=[^ \n])|(?<! )#)[^:#\n]*)*(?<! ))\n"
+    r"(?!\n|\1 (?(4)(?(2)\3 )))"
+    r"|\n)"
 )
-"""One line: indent, dash, plain key, then a value: single-quoted, double-quoted, ``{}``/``[]``
-or plain (a plain value holding ``: `` or `` #``, ending in ``:`` or a space, or continued on
-the next line takes the general path). Greedy throughout: no backtracking over a value."""
+"""One line: indent, dash (and the spaces after it), plain key, then a value: single-quoted,
+double-quoted, ``{}``/``[]`` or plain. A plain value holding ``: `` or `` #``, ending in ``:``
+or a space, or followed by a blank line or a line indented past its node (the key's column,
+or the dash's for an item: it may go on there) is not matched: the general path reads it.
+Greedy throughout: no backtracking over a value."""
 
 _PENDING: Final = object()
 """A key ending its line: its value is the node below, or null."""
 _NO_KEY: Final = object()
-_PADS: Final = tuple(" " * n for n in range(130))
 _RESOLVED: Final = frozenset(yaml.resolver.Resolver.yaml_implicit_resolvers)
 """First characters of the plain scalars PyYAML may resolve to another type (the rest: text)."""
 _WORDY: Final = frozenset("FNOTYfnoty")
@@ -114,21 +118,23 @@ def read(r: _Reader, *, skip_response_headers: bool = False) -> tuple[dict[Any, 
     text = r.text
     match = _LINE.match
     tree = _Tree(r, skip_response_headers)
+    add = tree.add
     while True:
-        pos = r.pos
-        got = match(text, pos)
-        line = _simple(r, got) if got is not None else None
-        if line is None:
-            r.pos = pos
-            line = _general(r)
+        got = match(text, r.pos)
+        if got is not None and _simple(r, got, add):
+            continue
+        line = _general(r)  # any other line, from the same offset
         if line[1] < 0:
             return tree.document()
-        tree.add(*line)
+        add(*line)
 
 
-def _simple(r: _Reader, got: re.Match[str]) -> tuple[int, int, bool, int, Any, Any] | None:
-    """The line :data:`_LINE` matched, as :func:`_general` gives it, or ``None`` (take that)."""
-    spaces, dash_text, key_text, single, double, empty, plain = got.groups()
+def _simple(r: _Reader, got: re.Match[str], add: Callable[..., None]) -> bool:
+    """Place the line :data:`_LINE` matched with ``add`` (:meth:`_Tree.add`), as :func:`_general`.
+
+    ``False`` when the general path must read it (nothing is placed, ``r.pos`` is unchanged).
+    """
+    spaces, dash_text, _, key_text, single, double, empty, plain = got.groups()
     column = len(spaces)
     key_column = column + len(dash_text) if dash_text is not None else column
     value: Any
@@ -137,38 +143,21 @@ def _simple(r: _Reader, got: re.Match[str]) -> tuple[int, int, bool, int, Any, A
     elif double is not None:
         value = double
     elif plain is not None:
-        value = _plain_value(r, plain, got.end(), key_column if key_text is not None else column)
-        if value is _NO_KEY:
-            return None
+        value = _resolved(r, plain)
     elif empty is not None:
         value = {} if empty == "{}" else []
     elif key_text is not None:
         value = _PENDING
     else:
-        return None
+        return False
     r.pos = got.end()
     key: Any = key_text
     if key_text is None:
         key = _NO_KEY
     else:
         key = _resolved(r, key_text)
-    return got.start(1), column, dash_text is not None, key_column, key, value
-
-
-def _plain_value(r: _Reader, plain: str, after: int, indent: int) -> Any:
-    """A one-line plain scalar's value, or :data:`_NO_KEY` when the general path must read it.
-
-    The general path reads one holding ``: `` or `` #``, ending in ``:``, or followed by a
-    blank line or a line indented past ``indent`` (it may go on there).
-    """
-    if ": " in plain or " #" in plain or plain[-1] == ":" or plain[-1] == " ":
-        return _NO_KEY
-    text = r.text
-    if after < len(text):
-        pad = _PADS[indent + 1] if indent < len(_PADS) - 1 else " " * (indent + 1)
-        if text[after] == "\n" or text.startswith(pad, after):
-            return _NO_KEY
-    return _resolved(r, plain)
+    add(got.start(1), column, dash_text is not None, key_column, key, value)
+    return True
 
 
 def _resolved(r: _Reader, plain: str) -> Any:
@@ -198,6 +187,7 @@ class _Tree:
         self.pending_indent = 0
         self.lines: list[int] = []
         self.items: list[Any] | None = None  # the root's first `interactions` sequence
+        self.seen: dict[str, dict[Any, Any]] = {}  # a sequence item's text: its mapping
 
     def document(self) -> tuple[dict[Any, Any], list[int]]:
         """The root mapping and the interactions' lines, once the text is read."""
@@ -230,12 +220,42 @@ class _Tree:
             top.append(value)
             return
         item: dict[Any, Any] = {}
+        if top is not self.items and self.recurs(start, column, item):
+            return
         top.append(item)
         self.open(item, key_column, True)
         if value is _PENDING:
             self.hold(item, key, key_column)
         else:
             item[key] = value
+
+    def recurs(self, start: int, column: int, item: dict[Any, Any]) -> bool:
+        """Whether the sequence item opening at ``start`` repeats an earlier item's text.
+
+        The item's dash is at ``column``; its text runs to the next line (not blank) at
+        ``column`` or less. An item read without giving up never reads past that line (a
+        scalar's further lines are indented past its node, or the reader gives up) and looks
+        past it at that line's first character only, so equal texts are equal values: a
+        conversation's requests resend its earlier turns and tools. A repeated item's value
+        is the earlier item's mapping, added as it is, and its lines are left; else ``item``
+        (built from the lines that follow) is recorded under its text.
+        """
+        r = self.r
+        ends = _ITEM_ENDS.get(column)
+        if ends is None:
+            ends = _ITEM_ENDS[column] = re.compile(f"\\n {{0,{column}}}[^ \\n]")
+        after = ends.search(r.text, r.pos - 1)
+        end = len(r.text) if after is None else after.start() + 1
+        if end <= r.pos:
+            return False  # the item is its first line
+        text = r.text[start:end]
+        same = self.seen.get(text)
+        if same is None:
+            self.seen[text] = item
+            return False
+        self.top.append(same)
+        r.pos = end
+        return True
 
     def hold(self, mapping: dict[Any, Any], key: Any, indent: int) -> None:
         """A key ending its line: its value comes from the lines below (:meth:`below`)."""
@@ -301,7 +321,8 @@ class _Tree:
 
 
 _RUN_VALUE: Final = (
-    r"(?:'[^'\n]*'|\"[^\"\\\n]*\"|(?:[A-Za-z0-9_/(.]|-(?=[^ \n]))(?:[^:#\n]|:(?=[^ \n])|(?<! )#)*)"
+    r"(?:'[^'\n]*'|\"[^\"\\\n]*\"|(?:[A-Za-z0-9_/(.]|-(?=[^ \n]))"
+    r"[^:#\n]*(?:(?::(?=[^ \n])|(?<! )#)[^:#\n]*)*)"
     r"(?<! )"
 )
 """A scalar alone on the rest of its line: quoted without escapes or doubled quotes, or plain
@@ -318,11 +339,15 @@ def _run_scalar(r: _Reader, value: str) -> Any:
 
 
 _SECTIONS: Final = frozenset({"request", "response"})
+_ITEM_ENDS: dict[int, re.Pattern[str]] = {}
+"""A line break before a line (not blank) at a column or less, by column."""
 _NAME: Final = r"[A-Za-z_][A-Za-z0-9_.\-/]*"
-_PLAIN_REST: Final = r"(?:[^:#\n]|:(?=[^ \n])|(?<! )#)*"
-"""The rest of a plain scalar's line: no ``: `` or `` #``, no ``:`` ending it."""
+_PLAIN_REST: Final = r"[^:#\n]*(?:(?::(?=[^ \n])|(?<! )#)[^:#\n]*)*"
+"""The rest of a plain scalar's line: no ``: `` or `` #``, no ``:`` ending it (written as runs
+of other characters between those checks: one step of the matcher per run, not per
+character)."""
 _HEADER_VALUE: Final = (
-    r"(?:'(?:[^'\n]|''|\n{deeper}(?=[^ \n]))*'|\"[^\"\\\n]*\""
+    r"(?:'[^'\n]*(?:(?:''|\n{deeper}(?=[^ \n]))[^'\n]*)*'|\"[^\"\\\n]*\""
     r"|(?:[A-Za-z_/(]|[0-9](?![xXbB])(?=[^\n]*?[a-dfgh-su-wyA-DF-SU-WY]))"
     + _PLAIN_REST
     + r"(?: *\n{deeper}(?=[^ \n#])"
@@ -390,22 +415,22 @@ def _content_types(r: _Reader, pos: int, end: int) -> dict[Any, Any] | None:
     text = r.text
     column = _indent_at(text, pos)
     patterns = _CONTENT_TYPES.get(column)
-    if patterns is None:
+    if patterns is None:  # each line found by the line break before it (a fast search)
         pad = " " * column
-        name = f"^{pad}((?i:content-type)):"
+        name = f"\\n{pad}((?i:content-type)):"
+        item = f"{pad}- {_RUN_VALUE}"
         entry = re.compile(
-            f"{name}(?: ({_RUN_VALUE})\\n|\\n((?:{pad}- {_RUN_VALUE}\\n)+))(?!{pad} |{pad}- )",
-            re.MULTILINE,
+            f"{name}(?: ({_RUN_VALUE})|\\n((?:{item}\\n)*{item}))(?=\\n)(?!\\n{pad} |\\n{pad}- )"
         )
-        patterns = _CONTENT_TYPES[column] = (re.compile(name, re.MULTILINE), entry)
+        patterns = _CONTENT_TYPES[column] = (re.compile(name), entry)
     names, entry = patterns
-    found = entry.findall(text, pos, end)
-    if len(found) != len(names.findall(text, pos, end)):
+    found = entry.findall(text, pos - 1, end)  # the line break ending the `headers:` line
+    if len(found) != len(names.findall(text, pos - 1, end)):
         return None
     out: dict[Any, Any] = {}
     for key, value, items in found:
         if value:
             out[key] = _run_scalar(r, value)
         else:
-            out[key] = [_run_scalar(r, one) for one in _RUN_ITEM.findall(items)]
+            out[key] = [_run_scalar(r, one) for one in _RUN_ITEM.findall(items + "\n")]
     return out

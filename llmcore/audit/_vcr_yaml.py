@@ -45,9 +45,6 @@ _ESCAPE: Final = re.compile(r"\\(x[0-9A-Fa-f]{2}|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}
 _DOUBLE: Final = re.compile(
     r"\\(x[0-9A-Fa-f]{2}|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|\n[ \n]*|.)|( *\n[ \n]*)"
 )
-_TRIM: Final = re.compile(r" *\n *")
-_LONE_BREAK: Final = re.compile(r"(?<!\n)\n(?!\n)")
-_BREAK_RUN: Final = re.compile(r"\n(\n+)")
 _SPACES: Final = re.compile(" *")
 _ESCAPES: Final = {
     "0": "\0",
@@ -88,7 +85,8 @@ _C1: Final = re.compile(b"\xc2[\x80-\x9f]")
 """The UTF-8 of U+0080 to U+009F."""
 _HIGH: Final = bytes(range(0x80, 0x100))
 _MARKERS: Final = ("\n---", "\n...", "\n%")
-_MARKER_BYTES: Final = tuple(marker.encode() for marker in _MARKERS)
+_MARKER_BYTES: Final = re.compile(b"|".join(re.escape(marker.encode()) for marker in _MARKERS))
+"""Any of :data:`_MARKERS` in the bytes (one search, faster than one per marker)."""
 _BLOCK_HEADER: Final = re.compile(r"([|>])([-+]?)( *)")
 _PLAIN_START: Final = frozenset("-?:,[]{}#&*!|>'\"%@`")
 
@@ -140,7 +138,7 @@ def checked_text(data: bytes) -> str | None:
         return None
     rest = data.translate(None, _ASCII_KEPT)  # the bytes other than LF and printable ASCII
     if not rest:
-        return data.decode("ascii") if not any(m in data for m in _MARKER_BYTES) else None
+        return data.decode("ascii") if _MARKER_BYTES.search(data) is None else None
     if rest.translate(None, _HIGH):
         return None  # an ASCII control character or DEL
     try:
@@ -149,15 +147,21 @@ def checked_text(data: bytes) -> str | None:
         return None
     if b"\xc2" in rest and _C1.search(data) is not None:
         return None
-    if any(one in data for one in _REFUSED_ENCODED):
+    # ``rest`` holds every non-ASCII byte of ``data`` in order: a refused character's UTF-8
+    # (non-ASCII bytes only) in ``data`` is in ``rest`` too, so ``rest`` is searched first
+    if any(one in rest for one in _REFUSED_ENCODED) and any(
+        one in data for one in _REFUSED_ENCODED
+    ):
         return None
-    if any(marker in text for marker in _MARKERS):
+    if _MARKER_BYTES.search(data) is not None:  # ASCII: in the text as in the bytes
         return None
     return text
 
 
 def _plain(value: str) -> Any:
     """A plain scalar's value, resolved as PyYAML's ``Resolver`` and ``SafeConstructor`` do."""
+    if value.isdigit() and value.isascii() and len(value) <= 81 and value[0] != "0":
+        return int(value)  # what the resolvers give (only the int one matches): a token count
     resolvers = _RESOLVERS.get(value[0], []) + _RESOLVERS.get(None, [])
     tag = next((tag for tag, pattern in resolvers if pattern.match(value)), None)
     if tag is None:
@@ -202,11 +206,27 @@ def _line_fold(match: re.Match[str]) -> str:
 
 
 def _fold_single(content: str) -> str:
-    """A single-quoted scalar's value from the text between its quotes (YAML 1.1 §7.3.2)."""
+    """A single-quoted scalar's value from the text between its quotes (YAML 1.1 §7.3.2).
+
+    The spaces around each line break go; then one break between two lines is a space, and
+    a run of ``n`` breaks is ``n - 1`` (the lines, each stripped, joined in one pass).
+    """
     if "\n" in content:
-        content = _TRIM.sub("\n", content)
-        content = _LONE_BREAK.sub(" ", content)
-        content = _BREAK_RUN.sub(r"\1", content)
+        lines = content.split("\n")
+        last = len(lines) - 1
+        out = [lines[0].rstrip(" ")]
+        breaks = 0
+        for number in range(1, last + 1):
+            line = lines[number]
+            line = line.strip(" ") if number < last else line.lstrip(" ")
+            breaks += 1
+            if line:
+                out.append(" " if breaks == 1 else "\n" * (breaks - 1))
+                out.append(line)
+                breaks = 0
+        if breaks:
+            out.append(" " if breaks == 1 else "\n" * (breaks - 1))
+        content = "".join(out)
     return content.replace("''", "'")
 
 
@@ -449,7 +469,7 @@ class _Reader:
                 continue
             if len(line) - len(line.lstrip(" ")) <= indent:
                 break
-            if stripped[0] == "#" or ": " in stripped or " #" in stripped or line[-1] == ":":
+            if stripped[0] == "#" or ": " in stripped or " #" in stripped or stripped[-1] == ":":
                 raise _Fallback
             out.append("\n" * breaks if breaks else " ")
             out.append(stripped)

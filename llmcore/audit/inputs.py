@@ -143,7 +143,7 @@ def read_found(file: Path, skipped: list[str]) -> list[AuditInput]:
     except AuditInputError as exc:
         skipped.append(f"{exc.location or file}: {exc.message}")
         return []
-    return [replace(one, skippable=True) for one in found]
+    return [one if one.skippable else replace(one, skippable=True) for one in found]
 
 
 def read_path(path: Path, skipped: list[str], *, strict: bool = True) -> list[AuditInput]:

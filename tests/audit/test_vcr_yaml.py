@@ -8,6 +8,7 @@ every YAML file under ``tests/`` and ``cassettes/`` is checked too.
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 from typing import Any
 
@@ -264,6 +265,7 @@ def test_every_real_cassette_equals_pyyaml_or_is_a_recorded_fallback() -> None:
         "a:\n- \n",
         "a: 'x' y\n",
         'a: "x"\n  b: 1\n',
+        "a:\n  b: x\n   y:  \n",
     ],
 )
 def test_block_structure_equals_pyyaml_or_falls_back(text: str) -> None:
@@ -395,3 +397,89 @@ def test_words_are_the_only_letter_plains_pyyaml_resolves(first: str, rest: str)
     value = first + rest
     resolved = yaml.safe_load(f"a: {value}\n")["a"]
     assert isinstance(resolved, str) == (value not in _vcr_lines._WORDS)
+
+
+def _folded_by_substitution(content: str) -> str:
+    """YAML 1.1 §7.3.2 as three substitutions: trim the spaces around each line break, then
+    one break alone is a space and a run of ``n`` breaks is ``n - 1``; ``''`` is a quote."""
+    if "\n" in content:
+        content = re.sub(r" *\n *", "\n", content)
+        content = re.sub(r"(?<!\n)\n(?!\n)", " ", content)
+        content = re.sub(r"\n(\n+)", r"\1", content)
+    return content.replace("''", "'")
+
+
+@pytest.mark.full_count
+@settings(max_examples=examples(full=5000, sample=500), deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("a \n'é")), max_size=30))
+def test_single_quoted_folding_is_the_substitutions(content: str) -> None:
+    """The one-pass fold of a single-quoted scalar's lines equals the rule as substitutions."""
+    assert _vcr_yaml._fold_single(content) == _folded_by_substitution(content)
+
+
+_NESTED = st.recursive(
+    _scalars(),
+    lambda kids: st.one_of(
+        st.lists(kids, max_size=3),
+        st.dictionaries(st.sampled_from(["text", "type", "a b", "on", "x"]), kids, max_size=3),
+    ),
+    max_leaves=8,
+)
+_MESSAGES = st.lists(
+    st.dictionaries(st.sampled_from(["role", "content", "parts"]), _NESTED, min_size=1),
+    min_size=1,
+    max_size=3,
+)
+
+
+def _conversation(pool: list[Any], picks: list[int]) -> dict[str, Any]:
+    """A cassette whose requests resend the turns before them (items from ``pool``)."""
+    turns = [copy.deepcopy(pool[n % len(pool)]) for n in picks]  # no aliases: distinct objects
+    return {
+        "interactions": [
+            {"request": {"parsed_body": {"messages": copy.deepcopy(turns[:k]), "n": k}}}
+            for k in range(len(turns) + 1)
+        ],
+        "version": 1,
+    }
+
+
+@pytest.mark.full_count
+@settings(max_examples=examples(full=2000, sample=100), deadline=None)
+@given(
+    _MESSAGES,
+    st.lists(st.integers(0, 2), max_size=6),
+    st.sampled_from([None, "|", ">", "'", '"']),
+    st.sampled_from([80, 20]),
+)
+def test_repeated_items_equal_pyyaml(
+    pool: list[Any], picks: list[int], style: str | None, width: int
+) -> None:
+    """Sequence items whose text recurs (a conversation's earlier turns, resent) are read as
+    PyYAML reads them, whatever scalars end them and whatever lines follow them."""
+    text = yaml.dump(_conversation(pool, picks), Dumper=_dumper(style), width=width)
+    _check(text.encode("utf-8"))
+
+
+def test_a_repeated_item_is_read_once() -> None:
+    """The second of two equal item texts is the first's value (its lines are not read)."""
+    item = "  - role: user\n    content:\n    - text: 'a\n        b'\n      type: text\n"
+    text = f"a:\n{item}b:\n{item}  - last\nc:\n{item}d: 1\n"
+    doc, _ = _vcr_lines.read(_vcr_yaml._Reader(text))
+    assert doc == yaml.load(text, Loader=yaml.CSafeLoader)
+    assert doc["a"][0] is doc["b"][0] is doc["c"][0]
+    assert doc["b"][1] == "last"
+
+
+@pytest.mark.full_count
+@settings(max_examples=examples(full=2000, sample=200), deadline=None)
+@given(st.text(alphabet="0123456789", min_size=1, max_size=90))
+def test_digit_plains_resolve_as_pyyaml_resolves_them(digits: str) -> None:
+    """A plain scalar of ASCII digits is PyYAML's int, or left to PyYAML (octal, too long)."""
+    try:
+        got = _vcr_yaml._plain(digits)
+    except _vcr_lines.Fallback:
+        assert digits[0] == "0" or len(digits) > 81
+        return
+    want = yaml.load(f"a: {digits}\n", Loader=yaml.CSafeLoader)["a"]
+    assert (type(got), got) == (type(want), want)

@@ -191,7 +191,7 @@ def _reference_add(tries: dict, entry: _maximum.Entry) -> _maximum.Maximum:
         ideal = shared if shared >= entry.minimum else 0
     else:
         k = len(path) - 1
-        partial = _maximum._partial(path[-1], entry.toks[k], now) if k < len(entry.toks) else 0
+        partial = _maximum._partial_scan(path[-1], entry.toks[k], now) if k < len(entry.toks) else 0
         ideal = shared + partial if shared + partial >= entry.minimum else 0
     marks = sorted(set(entry.marks))
     written = marks
@@ -259,3 +259,55 @@ def test_maxima_equal_the_walk_that_raises_every_node(requests: list, minimum: i
             ttl=ttl,
         )
         assert ours.add(entry) == _reference_add(reference, entry)
+
+
+@settings(max_examples=examples(1000, 150), deadline=None)
+@given(
+    siblings=st.lists(
+        st.tuples(
+            st.text("abc", max_size=10),
+            st.sampled_from(["messages", "tools", None]),  # None: a key that is no tuple
+            st.sampled_from([None, 5.0, 20.0]),
+        ),
+        min_size=_maximum._SCAN_BELOW,
+        max_size=_maximum._FANOUT_LIMIT + 80,
+    ),
+    queries=st.lists(
+        st.tuples(st.text("abc", min_size=1, max_size=10), st.sampled_from([None, 10.0])),
+        min_size=1,
+        max_size=4,
+    ),
+    split=st.integers(0, 100),
+    direct=st.booleans(),
+)
+@pytest.mark.full_count
+def test_the_sorted_window_finds_what_looking_at_every_sibling_finds(
+    siblings: list[tuple[str, str | None, float | None]],
+    queries: list[tuple[str, float | None]],
+    split: int,
+    direct: bool,
+) -> None:
+    """Children added before the window is sorted and after (by ``add``, or straight into the
+    dict), past the fan-out limit, expired, of another section, with equal bytes."""
+    root = _maximum._Node(b"")
+    cut = len(siblings) * split // 100
+
+    def grow(part: list[tuple[str, str | None, float | None]], start: int) -> None:
+        for n, (text, section, expiry) in enumerate(part, start):
+            child = _maximum._Node(text.encode())
+            child.expiry = math.inf if expiry is None else expiry
+            key = n if section is None else (section, n)
+            if direct:
+                root.children[key] = child
+            else:
+                root.add(key, child)
+
+    grow(siblings[:cut], 0)
+    for text, now in queries:
+        tok = (("messages", -1), text.encode(), 40, "messages")
+        if len(root.children) >= _maximum._SCAN_BELOW:
+            assert _maximum._partial(root, tok, now) == _maximum._partial_scan(root, tok, now)
+    grow(siblings[cut:], cut)
+    for text, now in queries:
+        tok = (("messages", -1), text.encode(), 40, "messages")
+        assert _maximum._partial(root, tok, now) == _maximum._partial_scan(root, tok, now)

@@ -32,6 +32,7 @@ import bisect
 import itertools
 import math
 import operator
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -51,6 +52,7 @@ MAX_BREAKPOINTS: Final = 4
 _FANOUT_LIMIT: Final = 256
 """At most this many sibling items (newest first) are searched for OpenAI's partial match."""
 
+_NUMBER: Final = operator.itemgetter(1)
 _TOKENS: Final = operator.itemgetter(2)
 """A prefix item's tokens."""
 
@@ -66,7 +68,7 @@ _Window = list[tuple[bytes, int, object, "_Node"]]
 class _Node:
     """A node of the per-(provider, model) prefix trie: one prefix of items seen before."""
 
-    __slots__ = ("children", "data", "expiry", "window", "window_of", "written")
+    __slots__ = ("arrived", "children", "data", "expiry", "window", "window_of", "written")
 
     def __init__(self, data: bytes) -> None:
         self.children: dict[object, _Node] = {}
@@ -74,7 +76,10 @@ class _Node:
         self.expiry = -math.inf
         self.written = -math.inf
         self.window: _Window | None = None
-        """Its newest children sorted by their bytes (:func:`_partial`), or ``None``."""
+        """Its newest :data:`_FANOUT_LIMIT` children sorted by their bytes (:func:`_partial`),
+        or ``None``."""
+        self.arrived: deque[tuple[bytes, int]] = deque()
+        """The (bytes, insertion number) of :attr:`window`'s children, oldest first."""
         self.window_of = 0
         """How many children it had when :attr:`window` was last brought up to date."""
 
@@ -85,9 +90,10 @@ class _Node:
         window = self.window
         if window is not None and self.window_of == number:
             bisect.insort(window, (child.data, number, key, child))
+            self.arrived.append((child.data, number))
+            if len(self.arrived) > _FANOUT_LIMIT:  # the oldest is past the limit now
+                del window[bisect.bisect_left(window, self.arrived.popleft())]
             self.window_of = number + 1
-            if len(window) > 2 * _FANOUT_LIMIT:
-                self.window = None  # mostly children past the limit: sorted again when asked
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,19 +289,17 @@ def _partial(node: _Node, tok: _shape.TokenItem, now: float | None) -> int:
     if len(children) < _SCAN_BELOW or not data:
         return _partial_scan(node, tok, now)
     window = _window(node)
-    oldest = len(children) - _FANOUT_LIMIT
     section = tok[3]
     best = 0
     at = bisect.bisect_left(window, (data,))
     for side in (range(at, len(window)), range(at - 1, -1, -1)):
         for n in side:
-            other, number, key, child = window[n]
+            other, _number, key, child = window[n]
             shared = tokens.common_prefix_len(other, data)
             if shared <= best:
                 break
             if (
-                number >= oldest
-                and (now is None or child.expiry >= now)
+                (now is None or child.expiry >= now)
                 and isinstance(key, tuple)
                 and key[0] == section
             ):
@@ -312,6 +316,7 @@ def _window(node: _Node) -> _Window:
         node.window = sorted(
             (child.data, count - 1 - n, key, child) for n, (key, child) in enumerate(newest)
         )
+        node.arrived = deque(sorted(((e[0], e[1]) for e in node.window), key=_NUMBER))
         node.window_of = count
     return node.window
 

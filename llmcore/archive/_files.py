@@ -20,6 +20,7 @@ from llmcore.errors import ArchiveWriteError
 from llmcore.messages import Image
 from llmcore.safeio import file_kind
 
+from ._document import Document
 from .format import IMAGES_DIR
 from .fs import FileSystem
 from .images import verified
@@ -200,12 +201,13 @@ class _ArchiveFiles:
         except FileNotFoundError:
             return None
 
-    def _disk_is(self, data: bytes | None) -> bool:
+    def _disk_is(self, data: bytes | Document | None) -> bool:
         """Whether ``conversation.json`` holds exactly ``data`` (``None``: no file); no raise."""
         try:
-            return self._current_bytes() == data
+            disk = self._current_bytes()
         except OSError:
             return False
+        return data.equals(disk) if isinstance(data, Document) else disk == data
 
     def _image_path(self, name: str) -> Path:
         """``images/<name>``, made once per name the latest save used (paths are slow to make)."""
@@ -286,7 +288,13 @@ class _ArchiveFiles:
                 self._good[name] = _signature(info)
 
     def _write_file(
-        self, txn: _Txn, target: Path, data: bytes, *, commit: bool = False, images: bool = False
+        self,
+        txn: _Txn,
+        target: Path,
+        data: bytes | Document,
+        *,
+        commit: bool = False,
+        images: bool = False,
     ) -> None:
         """Write ``data`` to a temporary file beside ``target``, make it durable, rename it.
 
@@ -299,7 +307,7 @@ class _ArchiveFiles:
         fd = self.fs.open_write(temp)
         txn.temps.append(temp)
         try:
-            self.fs.write(fd, data)
+            self.fs.write(fd, data.chunks if isinstance(data, Document) else data)
             self.fs.fsync(fd)
         finally:
             self.fs.close(fd)
@@ -351,7 +359,7 @@ class _ArchiveFiles:
         return frozenset(match.decode() for match in _HEX64.findall(data))
 
     def _after_commit(
-        self, wanted: set[str], data: bytes, txn: _Txn, listing: dict[str, tuple[int, bool]]
+        self, wanted: set[str], data: Document, txn: _Txn, listing: dict[str, tuple[int, bool]]
     ) -> tuple[str, ...]:
         """Step 4; every failure is reported, none raised (the new archive stands)."""
         problems: list[str] = []
@@ -366,7 +374,7 @@ class _ArchiveFiles:
         return tuple(problems)
 
     def _clean(
-        self, wanted: set[str], data: bytes, txn: _Txn, listing: dict[str, tuple[int, bool]]
+        self, wanted: set[str], data: Document, txn: _Txn, listing: dict[str, tuple[int, bool]]
     ) -> list[str]:
         """Remove leftovers; images ``conversation.json`` on disk names are never removed.
 
@@ -380,7 +388,7 @@ class _ArchiveFiles:
         info = self.fs.lstat(self.conversation_file)
         if info is None or (info.st_ino, info.st_size) != (txn.committed_ino, len(data)):
             disk = self._current_bytes()
-            if disk != data:  # another writer, not llmcore: keep everything it refers to
+            if not data.equals(disk):  # another writer, not llmcore: keep everything it refers to
                 hashes = {match.decode() for match in _HEX64.findall(disk or b"")}
                 keep = {name for name in self.fs.listdir(self.images_dir) if name[:64] in hashes}
                 wanted = wanted | keep

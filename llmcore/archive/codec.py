@@ -65,7 +65,16 @@ from .state import (
     short_repr,
 )
 
-__all__ = ["UNREAD", "FragmentCache", "ImageLoader", "Unread", "decode", "encode", "is_sha256"]
+__all__ = [
+    "UNREAD",
+    "FragmentCache",
+    "ImageLoader",
+    "Unread",
+    "decode",
+    "encode",
+    "encode_pieces",
+    "is_sha256",
+]
 
 
 class Unread:
@@ -117,6 +126,8 @@ def encode(
 ) -> bytes:
     """Return the bytes of ``conversation.json`` for ``state`` (SPEC A1, A2).
 
+    The concatenation of :func:`encode_pieces` (same arguments).
+
     Args:
         state: The conversation.
         kept_images: SHA-256 hex of the images written as ``image``; every other image is
@@ -131,6 +142,26 @@ def encode(
     Raises:
         EncodingError: A value has no JSON form (cannot happen for values built through
             :mod:`llmcore.archive.state`).
+    """
+    pieces = encode_pieces(
+        state, kept_images=kept_images, digest=digest, fragments=fragments, kept_unread=kept_unread
+    )
+    return b"".join(pieces)
+
+
+def encode_pieces(
+    state: ConversationState,
+    *,
+    kept_images: Collection[str] | None = None,
+    digest: Callable[[Image], str] | None = None,
+    fragments: FragmentCache | None = None,
+    kept_unread: Collection[str] = (),
+) -> list[bytes | memoryview]:
+    """Return the bytes of :func:`encode` as pieces whose concatenation they are, in order.
+
+    With ``fragments`` most pieces are the cached bytes of messages and items, so a save writes,
+    hashes and compares a large file without copying it into one buffer. Arguments and errors
+    are :func:`encode`'s.
     """
     doc = {
         "formatVersion": FORMAT_VERSION,
@@ -158,7 +189,7 @@ def encode(
         "estimatedCost": _cost_json(state.usage.cost),
         "sentFacts": [_fact_json(turn) for turn in state.sent_facts.turns],
     }
-    return jsonbytes.dumps_sorted(doc, indent=INDENT, end="\n")
+    return jsonbytes.dumps_sorted_pieces(doc, indent=INDENT, end="\n")
 
 
 def _no_variant(obj: object) -> None:

@@ -38,6 +38,16 @@ MUTATING: Final = frozenset(
 """The :class:`FileSystem` methods that write, make durable, or remove."""
 
 
+_IOV_MAX: Final = 1024
+"""Pieces per ``os.writev`` call (``IOV_MAX`` on Linux and macOS)."""
+
+
+def _write_all(fd: int, view: memoryview) -> None:
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
 class FileSystem:
     """The real file system. Subclass and override to inject faults or count calls."""
 
@@ -171,12 +181,23 @@ class FileSystem:
         """Create ``path`` exclusively for writing (mode 0o644) and return its descriptor."""
         return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
 
-    def write(self, fd: int, data: bytes) -> None:
-        """Write all of ``data`` to ``fd`` (short writes are continued)."""
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
+    def write(self, fd: int, data: bytes | list[bytes | memoryview]) -> None:
+        """Write all of ``data`` to ``fd``: bytes, or a list of pieces written in order.
+
+        Pieces are written with ``os.writev`` (:data:`_IOV_MAX` per call), so a large file
+        made of many pieces is never joined into one buffer. Short writes are continued.
+        """
+        if not isinstance(data, list):
+            _write_all(fd, memoryview(data))
+            return
+        for start in range(0, len(data), _IOV_MAX):
+            group = data[start : start + _IOV_MAX]
+            written = os.writev(fd, group)
+            if written < sum(map(len, group)):  # a short write (rare): the rest, piece by piece
+                for piece in group:
+                    if written < len(piece):
+                        _write_all(fd, memoryview(piece)[written:])
+                    written = max(written - len(piece), 0)
 
     def fsync(self, fd: int) -> None:
         """Flush ``fd`` to stable storage."""

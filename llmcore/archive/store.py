@@ -97,6 +97,7 @@ from llmcore.errors import (
 )
 from llmcore.messages import Image
 
+from ._document import Document
 from ._files import _NUL, _ArchiveFiles, _folder_problem, _Gone, _signature, _Txn
 from ._results import (
     _UNREAD_IMAGES,
@@ -109,7 +110,7 @@ from ._results import (
     _omitted_notice,
     version_of,
 )
-from .codec import UNREAD, FragmentCache, Unread, decode, encode
+from .codec import UNREAD, FragmentCache, Unread, decode, encode, encode_pieces
 from .conversation import UNBOUND, UNKNOWN, Conversation
 from .format import CONVERSATION_FILE, IMAGES_DIR
 from .fs import FileSystem
@@ -166,7 +167,7 @@ class ArchiveStore(_ArchiveFiles):
         self._fragments = FragmentCache()
         self._media = MediaIndex(self._digests)
         self._unpaired = checks.UnpairedScan()
-        self._known: tuple[bytes, str | None] | None = None  # the latest bytes read or written
+        self._known: tuple[bytes | Document, str | None] | None = None  # latest read or written
         self._paths: dict[str, Path] = {}
         self._good: dict[str, tuple[int, int, int]] = {}
         self._committed: str | None = None
@@ -425,14 +426,17 @@ class ArchiveStore(_ArchiveFiles):
         self._media.update(state.history)
         unread = self._unread_kept(self._media.unread())
         plan = self._media.plan(self.image_budget)
-        data = self.encoder(
+        encoder: Encoder = encode_pieces if self.encoder is encode else self.encoder  # same bytes
+        encoded = encoder(
             state,
             kept_images=plan.kept,
             digest=self._digests,
             fragments=self._fragments,
             kept_unread=unread.values(),
         )
-        self._check_conflict(base, current, data)
+        data = Document(encoded if isinstance(encoded, list) else [encoded])
+        same = data.equals(current)
+        self._check_conflict(base, current, same)
         if len(data) > self.fs.read_limit:  # an open would refuse it: the archive would be lost
             raise self._refuse(
                 f"the conversation is {len(data):,} bytes, over the {self.fs.read_limit:,} bytes "
@@ -445,8 +449,8 @@ class ArchiveStore(_ArchiveFiles):
         missing = [(name, image) for name, image in plan.files if not self._image_ok(name, listing)]
         if len(self._paths) > 2 * len(plan.files) + 64:
             self._paths = {name: self._image_path(name) for name, _ in plan.files}
-        if not missing and current == data and not self._leftovers(wanted, listing):
-            version = self._version(data)
+        if not missing and same and not self._leftovers(wanted, listing):
+            version = self._version(current)
             return SaveResult(action="unchanged", images_omitted=plan.omitted, version=version)
         if lock == "absent":  # the first write of a folder without one (module doc)
             create_lock_file(self.folder, self.fs)
@@ -468,7 +472,7 @@ class ArchiveStore(_ArchiveFiles):
             version=version,
         )
 
-    def _renamed(self, txn: _Txn, data: bytes) -> bool:
+    def _renamed(self, txn: _Txn, data: Document) -> bool:
         """Whether ``conversation.json`` is the file this save renamed (its inode and size)."""
         if not txn.committing:
             return False
@@ -481,12 +485,14 @@ class ArchiveStore(_ArchiveFiles):
     def _version(self, data: bytes | None) -> str | None:
         """:func:`version_of` ``data``, without hashing again the bytes last read or written."""
         known = self._known
-        if known is not None and data is not None and (data is known[0] or data == known[0]):
-            return known[1]
+        if known is not None and data is not None:
+            last = known[0]
+            if data is last or (last.equals(data) if isinstance(last, Document) else data == last):
+                return known[1]
         return version_of(data)
 
     def _commit_all(
-        self, txn: _Txn, missing: list[tuple[str, Image]], data: bytes, current: bytes | None
+        self, txn: _Txn, missing: list[tuple[str, Image]], data: Document, current: bytes | None
     ) -> tuple[str, ...]:
         """Steps 2–3: images, then the commit; undo (and raise) unless it took effect."""
         try:
@@ -504,9 +510,12 @@ class ArchiveStore(_ArchiveFiles):
             raise self._write_error(exc, unchanged=self._disk_is(current)) from exc
         return ()
 
-    def _check_conflict(self, base: str | None, current: bytes | None, data: bytes) -> None:
-        """Raise :class:`ArchiveConflictError` if the disk moved on from ``base`` (A9)."""
-        if base == UNBOUND or current == data:
+    def _check_conflict(self, base: str | None, current: bytes | None, same: bool) -> None:
+        """Raise :class:`ArchiveConflictError` if the disk moved on from ``base`` (A9).
+
+        ``same``: the disk (``current``) already holds what this save would write.
+        """
+        if base == UNBOUND or same:
             return
         if base != UNKNOWN and self._version(current) == base:
             return

@@ -90,6 +90,10 @@ def _is_owned_image(name: str, wanted: Collection[str]) -> bool:
     return _IMAGE_NAME.fullmatch(name) is not None and name not in wanted
 
 
+_UNKNOWN: Final = (-1, -1, -1)
+"""The signature of a file this store has not written or verified (no inode matches it)."""
+
+
 def _signature(info: os.stat_result) -> tuple[int, int, int]:
     return (info.st_size, info.st_mtime_ns, info.st_ino)
 
@@ -216,18 +220,34 @@ class _ArchiveFiles:
             path = self._paths[name] = self.images_dir / name
         return path
 
-    def _image_ok(self, name: str, listing: dict[str, tuple[int, bool]]) -> bool:
-        """Whether ``images/<name>`` exists and was verified (or verifies now) against its name.
+    def _missing(
+        self, files: tuple[tuple[str, Image], ...], listing: dict[str, tuple[int, bool]]
+    ) -> list[tuple[str, Image]]:
+        """The ``files`` to write: those not in ``images/`` or not matching their name.
 
         A file this store wrote or verified is taken as it is while the listing of ``images/``
-        shows it as the same regular file (its inode); any other is checked by its bytes.
+        shows it as the same regular file (its inode), with no call; any other is checked by
+        :meth:`_image_ok`.
+        """
+        good, absent = self._good, (-1, False)
+        return [
+            (name, image)
+            for name, image in files
+            if not (
+                (entry := listing.get(name, absent))[1] and good.get(name, _UNKNOWN)[2] == entry[0]
+            )
+            and not self._image_ok(name, listing)
+        ]
+
+    def _image_ok(self, name: str, listing: dict[str, tuple[int, bool]]) -> bool:
+        """Whether ``images/<name>``, not known by its inode, is intact: checked by its bytes.
+
+        A file whose size, time and inode are those this store saw when it wrote or verified
+        it is not read again.
         """
         entry = listing.get(name)
         if entry is None or not entry[1]:
             return False
-        good = self._good.get(name)
-        if good is not None and good[2] == entry[0]:
-            return True
         info = self.fs.lstat(self._image_path(name))
         if info is None or not stat.S_ISREG(info.st_mode):
             return False
@@ -253,10 +273,11 @@ class _ArchiveFiles:
         ]
         if listing is None:
             listing = self.fs.scan_dir(self.images_dir)
+        unwanted = sorted(name for name in listing if name not in wanted)  # few: no pair each
         out.extend(
             self.images_dir / name
-            for name, (_, regular) in sorted(listing.items())
-            if regular and name not in wanted and _is_owned_image(name, wanted)
+            for name in unwanted
+            if listing[name][1] and _is_owned_image(name, wanted)
         )
         return out
 

@@ -446,7 +446,7 @@ class ArchiveStore(_ArchiveFiles):
         if wanted:
             self._check_images_dir()
         listing = self.fs.scan_dir(self.images_dir)
-        missing = [(name, image) for name, image in plan.files if not self._image_ok(name, listing)]
+        missing = self._missing(plan.files, listing)
         if len(self._paths) > 2 * len(plan.files) + 64:
             self._paths = {name: self._image_path(name) for name, _ in plan.files}
         if not missing and same and not self._leftovers(wanted, listing):

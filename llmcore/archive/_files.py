@@ -221,7 +221,7 @@ class _ArchiveFiles:
         return path
 
     def _missing(
-        self, files: tuple[tuple[str, Image], ...], listing: dict[str, tuple[int, bool]]
+        self, files: tuple[tuple[str, Image], ...], listing: dict[str, int]
     ) -> list[tuple[str, Image]]:
         """The ``files`` to write: those not in ``images/`` or not matching their name.
 
@@ -229,24 +229,21 @@ class _ArchiveFiles:
         shows it as the same regular file (its inode), with no call; any other is checked by
         :meth:`_image_ok`.
         """
-        good, absent = self._good, (-1, False)
+        good = self._good
         return [
             (name, image)
             for name, image in files
-            if not (
-                (entry := listing.get(name, absent))[1] and good.get(name, _UNKNOWN)[2] == entry[0]
-            )
+            if good.get(name, _UNKNOWN)[2] != listing.get(name, -2)  # -1 and -2: no inode
             and not self._image_ok(name, listing)
         ]
 
-    def _image_ok(self, name: str, listing: dict[str, tuple[int, bool]]) -> bool:
+    def _image_ok(self, name: str, listing: dict[str, int]) -> bool:
         """Whether ``images/<name>``, not known by its inode, is intact: checked by its bytes.
 
         A file whose size, time and inode are those this store saw when it wrote or verified
         it is not read again.
         """
-        entry = listing.get(name)
-        if entry is None or not entry[1]:
+        if name not in listing:
             return False
         info = self.fs.lstat(self._image_path(name))
         if info is None or not stat.S_ISREG(info.st_mode):
@@ -257,14 +254,14 @@ class _ArchiveFiles:
         return isinstance(got, bytes)  # unreadable now: rewritten from the bytes in memory
 
     def _leftovers(
-        self, wanted: Collection[str], listing: dict[str, tuple[int, bool]] | None = None
+        self, wanted: Collection[str], listing: dict[str, int] | None = None
     ) -> list[Path]:
         """Return the files llmcore created that a clean archive would not hold.
 
         Only temporary files of an interrupted save (by their name pattern) and image files
         named ``<sha256>.<ext>`` that ``wanted`` does not name; regular files only. Anything
         else in the folder is not llmcore's and is left alone. ``listing`` is ``images/`` as
-        :meth:`FileSystem.scan_dir` gave it (read now when ``None``).
+        :meth:`FileSystem.regular_files` gave it (read now when ``None``).
         """
         out = [
             self.folder / name
@@ -272,13 +269,9 @@ class _ArchiveFiles:
             if _DOC_TEMP.fullmatch(name) and self.fs.is_file(self.folder / name)
         ]
         if listing is None:
-            listing = self.fs.scan_dir(self.images_dir)
-        unwanted = sorted(name for name in listing if name not in wanted)  # few: no pair each
-        out.extend(
-            self.images_dir / name
-            for name in unwanted
-            if listing[name][1] and _is_owned_image(name, wanted)
-        )
+            listing = self.fs.regular_files(self.images_dir)
+        unwanted = sorted(name for name in listing if name not in wanted)
+        out.extend(self.images_dir / name for name in unwanted if _is_owned_image(name, wanted))
         return out
 
     def _make_folder(self, txn: _Txn) -> None:
@@ -380,7 +373,7 @@ class _ArchiveFiles:
         return frozenset(match.decode() for match in _HEX64.findall(data))
 
     def _after_commit(
-        self, wanted: set[str], data: Document, txn: _Txn, listing: dict[str, tuple[int, bool]]
+        self, wanted: set[str], data: Document, txn: _Txn, listing: dict[str, int]
     ) -> tuple[str, ...]:
         """Step 4; every failure is reported, none raised (the new archive stands)."""
         problems: list[str] = []
@@ -395,7 +388,7 @@ class _ArchiveFiles:
         return tuple(problems)
 
     def _clean(
-        self, wanted: set[str], data: Document, txn: _Txn, listing: dict[str, tuple[int, bool]]
+        self, wanted: set[str], data: Document, txn: _Txn, listing: dict[str, int]
     ) -> list[str]:
         """Remove leftovers; images ``conversation.json`` on disk names are never removed.
 
@@ -413,7 +406,7 @@ class _ArchiveFiles:
                 hashes = {match.decode() for match in _HEX64.findall(disk or b"")}
                 keep = {name for name in self.fs.listdir(self.images_dir) if name[:64] in hashes}
                 wanted = wanted | keep
-            listing = self.fs.scan_dir(self.images_dir)
+            listing = self.fs.regular_files(self.images_dir)
         problems: list[str] = []
         for path in self._leftovers(wanted, listing):
             try:

@@ -93,8 +93,8 @@ class FileSystem:
         except (FileNotFoundError, NotADirectoryError):
             return []
 
-    def scan_dir(self, path: Path) -> dict[str, tuple[int, bool]]:
-        """Return name → (inode, is a regular file) of the entries of directory ``path``.
+    def regular_files(self, path: Path) -> dict[str, int]:
+        """Return name → inode of the regular files in directory ``path`` (not symlinks to one).
 
         One listing, no ``stat`` per entry (the kinds come from the directory itself). ``{}``
         if ``path`` does not exist, is not a directory, or is a symlink (never followed).
@@ -110,7 +110,7 @@ class FileSystem:
             raise
         try:
             with os.scandir(fd) as entries:
-                return {e.name: (e.inode(), e.is_file(follow_symlinks=False)) for e in entries}
+                return {e.name: e.inode() for e in entries if e.is_file(follow_symlinks=False)}
         finally:
             os.close(fd)
 

@@ -445,7 +445,7 @@ class ArchiveStore(_ArchiveFiles):
         wanted = {name for name, _ in plan.files} | unread.keys()
         if wanted:
             self._check_images_dir()
-        listing = self.fs.scan_dir(self.images_dir)
+        listing = self.fs.regular_files(self.images_dir)
         missing = self._missing(plan.files, listing)
         if len(self._paths) > 2 * len(plan.files) + 64:
             self._paths = {name: self._image_path(name) for name, _ in plan.files}

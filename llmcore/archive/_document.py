@@ -11,6 +11,7 @@ files themselves (:mod:`llmcore.archive._files`).
 from __future__ import annotations
 
 import hashlib
+import operator
 from typing import Final
 
 __all__ = ["Document"]
@@ -21,23 +22,58 @@ turns is a few dozen chunks to write (``writev``), hash (:mod:`hashlib` releases
 each) and compare, and no buffer of the whole file is made."""
 
 
+_Piece = bytes | memoryview
+_Run = tuple[tuple[_Piece, ...], _Piece]
+"""The pieces of one chunk, as objects, and the chunk."""
+
+
 class Document:
     """The bytes of a file as chunks whose concatenation they are.
 
     Args:
         pieces: The file's bytes in order (``bytes`` or ``memoryview``); runs of
             :data:`_GROUP` pieces are joined into one chunk each.
+        previous: The document of the previous save: a run of pieces that are the very
+            objects one of its chunks was joined from (the fragment cache hands out the same
+            objects for unchanged messages and items) takes that chunk instead of a new join,
+            wherever the run now stands. The bytes are the same either way.
     """
 
-    __slots__ = ("chunks", "size")
+    __slots__ = ("_runs", "chunks", "size")
 
-    def __init__(self, pieces: list[bytes | memoryview]) -> None:
+    def __init__(self, pieces: list[_Piece], previous: Document | None = None) -> None:
+        self._runs: dict[int, _Run] = {}  # id of a chunk's first piece → its run (held)
+        chunks = pieces
         if len(pieces) > 1:
-            pieces = [b"".join(pieces[at : at + _GROUP]) for at in range(0, len(pieces), _GROUP)]
-        self.chunks: list[bytes | memoryview] = pieces
+            chunks = self._chunked(pieces, {} if previous is None else previous._runs)
+        self.chunks: list[_Piece] = chunks
         """The bytes in order (the pieces, or runs of them joined)."""
-        self.size: int = sum(map(len, pieces))
+        self.size: int = sum(map(len, chunks))
         """The file's length in bytes."""
+
+    def _chunked(self, pieces: list[_Piece], earlier: dict[int, _Run]) -> list[_Piece]:
+        chunks: list[_Piece] = []
+        start = at = 0  # pieces[start:at] are not in a chunk yet
+        while at < len(pieces):
+            run = earlier.get(id(pieces[at])) if earlier else None
+            if run is not None and _same_objects(run[0], pieces, at):
+                self._join(pieces, start, at, chunks)
+                self._runs[id(pieces[at])] = run
+                chunks.append(run[1])
+                at = start = at + len(run[0])
+            elif earlier:
+                at += 1
+            else:  # nothing to take: every run is joined
+                at = len(pieces)
+        self._join(pieces, start, at, chunks)
+        return chunks
+
+    def _join(self, pieces: list[_Piece], start: int, end: int, chunks: list[_Piece]) -> None:
+        for first in range(start, end, _GROUP):
+            run = tuple(pieces[first : min(first + _GROUP, end)])
+            chunk = b"".join(run)
+            self._runs[id(run[0])] = (run, chunk)
+            chunks.append(chunk)
 
     def __len__(self) -> int:
         """The file's length in bytes."""
@@ -60,3 +96,9 @@ class Document:
         for chunk in self.chunks:
             digest.update(chunk)
         return digest.hexdigest()
+
+
+def _same_objects(run: tuple[_Piece, ...], pieces: list[_Piece], at: int) -> bool:
+    """Whether ``pieces[at:]`` starts with the very objects of ``run``."""
+    end = at + len(run)
+    return end <= len(pieces) and all(map(operator.is_, run, pieces[at:end]))

@@ -434,7 +434,9 @@ class ArchiveStore(_ArchiveFiles):
             fragments=self._fragments,
             kept_unread=unread.values(),
         )
-        data = Document(encoded if isinstance(encoded, list) else [encoded])
+        last = None if self._known is None else self._known[0]
+        pieces: list[bytes | memoryview] = encoded if isinstance(encoded, list) else [encoded]
+        data = Document(pieces, last if isinstance(last, Document) else None)
         same = data.equals(current)
         self._check_conflict(base, current, same)
         if len(data) > self.fs.read_limit:  # an open would refuse it: the archive would be lost

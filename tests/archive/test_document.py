@@ -71,3 +71,34 @@ def test_a_short_writev_is_continued_from_where_it_stopped(tmp_path, monkeypatch
     fs.write(fd, pieces)
     fs.close(fd)
     assert path.read_bytes() == b"".join(pieces)
+
+
+@given(
+    pieces=_PIECES,
+    edits=st.lists(st.tuples(st.integers(0, 3 * _GROUP), st.binary(max_size=8)), max_size=6),
+)
+def test_a_document_made_after_another_holds_its_own_bytes(pieces, edits):
+    # Runs of the same objects take the earlier document's chunks; whatever moved, changed or
+    # is new is joined: the bytes are the new pieces' either way.
+    first = Document(list(pieces))
+    later = list(pieces)
+    for at, piece in edits:
+        later.insert(at % (len(later) + 1), piece)
+    if later:
+        later.pop(len(later) // 2)
+    doc = Document(later, first)
+    assert b"".join(doc.chunks) == b"".join(later)
+    assert doc.version() == hashlib.sha256(b"".join(later)).hexdigest()
+    again = Document(list(later), doc)
+    assert b"".join(again.chunks) == b"".join(later)
+
+
+def test_an_unchanged_run_of_pieces_takes_the_earlier_chunk():
+    pieces = [f"{n:04d}".encode() for n in range(4 * _GROUP)]
+    first = Document(pieces)
+    appended = Document([b"new head", *pieces, b"new tail"], first)
+    assert appended.chunks == [b"new head", *first.chunks, b"new tail"]
+    assert all(new is old for new, old in zip(appended.chunks[1:], first.chunks, strict=False))
+    changed = Document([*pieces[:5], b"edited", *pieces[6:]], appended)
+    assert changed.chunks[1:] == first.chunks[1:]  # the first run is joined again, not the rest
+    assert all(new is old for new, old in zip(changed.chunks[1:], first.chunks[1:], strict=True))

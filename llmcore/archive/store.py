@@ -167,7 +167,7 @@ class ArchiveStore(_ArchiveFiles):
         self._fragments = FragmentCache()
         self._media = MediaIndex(self._digests)
         self._unpaired = checks.UnpairedScan()
-        self._known: tuple[bytes | Document, str | None] | None = None  # latest read or written
+        self._known: tuple[Document, str | None] | None = None  # the latest bytes read or written
         self._paths: dict[str, Path] = {}
         self._good: dict[str, tuple[int, int, int]] = {}
         self._committed: str | None = None
@@ -249,7 +249,7 @@ class ArchiveStore(_ArchiveFiles):
                 message=_UNREAD_IMAGES.format(count=len(unread)), reason="; ".join(unread)
             )
         version = version_of(data)
-        self._known = (data, version)
+        self._known = (Document([data]), version)
         self._media.update(state.history)  # the next save scans only what follows
         self._unpaired(state.history)
         return Loaded(
@@ -434,9 +434,8 @@ class ArchiveStore(_ArchiveFiles):
             fragments=self._fragments,
             kept_unread=unread.values(),
         )
-        last = None if self._known is None else self._known[0]
         pieces: list[bytes | memoryview] = encoded if isinstance(encoded, list) else [encoded]
-        data = Document(pieces, last if isinstance(last, Document) else None)
+        data = Document(pieces, None if self._known is None else self._known[0])
         same = data.equals(current)
         self._check_conflict(base, current, same)
         if len(data) > self.fs.read_limit:  # an open would refuse it: the archive would be lost
@@ -487,10 +486,8 @@ class ArchiveStore(_ArchiveFiles):
     def _version(self, data: bytes | None) -> str | None:
         """:func:`version_of` ``data``, without hashing again the bytes last read or written."""
         known = self._known
-        if known is not None and data is not None:
-            last = known[0]
-            if data is last or (last.equals(data) if isinstance(last, Document) else data == last):
-                return known[1]
+        if known is not None and known[0].equals(data):
+            return known[1]
         return version_of(data)
 
     def _commit_all(
@@ -513,10 +510,7 @@ class ArchiveStore(_ArchiveFiles):
         return ()
 
     def _check_conflict(self, base: str | None, current: bytes | None, same: bool) -> None:
-        """Raise :class:`ArchiveConflictError` if the disk moved on from ``base`` (A9).
-
-        ``same``: the disk (``current``) already holds what this save would write.
-        """
+        """Raise :class:`ArchiveConflictError` if the disk left ``base`` (and is not ``same``)."""
         if base == UNBOUND or same:
             return
         if base != UNKNOWN and self._version(current) == base:

@@ -39,6 +39,8 @@ class _Txn:
     """The rename of ``conversation.json`` was attempted."""
     committed_ino: int = -1
     """The inode of the file renamed to ``conversation.json`` (``-1``: none yet)."""
+    unsynced: list[Path] = field(default_factory=list)
+    """Images renamed into place whose fsync comes with the commit (see ``_write_file``)."""
 
 
 _NUL = "the archive path contains a NUL byte, which no file system accepts"
@@ -294,7 +296,7 @@ class _ArchiveFiles:
         for name, image in missing:
             target = self.images_dir / name
             existed = self.fs.lstat(target) is not None
-            self._write_file(txn, target, image.data)
+            self._write_file(txn, target, image.data, durable=False)
             if not existed:
                 txn.files.append(target)
             info = self.fs.lstat(target)
@@ -309,22 +311,32 @@ class _ArchiveFiles:
         *,
         commit: bool = False,
         images: bool = False,
+        durable: bool = True,
     ) -> None:
         """Write ``data`` to a temporary file beside ``target``, make it durable, rename it.
 
-        ``commit`` marks the rename of ``conversation.json``; ``images`` makes ``images/``
-        durable before it (new images were renamed into it). That fsync comes after the file's
-        own, which has already committed the file system's journal with the images' renames on
-        journaling file systems, so it is cheap there.
+        ``commit`` marks the rename of ``conversation.json``: before it, every image renamed
+        into place by this save (``durable`` off: its write-back only started, see
+        :meth:`FileSystem.start_writeback`) is fsynced, then ``images/`` when ``images`` is set,
+        so the images are durable before the commit point (A9). Those fsyncs come after the
+        file's own, which on a journaling file system has already committed the journal with
+        the images' data and renames, so there they only flush; one journal commit serves the
+        images and the file.
         """
         temp = target.with_name(f".{target.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
         fd = self.fs.open_write(temp)
         txn.temps.append(temp)
         try:
             self.fs.write(fd, data.chunks if isinstance(data, Document) else data)
-            self.fs.fsync(fd)
+            if durable:
+                self.fs.fsync(fd)
+            else:
+                self.fs.start_writeback(fd)
         finally:
             self.fs.close(fd)
+        if commit:
+            for image in txn.unsynced:
+                self.fs.fsync_file(image)
         if images:
             self.fs.fsync_dir(self.images_dir)
         if commit:
@@ -334,6 +346,8 @@ class _ArchiveFiles:
         self.fs.rename(temp, target)
         txn.temps.remove(temp)
         txn.written += len(data)
+        if not durable:
+            txn.unsynced.append(target)
 
     def _undo(self, txn: _Txn) -> None:
         """Best effort: remove what a failed save created; what stays is cleaned next time.

@@ -32,6 +32,7 @@ MUTATING: Final = frozenset(
         "unlink",
         "rmdir",
         "fsync_dir",
+        "fsync_file",
         "create_lock",
     }
 )
@@ -202,6 +203,30 @@ class FileSystem:
     def fsync(self, fd: int) -> None:
         """Flush ``fd`` to stable storage."""
         os.fsync(fd)
+
+    def start_writeback(self, fd: int) -> None:
+        """Start writing ``fd``'s data to storage without waiting (a hint; never raises).
+
+        ``posix_fadvise(POSIX_FADV_DONTNEED)``, where there is one: Linux starts the
+        write-back (allocating the blocks), so the journal commit of a later fsync of another
+        file carries this file's data too and its own :meth:`fsync_file` only flushes. Nothing
+        is made durable: a later :meth:`fsync_file` or :meth:`fsync` does that.
+        """
+        advise = getattr(os, "posix_fadvise", None)
+        if advise is None:
+            return
+        try:
+            advise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        except OSError:
+            pass
+
+    def fsync_file(self, path: Path) -> None:
+        """Flush the regular file ``path`` (not through a symlink) to stable storage."""
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0))
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def close(self, fd: int) -> None:
         """Close ``fd``."""

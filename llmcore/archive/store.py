@@ -55,12 +55,13 @@ mutating file-system call at all. A write goes:
 
 1. the folder is created if missing (its parent fsynced), and its lock taken;
 2. each image the archive needs that is missing or damaged is written to a temporary file in
-   ``images/``, flushed, fsynced and renamed into place (an image this store wrote or verified
-   counts as intact while one listing of ``images/`` shows the same file, by its inode; any
-   other is checked by its bytes);
-3. ``conversation.json`` is written to a temporary file and fsynced, then ``images/`` is
-   fsynced (when step 2 wrote an image), then the file is renamed: **that rename is the commit
-   point**;
+   ``images/``, its write-back started, and renamed into place (an image this store wrote or
+   verified counts as intact while one listing of ``images/`` shows the same file, by its
+   inode; any other is checked by its bytes);
+3. ``conversation.json`` is written to a temporary file and fsynced, then each image of step 2
+   and ``images/`` are fsynced (on a journaling file system the first fsync committed them
+   already), then the file is renamed: **that rename is the commit point**, after the images
+   are durable;
 4. the folder is fsynced, and unreferenced images and leftovers (temporary files of an
    interrupted save) are removed, without an fsync (a removal a crash undoes leaves a
    leftover the next save removes).

@@ -118,6 +118,9 @@ class _NoSync(FileSystem):
     def fsync_dir(self, path: Path) -> None:
         pass
 
+    def fsync_file(self, path: Path) -> None:
+        pass
+
 
 def _prepare(folder: Path, old: ConversationState | None) -> None:
     if folder.exists():

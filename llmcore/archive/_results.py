@@ -5,8 +5,8 @@
 
 from __future__ import annotations
 
+import _thread
 import hashlib
-import threading
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Final, Literal, Protocol
@@ -145,25 +145,34 @@ class VersionJob:
     """:func:`version_of` a :class:`Document`, computed in a thread while the save writes it.
 
     Below :data:`_BACKGROUND_HASH` bytes it is computed at :meth:`result`. The thread touches
-    no file, so the order of the save's file-system calls stays the same.
+    no file, so the order of the save's file-system calls stays the same. It is started with
+    :func:`_thread.start_new_thread`, which does not wait for the new thread to run
+    (:meth:`threading.Thread.start` does: a scheduling delay on a busy machine); it needs the
+    GIL first when the save waits in ``writev`` or ``fsync``, which is when it should run.
     """
 
-    __slots__ = ("_data", "_thread", "_version")
+    __slots__ = ("_data", "_done", "_version")
 
     def __init__(self, data: Document) -> None:
         self._data = data
         self._version: str | None = None
-        self._thread: threading.Thread | None = None
+        self._done: _thread.LockType | None = None  # held until the thread has hashed
         if len(data) >= _BACKGROUND_HASH:
-            self._thread = threading.Thread(target=self._run, name="llmcore-archive-hash")
-            self._thread.start()
+            self._done = _thread.allocate_lock()
+            self._done.acquire()
+            _thread.start_new_thread(self._run, ())
 
     def _run(self) -> None:
-        self._version = self._data.version()
+        try:
+            self._version = self._data.version()
+        finally:
+            assert self._done is not None
+            self._done.release()
 
     def result(self) -> str:
         """The version token (waits for the thread)."""
-        if self._thread is None:
+        if self._done is None:
             return self._data.version()
-        self._thread.join()
+        with self._done:
+            pass
         return self._version if self._version is not None else self._data.version()

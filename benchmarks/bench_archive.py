@@ -69,8 +69,9 @@ class CountingFS(FileSystem):
 
         def counted(*args: Any, **kwargs: Any) -> Any:
             self.calls += 1
-            if name == "write":
-                self.bytes += len(args[1])
+            if name == "write":  # bytes, or a list of pieces
+                data = args[1]
+                self.bytes += sum(map(len, data)) if isinstance(data, list) else len(data)
             return attr(*args, **kwargs)
 
         return counted

@@ -437,8 +437,14 @@ def _encode(text: str) -> bytes:
 
 def _finish(out: _Pieces) -> bytes:
     """Join the writer's pieces: text runs are encoded once each; bytes are copied once."""
+    parts = _parts(out)
+    return b"".join(parts)
+
+
+def _parts(out: _Pieces) -> list[bytes | memoryview]:
+    """The output as bytes pieces, in order: each text run encoded once, bytes as they are."""
     if not out.marks:
-        return _encode("".join(out))
+        return [_encode("".join(out))]
     parts: list[bytes | memoryview] = []
     start = 0
     for index in out.marks:
@@ -450,8 +456,8 @@ def _finish(out: _Pieces) -> bytes:
         parts.append(_encode("".join(out[start:])))
     if out.around is not None:
         at = next(i for i, part in enumerate(parts) if part is _AROUND)
-        return out.around(b"".join(parts[:at]), b"".join(parts[at + 1 :]))
-    return b"".join(parts)
+        return [out.around(b"".join(parts[:at]), b"".join(parts[at + 1 :]))]
+    return parts
 
 
 def _write_guarded(value: Any, out: _Pieces, sort: bool, indent: str | None) -> None:
@@ -521,11 +527,26 @@ def dumps_sorted(value: Any, *, indent: int | None = None, end: str = "") -> byt
     Raises:
         EncodingError: As for :func:`dumps`.
     """
+    return b"".join(dumps_sorted_pieces(value, indent=indent, end=end))
+
+
+def dumps_sorted_pieces(
+    value: Any, *, indent: int | None = None, end: str = ""
+) -> list[bytes | memoryview]:
+    """Write ``value`` as :func:`dumps_sorted` does, as pieces whose concatenation is its bytes.
+
+    The bytes of a :class:`RawArray` made by :meth:`~RawArray.from_pieces` are not copied: its
+    pieces are among the result's, so a large document can be written (``os.writev``), hashed
+    and compared without being joined into one buffer.
+
+    Raises:
+        EncodingError: As for :func:`dumps`.
+    """
     out = _Pieces()
     _write_guarded(value, out, True, None if indent is None else " " * indent)
     if end:
         out.append(end)
-    return _finish(out)
+    return _parts(out)
 
 
 _LOG10_2: Final = math.log10(2)

@@ -20,6 +20,7 @@ from llmcore.errors import ArchiveWriteError
 from llmcore.messages import Image
 from llmcore.safeio import file_kind
 
+from ._document import Document
 from .format import IMAGES_DIR
 from .fs import FileSystem
 from .images import verified
@@ -38,6 +39,8 @@ class _Txn:
     """The rename of ``conversation.json`` was attempted."""
     committed_ino: int = -1
     """The inode of the file renamed to ``conversation.json`` (``-1``: none yet)."""
+    unsynced: list[Path] = field(default_factory=list)
+    """Images renamed into place whose fsync comes with the commit (see ``_write_file``)."""
 
 
 _NUL = "the archive path contains a NUL byte, which no file system accepts"
@@ -87,6 +90,10 @@ def _is_owned_image(name: str, wanted: Collection[str]) -> bool:
     if _IMAGE_TEMP.fullmatch(name):
         return True
     return _IMAGE_NAME.fullmatch(name) is not None and name not in wanted
+
+
+_UNKNOWN: Final = (-1, -1, -1)
+"""The signature of a file this store has not written or verified (no inode matches it)."""
 
 
 def _signature(info: os.stat_result) -> tuple[int, int, int]:
@@ -200,12 +207,13 @@ class _ArchiveFiles:
         except FileNotFoundError:
             return None
 
-    def _disk_is(self, data: bytes | None) -> bool:
+    def _disk_is(self, data: bytes | Document | None) -> bool:
         """Whether ``conversation.json`` holds exactly ``data`` (``None``: no file); no raise."""
         try:
-            return self._current_bytes() == data
+            disk = self._current_bytes()
         except OSError:
             return False
+        return data.equals(disk) if isinstance(data, Document) else disk == data
 
     def _image_path(self, name: str) -> Path:
         """``images/<name>``, made once per name the latest save used (paths are slow to make)."""
@@ -214,18 +222,31 @@ class _ArchiveFiles:
             path = self._paths[name] = self.images_dir / name
         return path
 
-    def _image_ok(self, name: str, listing: dict[str, tuple[int, bool]]) -> bool:
-        """Whether ``images/<name>`` exists and was verified (or verifies now) against its name.
+    def _missing(
+        self, files: tuple[tuple[str, Image], ...], listing: dict[str, int]
+    ) -> list[tuple[str, Image]]:
+        """The ``files`` to write: those not in ``images/`` or not matching their name.
 
         A file this store wrote or verified is taken as it is while the listing of ``images/``
-        shows it as the same regular file (its inode); any other is checked by its bytes.
+        shows it as the same regular file (its inode), with no call; any other is checked by
+        :meth:`_image_ok`.
         """
-        entry = listing.get(name)
-        if entry is None or not entry[1]:
+        good = self._good
+        return [
+            (name, image)
+            for name, image in files
+            if good.get(name, _UNKNOWN)[2] != listing.get(name, -2)  # -1 and -2: no inode
+            and not self._image_ok(name, listing)
+        ]
+
+    def _image_ok(self, name: str, listing: dict[str, int]) -> bool:
+        """Whether ``images/<name>``, not known by its inode, is intact: checked by its bytes.
+
+        A file whose size, time and inode are those this store saw when it wrote or verified
+        it is not read again.
+        """
+        if name not in listing:
             return False
-        good = self._good.get(name)
-        if good is not None and good[2] == entry[0]:
-            return True
         info = self.fs.lstat(self._image_path(name))
         if info is None or not stat.S_ISREG(info.st_mode):
             return False
@@ -235,14 +256,14 @@ class _ArchiveFiles:
         return isinstance(got, bytes)  # unreadable now: rewritten from the bytes in memory
 
     def _leftovers(
-        self, wanted: Collection[str], listing: dict[str, tuple[int, bool]] | None = None
+        self, wanted: Collection[str], listing: dict[str, int] | None = None
     ) -> list[Path]:
         """Return the files llmcore created that a clean archive would not hold.
 
         Only temporary files of an interrupted save (by their name pattern) and image files
         named ``<sha256>.<ext>`` that ``wanted`` does not name; regular files only. Anything
         else in the folder is not llmcore's and is left alone. ``listing`` is ``images/`` as
-        :meth:`FileSystem.scan_dir` gave it (read now when ``None``).
+        :meth:`FileSystem.regular_files` gave it (read now when ``None``).
         """
         out = [
             self.folder / name
@@ -250,12 +271,9 @@ class _ArchiveFiles:
             if _DOC_TEMP.fullmatch(name) and self.fs.is_file(self.folder / name)
         ]
         if listing is None:
-            listing = self.fs.scan_dir(self.images_dir)
-        out.extend(
-            self.images_dir / name
-            for name, (_, regular) in sorted(listing.items())
-            if regular and name not in wanted and _is_owned_image(name, wanted)
-        )
+            listing = self.fs.regular_files(self.images_dir)
+        unwanted = sorted(name for name in listing if name not in wanted)
+        out.extend(self.images_dir / name for name in unwanted if _is_owned_image(name, wanted))
         return out
 
     def _make_folder(self, txn: _Txn) -> None:
@@ -278,7 +296,7 @@ class _ArchiveFiles:
         for name, image in missing:
             target = self.images_dir / name
             existed = self.fs.lstat(target) is not None
-            self._write_file(txn, target, image.data)
+            self._write_file(txn, target, image.data, durable=False)
             if not existed:
                 txn.files.append(target)
             info = self.fs.lstat(target)
@@ -286,23 +304,39 @@ class _ArchiveFiles:
                 self._good[name] = _signature(info)
 
     def _write_file(
-        self, txn: _Txn, target: Path, data: bytes, *, commit: bool = False, images: bool = False
+        self,
+        txn: _Txn,
+        target: Path,
+        data: bytes | Document,
+        *,
+        commit: bool = False,
+        images: bool = False,
+        durable: bool = True,
     ) -> None:
         """Write ``data`` to a temporary file beside ``target``, make it durable, rename it.
 
-        ``commit`` marks the rename of ``conversation.json``; ``images`` makes ``images/``
-        durable before it (new images were renamed into it). That fsync comes after the file's
-        own, which has already committed the file system's journal with the images' renames on
-        journaling file systems, so it is cheap there.
+        ``commit`` marks the rename of ``conversation.json``: before it, every image renamed
+        into place by this save (``durable`` off: its write-back only started, see
+        :meth:`FileSystem.start_writeback`) is fsynced, then ``images/`` when ``images`` is set,
+        so the images are durable before the commit point (A9). Those fsyncs come after the
+        file's own, which on a journaling file system has already committed the journal with
+        the images' data and renames, so there they only flush; one journal commit serves the
+        images and the file.
         """
         temp = target.with_name(f".{target.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
         fd = self.fs.open_write(temp)
         txn.temps.append(temp)
         try:
-            self.fs.write(fd, data)
-            self.fs.fsync(fd)
+            self.fs.write(fd, data.chunks if isinstance(data, Document) else data)
+            if durable:
+                self.fs.fsync(fd)
+            else:
+                self.fs.start_writeback(fd)
         finally:
             self.fs.close(fd)
+        if commit:
+            for image in txn.unsynced:
+                self.fs.fsync_file(image)
         if images:
             self.fs.fsync_dir(self.images_dir)
         if commit:
@@ -312,6 +346,8 @@ class _ArchiveFiles:
         self.fs.rename(temp, target)
         txn.temps.remove(temp)
         txn.written += len(data)
+        if not durable:
+            txn.unsynced.append(target)
 
     def _undo(self, txn: _Txn) -> None:
         """Best effort: remove what a failed save created; what stays is cleaned next time.
@@ -351,7 +387,7 @@ class _ArchiveFiles:
         return frozenset(match.decode() for match in _HEX64.findall(data))
 
     def _after_commit(
-        self, wanted: set[str], data: bytes, txn: _Txn, listing: dict[str, tuple[int, bool]]
+        self, wanted: set[str], data: Document, txn: _Txn, listing: dict[str, int]
     ) -> tuple[str, ...]:
         """Step 4; every failure is reported, none raised (the new archive stands)."""
         problems: list[str] = []
@@ -366,7 +402,7 @@ class _ArchiveFiles:
         return tuple(problems)
 
     def _clean(
-        self, wanted: set[str], data: bytes, txn: _Txn, listing: dict[str, tuple[int, bool]]
+        self, wanted: set[str], data: Document, txn: _Txn, listing: dict[str, int]
     ) -> list[str]:
         """Remove leftovers; images ``conversation.json`` on disk names are never removed.
 
@@ -380,11 +416,11 @@ class _ArchiveFiles:
         info = self.fs.lstat(self.conversation_file)
         if info is None or (info.st_ino, info.st_size) != (txn.committed_ino, len(data)):
             disk = self._current_bytes()
-            if disk != data:  # another writer, not llmcore: keep everything it refers to
+            if not data.equals(disk):  # another writer, not llmcore: keep everything it refers to
                 hashes = {match.decode() for match in _HEX64.findall(disk or b"")}
                 keep = {name for name in self.fs.listdir(self.images_dir) if name[:64] in hashes}
                 wanted = wanted | keep
-            listing = self.fs.scan_dir(self.images_dir)
+            listing = self.fs.regular_files(self.images_dir)
         problems: list[str] = []
         for path in self._leftovers(wanted, listing):
             try:

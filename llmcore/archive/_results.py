@@ -5,8 +5,8 @@
 
 from __future__ import annotations
 
+import _thread
 import hashlib
-import threading
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Final, Literal, Protocol
@@ -14,6 +14,7 @@ from typing import Final, Literal, Protocol
 from llmcore.errors import ArchiveReadError
 from llmcore.messages import Image
 
+from ._document import Document
 from .codec import FragmentCache
 from .conversation import UNKNOWN
 from .images import omitted_images
@@ -21,7 +22,11 @@ from .state import ConversationState
 
 
 class Encoder(Protocol):
-    """Turns a conversation into the bytes of ``conversation.json`` (:func:`codec.encode`)."""
+    """Turns a conversation into the bytes of ``conversation.json`` (:func:`codec.encode`).
+
+    The bytes may come as a list of pieces whose concatenation they are
+    (:func:`codec.encode_pieces`, what a store uses in place of :func:`codec.encode`).
+    """
 
     def __call__(
         self,
@@ -31,8 +36,8 @@ class Encoder(Protocol):
         digest: Callable[[Image], str] | None = None,
         fragments: FragmentCache | None = None,
         kept_unread: Collection[str] = (),
-    ) -> bytes:
-        """Return the file's bytes."""
+    ) -> bytes | list[bytes | memoryview]:
+        """Return the file's bytes (or its pieces)."""
         ...
 
 
@@ -137,28 +142,37 @@ _BACKGROUND_HASH: Final = 1 << 20
 
 
 class VersionJob:
-    """:func:`version_of` ``data``, computed in a thread while the save writes and fsyncs.
+    """:func:`version_of` a :class:`Document`, computed in a thread while the save writes it.
 
     Below :data:`_BACKGROUND_HASH` bytes it is computed at :meth:`result`. The thread touches
-    no file, so the order of the save's file-system calls stays the same.
+    no file, so the order of the save's file-system calls stays the same. It is started with
+    :func:`_thread.start_new_thread`, which does not wait for the new thread to run
+    (:meth:`threading.Thread.start` does: a scheduling delay on a busy machine); it needs the
+    GIL first when the save waits in ``writev`` or ``fsync``, which is when it should run.
     """
 
-    __slots__ = ("_data", "_thread", "_version")
+    __slots__ = ("_data", "_done", "_version")
 
-    def __init__(self, data: bytes) -> None:
-        self._data: bytes | None = data
+    def __init__(self, data: Document) -> None:
+        self._data = data
         self._version: str | None = None
-        self._thread: threading.Thread | None = None
+        self._done: _thread.LockType | None = None  # held until the thread has hashed
         if len(data) >= _BACKGROUND_HASH:
-            self._thread = threading.Thread(target=self._run, name="llmcore-archive-hash")
-            self._thread.start()
+            self._done = _thread.allocate_lock()
+            self._done.acquire()
+            _thread.start_new_thread(self._run, ())
 
     def _run(self) -> None:
-        self._version = version_of(self._data)
+        try:
+            self._version = self._data.version()
+        finally:
+            assert self._done is not None
+            self._done.release()
 
-    def result(self) -> str | None:
+    def result(self) -> str:
         """The version token (waits for the thread)."""
-        if self._thread is None:
-            return version_of(self._data)
-        self._thread.join()
-        return self._version
+        if self._done is None:
+            return self._data.version()
+        with self._done:
+            pass
+        return self._version if self._version is not None else self._data.version()

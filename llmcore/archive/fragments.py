@@ -146,12 +146,13 @@ _FIXED: Final[frozenset[str]] = frozenset()
 
 
 def same_prefix(old: Sequence[object], new: Sequence[object]) -> int:
-    """How many leading elements of ``new`` are the very objects of ``old`` (compared in C)."""
-    flags = list(map(operator.is_, old, new))
-    try:
-        return flags.index(False)
-    except ValueError:
-        return len(flags)
+    """How many leading elements of ``new`` are the very objects of ``old`` (compared in C).
+
+    The common case, every element of the shorter one the same (an append), makes no list.
+    """
+    if all(map(operator.is_, old, new)):
+        return min(len(old), len(new))
+    return list(map(operator.is_, old, new)).index(False)
 
 
 def _rest(

@@ -32,10 +32,21 @@ MUTATING: Final = frozenset(
         "unlink",
         "rmdir",
         "fsync_dir",
+        "fsync_file",
         "create_lock",
     }
 )
 """The :class:`FileSystem` methods that write, make durable, or remove."""
+
+
+_IOV_MAX: Final = 1024
+"""Pieces per ``os.writev`` call (``IOV_MAX`` on Linux and macOS)."""
+
+
+def _write_all(fd: int, view: memoryview) -> None:
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
 
 
 class FileSystem:
@@ -83,8 +94,8 @@ class FileSystem:
         except (FileNotFoundError, NotADirectoryError):
             return []
 
-    def scan_dir(self, path: Path) -> dict[str, tuple[int, bool]]:
-        """Return name → (inode, is a regular file) of the entries of directory ``path``.
+    def regular_files(self, path: Path) -> dict[str, int]:
+        """Return name → inode of the regular files in directory ``path`` (not symlinks to one).
 
         One listing, no ``stat`` per entry (the kinds come from the directory itself). ``{}``
         if ``path`` does not exist, is not a directory, or is a symlink (never followed).
@@ -100,7 +111,7 @@ class FileSystem:
             raise
         try:
             with os.scandir(fd) as entries:
-                return {e.name: (e.inode(), e.is_file(follow_symlinks=False)) for e in entries}
+                return {e.name: e.inode() for e in entries if e.is_file(follow_symlinks=False)}
         finally:
             os.close(fd)
 
@@ -171,16 +182,51 @@ class FileSystem:
         """Create ``path`` exclusively for writing (mode 0o644) and return its descriptor."""
         return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
 
-    def write(self, fd: int, data: bytes) -> None:
-        """Write all of ``data`` to ``fd`` (short writes are continued)."""
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
+    def write(self, fd: int, data: bytes | list[bytes | memoryview]) -> None:
+        """Write all of ``data`` to ``fd``: bytes, or a list of pieces written in order.
+
+        Pieces are written with ``os.writev`` (:data:`_IOV_MAX` per call), so a large file
+        made of many pieces is never joined into one buffer. Short writes are continued.
+        """
+        if not isinstance(data, list):
+            _write_all(fd, memoryview(data))
+            return
+        for start in range(0, len(data), _IOV_MAX):
+            group = data[start : start + _IOV_MAX]
+            written = os.writev(fd, group)
+            if written < sum(map(len, group)):  # a short write (rare): the rest, piece by piece
+                for piece in group:
+                    if written < len(piece):
+                        _write_all(fd, memoryview(piece)[written:])
+                    written = max(written - len(piece), 0)
 
     def fsync(self, fd: int) -> None:
         """Flush ``fd`` to stable storage."""
         os.fsync(fd)
+
+    def start_writeback(self, fd: int) -> None:
+        """Start writing ``fd``'s data to storage without waiting (a hint; never raises).
+
+        ``posix_fadvise(POSIX_FADV_DONTNEED)``, where there is one: Linux starts the
+        write-back (allocating the blocks), so the journal commit of a later fsync of another
+        file carries this file's data too and its own :meth:`fsync_file` only flushes. Nothing
+        is made durable: a later :meth:`fsync_file` or :meth:`fsync` does that.
+        """
+        advise = getattr(os, "posix_fadvise", None)
+        if advise is None:
+            return
+        try:
+            advise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        except OSError:
+            pass
+
+    def fsync_file(self, path: Path) -> None:
+        """Flush the regular file ``path`` (not through a symlink) to stable storage."""
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0))
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def close(self, fd: int) -> None:
         """Close ``fd``."""

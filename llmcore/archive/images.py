@@ -140,22 +140,20 @@ def plan_newest_first(images: Sequence[tuple[str, Image, str]], budget: int) -> 
     ``images`` are the history's image places, newest first.
     """
     kept: dict[str, Image] = {}
+    names: dict[str, Image] = {}  # one (file name, image) per name a kept position needs
     total = 0
     omitted = 0
     full = False
-    for key, part, _ in images:
-        if key in kept:
-            continue
-        if not full and total + len(part.data) <= budget:
+    for key, part, name in images:  # the same bytes declared with two types get two names
+        if key in kept:  # kept at its newest position: every older copy stays an image
+            names.setdefault(name, part)
+        elif not full and total + len(part.data) <= budget:
             kept[key] = part
             total += len(part.data)
+            names.setdefault(name, part)
         else:
             full = True
             omitted += 1
-    names: dict[str, Image] = {}  # one (file name, image) per name a kept position needs
-    for key, part, name in images:  # the same bytes declared with two types get two names
-        if key in kept:
-            names.setdefault(name, part)
     files = tuple(names.items())
     return ImagePlan(kept=frozenset(kept), files=files, omitted=omitted, kept_bytes=total)
 

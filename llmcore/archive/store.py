@@ -55,12 +55,13 @@ mutating file-system call at all. A write goes:
 
 1. the folder is created if missing (its parent fsynced), and its lock taken;
 2. each image the archive needs that is missing or damaged is written to a temporary file in
-   ``images/``, flushed, fsynced and renamed into place (an image this store wrote or verified
-   counts as intact while one listing of ``images/`` shows the same file, by its inode; any
-   other is checked by its bytes);
-3. ``conversation.json`` is written to a temporary file and fsynced, then ``images/`` is
-   fsynced (when step 2 wrote an image), then the file is renamed: **that rename is the commit
-   point**;
+   ``images/``, its write-back started, and renamed into place (an image this store wrote or
+   verified counts as intact while one listing of ``images/`` shows the same file, by its
+   inode; any other is checked by its bytes);
+3. ``conversation.json`` is written to a temporary file and fsynced, then each image of step 2
+   and ``images/`` are fsynced (on a journaling file system the first fsync committed them
+   already), then the file is renamed: **that rename is the commit point**, after the images
+   are durable;
 4. the folder is fsynced, and unreferenced images and leftovers (temporary files of an
    interrupted save) are removed, without an fsync (a removal a crash undoes leaves a
    leftover the next save removes).
@@ -97,6 +98,7 @@ from llmcore.errors import (
 )
 from llmcore.messages import Image
 
+from ._document import Document
 from ._files import _NUL, _ArchiveFiles, _folder_problem, _Gone, _signature, _Txn
 from ._results import (
     _UNREAD_IMAGES,
@@ -109,7 +111,7 @@ from ._results import (
     _omitted_notice,
     version_of,
 )
-from .codec import UNREAD, FragmentCache, Unread, decode, encode
+from .codec import UNREAD, FragmentCache, Unread, decode, encode, encode_pieces
 from .conversation import UNBOUND, UNKNOWN, Conversation
 from .format import CONVERSATION_FILE, IMAGES_DIR
 from .fs import FileSystem
@@ -166,7 +168,7 @@ class ArchiveStore(_ArchiveFiles):
         self._fragments = FragmentCache()
         self._media = MediaIndex(self._digests)
         self._unpaired = checks.UnpairedScan()
-        self._known: tuple[bytes, str | None] | None = None  # the latest bytes read or written
+        self._known: tuple[Document, str | None] | None = None  # the latest bytes read or written
         self._paths: dict[str, Path] = {}
         self._good: dict[str, tuple[int, int, int]] = {}
         self._committed: str | None = None
@@ -248,7 +250,7 @@ class ArchiveStore(_ArchiveFiles):
                 message=_UNREAD_IMAGES.format(count=len(unread)), reason="; ".join(unread)
             )
         version = version_of(data)
-        self._known = (data, version)
+        self._known = (Document([data]), version)
         self._media.update(state.history)  # the next save scans only what follows
         self._unpaired(state.history)
         return Loaded(
@@ -425,14 +427,18 @@ class ArchiveStore(_ArchiveFiles):
         self._media.update(state.history)
         unread = self._unread_kept(self._media.unread())
         plan = self._media.plan(self.image_budget)
-        data = self.encoder(
+        encoder: Encoder = encode_pieces if self.encoder is encode else self.encoder  # same bytes
+        encoded = encoder(
             state,
             kept_images=plan.kept,
             digest=self._digests,
             fragments=self._fragments,
             kept_unread=unread.values(),
         )
-        self._check_conflict(base, current, data)
+        pieces: list[bytes | memoryview] = encoded if isinstance(encoded, list) else [encoded]
+        data = Document(pieces, None if self._known is None else self._known[0])
+        same = data.equals(current)
+        self._check_conflict(base, current, same)
         if len(data) > self.fs.read_limit:  # an open would refuse it: the archive would be lost
             raise self._refuse(
                 f"the conversation is {len(data):,} bytes, over the {self.fs.read_limit:,} bytes "
@@ -441,12 +447,12 @@ class ArchiveStore(_ArchiveFiles):
         wanted = {name for name, _ in plan.files} | unread.keys()
         if wanted:
             self._check_images_dir()
-        listing = self.fs.scan_dir(self.images_dir)
-        missing = [(name, image) for name, image in plan.files if not self._image_ok(name, listing)]
+        listing = self.fs.regular_files(self.images_dir)
+        missing = self._missing(plan.files, listing)
         if len(self._paths) > 2 * len(plan.files) + 64:
             self._paths = {name: self._image_path(name) for name, _ in plan.files}
-        if not missing and current == data and not self._leftovers(wanted, listing):
-            version = self._version(data)
+        if not missing and same and not self._leftovers(wanted, listing):
+            version = self._version(current)
             return SaveResult(action="unchanged", images_omitted=plan.omitted, version=version)
         if lock == "absent":  # the first write of a folder without one (module doc)
             create_lock_file(self.folder, self.fs)
@@ -468,7 +474,7 @@ class ArchiveStore(_ArchiveFiles):
             version=version,
         )
 
-    def _renamed(self, txn: _Txn, data: bytes) -> bool:
+    def _renamed(self, txn: _Txn, data: Document) -> bool:
         """Whether ``conversation.json`` is the file this save renamed (its inode and size)."""
         if not txn.committing:
             return False
@@ -481,12 +487,12 @@ class ArchiveStore(_ArchiveFiles):
     def _version(self, data: bytes | None) -> str | None:
         """:func:`version_of` ``data``, without hashing again the bytes last read or written."""
         known = self._known
-        if known is not None and data is not None and (data is known[0] or data == known[0]):
+        if known is not None and known[0].equals(data):
             return known[1]
         return version_of(data)
 
     def _commit_all(
-        self, txn: _Txn, missing: list[tuple[str, Image]], data: bytes, current: bytes | None
+        self, txn: _Txn, missing: list[tuple[str, Image]], data: Document, current: bytes | None
     ) -> tuple[str, ...]:
         """Steps 2–3: images, then the commit; undo (and raise) unless it took effect."""
         try:
@@ -504,9 +510,9 @@ class ArchiveStore(_ArchiveFiles):
             raise self._write_error(exc, unchanged=self._disk_is(current)) from exc
         return ()
 
-    def _check_conflict(self, base: str | None, current: bytes | None, data: bytes) -> None:
-        """Raise :class:`ArchiveConflictError` if the disk moved on from ``base`` (A9)."""
-        if base == UNBOUND or current == data:
+    def _check_conflict(self, base: str | None, current: bytes | None, same: bool) -> None:
+        """Raise :class:`ArchiveConflictError` if the disk left ``base`` (and is not ``same``)."""
+        if base == UNBOUND or same:
             return
         if base != UNKNOWN and self._version(current) == base:
             return

@@ -108,6 +108,12 @@ def images_intact(folder: Path, data: bytes) -> bool:
     return True
 
 
+def _half(data: bytes | list[bytes | memoryview]) -> bytes:
+    """The first half of what a ``write`` was given (bytes, or a list of pieces)."""
+    whole = b"".join(data) if isinstance(data, list) else bytes(data)
+    return whole[: len(whole) // 2]
+
+
 class CountingFS(FileSystem):
     """Counts mutating calls by name; fails the call numbered ``fail_at`` (1-based) if set."""
 
@@ -132,12 +138,12 @@ class CountingFS(FileSystem):
                 attr(*args, **kwargs)
                 self._tick(name)
                 return None
-            if name == "write":  # a full disk stops a write half way
+            if name == "write":  # a full disk stops a write half way (bytes or pieces)
                 fd, data = args
                 try:
                     self._tick(name)
                 except OSError:
-                    attr(fd, data[: len(data) // 2])
+                    attr(fd, _half(data))
                     raise
             else:
                 self._tick(name)

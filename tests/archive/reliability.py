@@ -118,6 +118,9 @@ class _NoSync(FileSystem):
     def fsync_dir(self, path: Path) -> None:
         pass
 
+    def fsync_file(self, path: Path) -> None:
+        pass
+
 
 def _prepare(folder: Path, old: ConversationState | None) -> None:
     if folder.exists():
@@ -281,6 +284,7 @@ def _allowed(old: ConversationState | None, new: ConversationState) -> dict[byte
 _OS_CALLS = (
     "open",
     "write",
+    "writev",
     "fsync",
     "close",
     "replace",
@@ -308,6 +312,8 @@ def _os_faults(fail_at: int | None, error: int) -> Iterator[list[str]]:
                     real(*args, **kwargs)  # the descriptor is freed even when close fails
                 if name == "write":  # a full disk stops a write half way
                     real(args[0], bytes(args[1])[: len(args[1]) // 2])
+                if name == "writev":
+                    real(args[0], [b"".join(args[1])[: sum(map(len, args[1])) // 2]])
                 raise OSError(error, os.strerror(error) + " (injected)")
             return real(*args, **kwargs)
 

@@ -76,14 +76,16 @@ def test_update_fails_at_every_call(tmp_path):
         tmp_path, lambda template: ArchiveStore(template / "agent").save(old), new
     )
     assert n > 14  # the removals after the commit are not made durable (A9: the next save cleans)
-    assert {"open_write", "write", "fsync", "close", "rename", "fsync_dir"} <= outcomes["before"]
+    assert {"open_write", "write", "fsync", "fsync_file", "close", "rename", "fsync_dir"} <= (
+        outcomes["before"]
+    )
     assert {"fsync_dir", "unlink"} <= outcomes["after"]
 
 
 def test_first_save_fails_at_every_call(tmp_path):
     _, new = _old_and_new()
     n, outcomes = _run_every_n(tmp_path, lambda template: None, new)
-    assert {"mkdir", "write", "fsync", "rename"} <= outcomes["before"]
+    assert {"mkdir", "write", "fsync", "fsync_file", "rename"} <= outcomes["before"]
     assert outcomes["after"] == {"fsync_dir"}
 
 

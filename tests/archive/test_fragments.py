@@ -230,3 +230,22 @@ def test_an_image_and_an_unread_image_of_one_hash_in_one_message_are_asked_apart
             state, kept_images=kept, kept_unread=unread, fragments=cache, digest=digests
         )
         assert written == encode(state, kept_images=kept, kept_unread=unread)
+
+
+@given(
+    size=st.integers(0, 12), keep=st.integers(0, 12), extra=st.integers(0, 3), equal=st.booleans()
+)
+def test_same_prefix_counts_the_leading_elements_that_are_the_very_objects(
+    size, keep, extra, equal
+):
+    from llmcore.archive.fragments import same_prefix
+
+    old = [[n] for n in range(size)]
+    # an equal but distinct object stops the prefix as a different one does
+    new = old[:keep] + [[n] if equal else ["x"] for n in range(keep, size)][:1] + old[keep + 1 :]
+    new += [["tail"]] * extra
+    expected = 0
+    while expected < min(len(old), len(new)) and old[expected] is new[expected]:
+        expected += 1
+    assert same_prefix(old, new) == expected
+    assert same_prefix(old, old) == len(old)

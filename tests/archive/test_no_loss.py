@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from llmcore.archive import ArchiveStore, Conversation
+from llmcore.archive._results import VersionJob
 from llmcore.archive.fs import FileSystem
 from llmcore.errors import ArchiveBusyError, ArchiveConflictError, ArchiveWriteError
 from llmcore.messages import OMITTED_IMAGE_PLACEHOLDER, Image, Text
@@ -556,17 +557,17 @@ def test_an_interrupt_while_a_large_save_waits_for_its_version_is_not_a_conflict
     conv = store.open()
     conv.end_turn(messages=turn(1, result=b"x" * (1 << 20)), provider="a", model="m")
     store.save(conv)
-    real_join = threading.Thread.join
+    real_result = VersionJob.result
     armed = [True]
 
-    def join(self: threading.Thread, timeout: float | None = None) -> None:
-        if armed[0] and self.name == "llmcore-archive-hash":
+    def result(self: VersionJob) -> str:
+        version = real_result(self)  # the hash is done; the interrupt lands on the return
+        if armed[0]:
             armed[0] = False
-            real_join(self, timeout)  # the hash is done; the interrupt lands on the return
             raise KeyboardInterrupt
-        real_join(self, timeout)
+        return version
 
-    monkeypatch.setattr(threading.Thread, "join", join)
+    monkeypatch.setattr(VersionJob, "result", result)
     conv.end_turn(messages=turn(2), provider="a", model="m")
     with pytest.raises(KeyboardInterrupt):
         store.save(conv)  # turn 2 is committed

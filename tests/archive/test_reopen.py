@@ -41,6 +41,9 @@ class NoSyncFS(FileSystem):
     def fsync_dir(self, path: Path) -> None:
         pass
 
+    def fsync_file(self, path: Path) -> None:
+        pass
+
 
 def _first_difference(a: bytes, b: bytes) -> int:
     for index, (x, y) in enumerate(zip(a, b, strict=False)):

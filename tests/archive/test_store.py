@@ -2,15 +2,18 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from llmcore.archive import ArchiveStore, Conversation, ConversationState, Item, encode
+from llmcore.archive.fs import MUTATING, FileSystem
 from llmcore.facts import Section
 from llmcore.messages import Message
 from llmcore.usage import Cost, Usage
 
-from .helpers import FIXTURE, CountingFS, conversation, snapshot, turn
+from .helpers import FIXTURE, CountingFS, conversation, png, snapshot, turn
 
 
 def _store(tmp_path, **kwargs):
@@ -323,3 +326,38 @@ def test_a_saves_version_is_the_sha256_of_the_file_it_wrote(tmp_path, turns):
     assert result.version == hashlib.sha256(data).hexdigest()
     again = store.write(big)
     assert (again.action, again.version) == ("unchanged", result.version)
+
+
+def test_a_new_image_is_durable_before_the_commit_and_shares_the_files_fsync(tmp_path):
+    # SPEC A9: images first. The image is renamed into place with its write-back started,
+    # conversation.json's temporary file is fsynced, then the image and images/ (a journaling
+    # file system committed them with the file), and only then is the file renamed.
+    calls: list[tuple[str, str]] = []
+
+    class Recording(FileSystem):
+        def __getattribute__(self, name: str) -> Any:
+            attr = super().__getattribute__(name)
+            if name not in MUTATING and name != "start_writeback":
+                return attr
+
+            def call(*args: Any) -> Any:
+                where = args[-1] if isinstance(args[-1], Path) else args[0]
+                calls.append((name, where.name if isinstance(where, Path) else "fd"))
+                return attr(*args)
+
+            return call
+
+    store = ArchiveStore(tmp_path / "agent")
+    conv = Conversation(conversation(2))
+    store.save(conv)
+    conv.end_turn(messages=turn(9, image=png(b"new image")), provider="a", model="m")
+    store.fs = Recording()
+    store.save(conv)
+    names = [name for name, _ in calls]
+    image = next(where for name, where in calls if name == "fsync_file")
+    assert image.endswith(".png") and names.count("fsync_file") == 1
+    assert "fsync" in names and names.count("fsync") == 1  # conversation.json's only
+    commit = calls.index(("rename", "conversation.json"))
+    assert names.index("start_writeback") < names.index("fsync") < names.index("fsync_file")
+    assert names.index("fsync_file") < calls.index(("fsync_dir", "images")) < commit
+    assert calls.index(("rename", image)) < names.index("fsync")  # one commit carries both

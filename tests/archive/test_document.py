@@ -42,15 +42,19 @@ def test_a_document_equals_no_other_bytes(pieces, at, byte):
         assert doc.equals(changed) == (changed == whole)
 
 
-def test_pieces_are_written_in_order_past_the_iovec_limit(tmp_path):
-    pieces: list[bytes | memoryview] = [f"{n:05d},".encode() for n in range(2 * _IOV_MAX + 7)]
-    pieces[3] = memoryview(b"--view--")[2:6]
-    path = tmp_path / "out"
+def _written(path, pieces: list[bytes | memoryview]) -> bytes:
+    """The bytes on disk after :meth:`FileSystem.write` of ``pieces`` to a new file."""
     fs = FileSystem()
     fd = fs.open_write(path)
     fs.write(fd, pieces)
     fs.close(fd)
-    assert path.read_bytes() == b"".join(pieces)
+    return path.read_bytes()
+
+
+def test_pieces_are_written_in_order_past_the_iovec_limit(tmp_path):
+    pieces: list[bytes | memoryview] = [f"{n:05d},".encode() for n in range(2 * _IOV_MAX + 7)]
+    pieces[3] = memoryview(b"--view--")[2:6]
+    assert _written(tmp_path / "out", pieces) == b"".join(pieces)
 
 
 def test_a_short_writev_is_continued_from_where_it_stopped(tmp_path, monkeypatch):
@@ -65,12 +69,7 @@ def test_a_short_writev_is_continued_from_where_it_stopped(tmp_path, monkeypatch
 
     monkeypatch.setattr(os, "writev", short)
     pieces: list[bytes | memoryview] = [b"abc", b"", b"defgh", b"ij", b"klmnopqrstuvwxyz"] * 700
-    path = tmp_path / "out"
-    fs = FileSystem()
-    fd = fs.open_write(path)
-    fs.write(fd, pieces)
-    fs.close(fd)
-    assert path.read_bytes() == b"".join(pieces)
+    assert _written(tmp_path / "out", pieces) == b"".join(pieces)
 
 
 @given(

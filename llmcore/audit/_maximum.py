@@ -78,8 +78,9 @@ class _Node:
         self.window: _Window | None = None
         """Its newest :data:`_FANOUT_LIMIT` children sorted by their bytes (:func:`_partial`),
         or ``None``."""
-        self.arrived: deque[tuple[bytes, int]] = deque()
-        """The (bytes, insertion number) of :attr:`window`'s children, oldest first."""
+        self.arrived: deque[tuple[bytes, int]] | None = None
+        """The (bytes, insertion number) of :attr:`window`'s children, oldest first (made with
+        the window: most nodes never have one)."""
         self.window_of = 0
         """How many children it had when :attr:`window` was last brought up to date."""
 
@@ -87,12 +88,12 @@ class _Node:
         """Add ``child`` under ``key`` (a key it does not have yet)."""
         number = len(self.children)
         self.children[key] = child
-        window = self.window
-        if window is not None and self.window_of == number:
+        window, arrived = self.window, self.arrived
+        if window is not None and arrived is not None and self.window_of == number:
             bisect.insort(window, (child.data, number, key, child))
-            self.arrived.append((child.data, number))
-            if len(self.arrived) > _FANOUT_LIMIT:  # the oldest is past the limit now
-                del window[bisect.bisect_left(window, self.arrived.popleft())]
+            arrived.append((child.data, number))
+            if len(arrived) > _FANOUT_LIMIT:  # the oldest is past the limit now
+                del window[bisect.bisect_left(window, arrived.popleft())]
             self.window_of = number + 1
 
 

@@ -17,7 +17,6 @@ Leaves out: which characters and scalars are in the subset (:mod:`llmcore.audit.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import Any, Final, Protocol
 
 import yaml
@@ -118,19 +117,20 @@ def read(r: _Reader, *, skip_response_headers: bool = False) -> tuple[dict[Any, 
     text = r.text
     match = _LINE.match
     tree = _Tree(r, skip_response_headers)
-    add = tree.add
     while True:
         got = match(text, r.pos)
-        if got is not None and _simple(r, got, add):
+        if got is not None and _simple(r, got, tree):
             continue
         line = _general(r)  # any other line, from the same offset
         if line[1] < 0:
             return tree.document()
-        add(*line)
+        tree.add(*line)
 
 
-def _simple(r: _Reader, got: re.Match[str], add: Callable[..., None]) -> bool:
-    """Place the line :data:`_LINE` matched with ``add`` (:meth:`_Tree.add`), as :func:`_general`.
+def _simple(r: _Reader, got: re.Match[str], tree: _Tree) -> bool:
+    """Place the line :data:`_LINE` matched in ``tree`` (:meth:`_Tree.add`), as :func:`_general`.
+
+    The commonest line, ``key: value`` at the open mapping's column, goes straight into it.
 
     ``False`` when the general path must read it (nothing is placed, ``r.pos`` is unchanged).
     """
@@ -151,12 +151,17 @@ def _simple(r: _Reader, got: re.Match[str], add: Callable[..., None]) -> bool:
     else:
         return False
     r.pos = got.end()
-    key: Any = key_text
     if key_text is None:
-        key = _NO_KEY
+        tree.add(got.start(1), column, dash_text is not None, key_column, _NO_KEY, value)
+    elif dash_text is None and tree.pending is None and column == tree.indent and tree.mapping:
+        if value is _PENDING:
+            tree.hold(tree.top, _resolved(r, key_text), column)
+        else:
+            tree.top[_resolved(r, key_text)] = value
     else:
-        key = _resolved(r, key_text)
-    add(got.start(1), column, dash_text is not None, key_column, key, value)
+        tree.add(
+            got.start(1), column, dash_text is not None, key_column, _resolved(r, key_text), value
+        )
     return True
 
 

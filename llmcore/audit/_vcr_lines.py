@@ -17,6 +17,7 @@ Leaves out: which characters and scalars are in the subset (:mod:`llmcore.audit.
 from __future__ import annotations
 
 import re
+import string
 from typing import Any, Final, Protocol
 
 import yaml
@@ -67,6 +68,8 @@ _WORDY: Final = frozenset("FNOTYfnoty")
 """Of those, the letters: PyYAML resolves a plain scalar starting with one only to a boolean
 or null, and only when it is one of :data:`_WORDS` (``tests/audit/test_vcr_yaml.py`` checks
 the resolvers)."""
+_TEXT_KEY_START: Final = frozenset(string.ascii_letters + "_") - _RESOLVED
+"""First characters of a plain key :data:`_LINE` matches that make it text, unresolved."""
 _WORDS: Final = frozenset(
     "yes Yes YES no No NO true True TRUE false False FALSE on On ON off Off OFF".split()
     + ["null", "Null", "NULL"]
@@ -153,15 +156,15 @@ def _simple(r: _Reader, got: re.Match[str], tree: _Tree) -> bool:
     r.pos = got.end()
     if key_text is None:
         tree.add(got.start(1), column, dash_text is not None, key_column, _NO_KEY, value)
-    elif dash_text is None and tree.pending is None and column == tree.indent and tree.mapping:
+        return True
+    key = key_text if key_text[0] in _TEXT_KEY_START else _resolved(r, key_text)
+    if dash_text is None and tree.pending is None and column == tree.indent and tree.mapping:
         if value is _PENDING:
-            tree.hold(tree.top, _resolved(r, key_text), column)
+            tree.hold(tree.top, key, column)
         else:
-            tree.top[_resolved(r, key_text)] = value
+            tree.top[key] = value
     else:
-        tree.add(
-            got.start(1), column, dash_text is not None, key_column, _resolved(r, key_text), value
-        )
+        tree.add(got.start(1), column, dash_text is not None, key_column, key, value)
     return True
 
 

@@ -151,11 +151,9 @@ def _value_place(path: Path, root: yaml.Node, mark: yaml.Mark) -> str:
 def _load_cassette(path: Path, data: bytes) -> tuple[Any, list[int], bool]:
     """Parse a cassette: the document, each interaction's line (1-based), whether float-free.
 
-    The last is ``True`` only where the document holds no float
-    (:func:`llmcore.audit._vcr_yaml.load_flagged`).
-
-    The YAML that vcrpy writes is read by :func:`llmcore.audit._vcr_yaml.load` (the same
-    document, faster); anything else by PyYAML's safe loader.
+    The YAML that vcrpy writes is read by :func:`llmcore.audit._vcr_yaml.load_flagged` (the
+    same document, faster; float-free only where it holds no float); anything else by PyYAML's
+    safe loader (never said to be float-free).
 
     Raises:
         AuditInputError: Not valid YAML (names the line), an alias, a value Python cannot hold

@@ -76,13 +76,13 @@ def audit_with_pyyaml(paths: list[Path]) -> AuditReport:
     each parsed body written by :func:`llmcore.jsonbytes.dumps` (the writer before
     :func:`llmcore.audit._cassette.json_bytes`).
     """
-    fast, writer = _vcr_yaml.load, _cassette.json_bytes
-    _vcr_yaml.load = lambda data, **options: None
+    fast, flagged, writer = _vcr_yaml.load, _vcr_yaml.load_flagged, _cassette.json_bytes
+    _vcr_yaml.load = _vcr_yaml.load_flagged = lambda data, **options: None
     _cassette.json_bytes = jsonbytes.dumps
     try:
         return audit_paths(paths)
     finally:
-        _vcr_yaml.load, _cassette.json_bytes = fast, writer
+        _vcr_yaml.load, _vcr_yaml.load_flagged, _cassette.json_bytes = fast, flagged, writer
 
 
 def load() -> list[float]:

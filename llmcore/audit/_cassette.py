@@ -148,17 +148,18 @@ def _value_place(path: Path, root: yaml.Node, mark: yaml.Mark) -> str:
     return f"{path}:{line}: {where}" if where else f"{path}:{line}"
 
 
-def _load_cassette(path: Path, data: bytes) -> tuple[Any, list[int]]:
-    """Parse a cassette; return the document and each interaction's line (1-based).
+def _load_cassette(path: Path, data: bytes) -> tuple[Any, list[int], bool]:
+    """Parse a cassette: the document, each interaction's line (1-based), whether float-free.
 
-    The YAML that vcrpy writes is read by :func:`llmcore.audit._vcr_yaml.load` (the same
-    document, faster); anything else by PyYAML's safe loader.
+    The YAML that vcrpy writes is read by :func:`llmcore.audit._vcr_yaml.load_flagged` (the
+    same document, faster; float-free only where it holds no float); anything else by PyYAML's
+    safe loader (never said to be float-free).
 
     Raises:
         AuditInputError: Not valid YAML (names the line), an alias, a value Python cannot hold
             (names the interaction's line and the value's path), or nested too deeply.
     """
-    fast = _vcr_yaml.load(data, skip_response_headers=True)  # the auditor never reads them
+    fast = _vcr_yaml.load_flagged(data, skip_response_headers=True)  # headers: never read
     if fast is not None:
         return fast
     try:
@@ -177,20 +178,27 @@ def _load_cassette(path: Path, data: bytes) -> tuple[Any, list[int]]:
         raise _yaml_error(path, exc) from None
     except RecursionError:
         raise AuditInputError("the YAML is nested too deeply to read", location=str(path)) from None
-    return doc, _interaction_lines(root)
+    return doc, _interaction_lines(root), False
 
 
 def _cassette(path: Path, data: bytes, skipped: list[str], strict: bool = True) -> list[AuditInput]:
-    doc, lines = _load_cassette(path, data)
-    return _cassette_doc(path, doc, lines, skipped, strict)
+    doc, lines, float_free = _load_cassette(path, data)
+    return _cassette_doc(path, doc, lines, skipped, strict, float_free)
 
 
 def _cassette_doc(
-    path: Path, doc: Any, lines: list[int], skipped: list[str], strict: bool
+    path: Path,
+    doc: Any,
+    lines: list[int],
+    skipped: list[str],
+    strict: bool,
+    float_free: bool = False,
 ) -> list[AuditInput]:
     """Read a parsed cassette (YAML, or vcrpy's JSON serializer: the same document).
 
     Not ``strict`` (a file found in a folder), the inputs are :attr:`AuditInput.skippable`.
+    ``float_free``: the document is known to hold no float (its parsed bodies are then written
+    by :func:`json_bytes_float_free`).
     """
     interactions = doc.get("interactions") if isinstance(doc, dict) else None
     if not isinstance(interactions, list):
@@ -207,7 +215,7 @@ def _cassette_doc(
         where = f"{path}: interactions[{index}]"
         at = f"{path}:{lines[index]}" if index < len(lines) else str(path)
         try:
-            got = _interaction(interaction, where)
+            got = _interaction(interaction, where, float_free)
         except AuditInputError as exc:  # name the interaction's line as well as its index
             raise AuditInputError(
                 exc.message, location=(exc.location or where).replace(str(path), at, 1)
@@ -253,7 +261,7 @@ def _recorded(interaction: dict[str, Any], file: str, index: int, location: str)
     }
 
 
-def _interaction(interaction: Any, where: str) -> dict[str, Any] | str:
+def _interaction(interaction: Any, where: str, float_free: bool) -> dict[str, Any] | str:
     """Return the request's fields of the interaction's input, or why it is skipped.
 
     They are :class:`AuditInput` keywords; the input is built once, with :func:`_recorded`'s.
@@ -270,7 +278,7 @@ def _interaction(interaction: Any, where: str) -> dict[str, Any] | str:
     shape = shape_from_uri(uri) if uri else None
     if method != "POST" or (uri and shape is None):
         return f"not a request to a model endpoint ({method} {uri})"
-    body, key_order_recorded = _request_body(request, where)
+    body, key_order_recorded = _request_body(request, where, float_free)
     if body is None:
         return "no request body"
     if shape == BEDROCK_INVOKE and b'"anthropic_version"' not in body:
@@ -332,15 +340,17 @@ def _protobuf_type(request: dict[str, Any]) -> str | None:
     return None
 
 
-def _request_body(request: dict[str, Any], where: str) -> tuple[bytes | None, bool]:
+def _request_body(
+    request: dict[str, Any], where: str, float_free: bool
+) -> tuple[bytes | None, bool]:
     """The body, and whether its key order is the recorded one (``False``: a YAML mapping)."""
     body = request.get("body")
     if isinstance(body, dict) and "string" in body:
         body = body["string"]
     if isinstance(body, dict):  # a custom serializer stored the body parsed
-        return _parsed_body(body, f"{where}.request.body"), False
+        return _parsed_body(body, f"{where}.request.body", float_free), False
     parsed = body is None and isinstance(request.get("parsed_body"), dict)
-    return _body(request, where), not parsed
+    return _body(request, where, float_free), not parsed
 
 
 def _text(request: dict[str, Any], key: str, default: str, where: str) -> str:
@@ -360,12 +370,12 @@ def _text(request: dict[str, Any], key: str, default: str, where: str) -> str:
     return value
 
 
-def _body(request: dict[str, Any], where: str) -> bytes | None:
+def _body(request: dict[str, Any], where: str, float_free: bool) -> bytes | None:
     body = request.get("body")
     if isinstance(body, dict) and "string" in body:
         body = body["string"]
     if body is None and isinstance(request.get("parsed_body"), dict):
-        return _parsed_body(request["parsed_body"], f"{where}.request.parsed_body")
+        return _parsed_body(request["parsed_body"], f"{where}.request.parsed_body", float_free)
     if body is None or body in ("", b""):
         return None
     if isinstance(body, str):
@@ -392,20 +402,42 @@ def json_bytes(value: Any) -> bytes:
     Raises:
         EncodingError: As :func:`llmcore.jsonbytes.dumps`.
     """
-    if _orjson is not None:
-        try:
-            written: bytes = _orjson.dumps(value, option=_ORJSON_OWN)
-        except TypeError:  # orjson.JSONEncodeError is a TypeError
-            pass
-        else:
-            if b"null" not in written and _FLOAT_TOKEN.search(written) is None:
-                return written
+    written = _orjson_bytes(value)
+    if written is not None and b"null" not in written and _FLOAT_TOKEN.search(written) is None:
+        return written
     return jsonbytes.dumps(value)
 
 
-def _parsed_body(value: dict[str, Any], where: str) -> bytes:
-    """Write pydantic-ai's ``parsed_body`` as JSON; YAML-only values are refused by name."""
+def json_bytes_float_free(value: Any) -> bytes:
+    """As :func:`json_bytes` for a ``value`` that holds no ``float``: orjson's bytes unchecked.
+
+    Without floats, the bytes orjson writes are :func:`llmcore.jsonbytes.dumps`'s wherever it
+    does not raise (see :func:`json_bytes`): its ``null`` is ``None``'s, its numbers integers.
+
+    Raises:
+        EncodingError: As :func:`llmcore.jsonbytes.dumps`.
+    """
+    written = _orjson_bytes(value)
+    return jsonbytes.dumps(value) if written is None else written
+
+
+def _orjson_bytes(value: Any) -> bytes | None:
+    """The bytes orjson writes for ``value``; ``None`` where it raises or is not installed."""
+    if _orjson is None:
+        return None
     try:
-        return json_bytes(value)
+        written: bytes = _orjson.dumps(value, option=_ORJSON_OWN)
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return None
+    return written
+
+
+def _parsed_body(value: dict[str, Any], where: str, float_free: bool) -> bytes:
+    """Write pydantic-ai's ``parsed_body`` as JSON; YAML-only values are refused by name.
+
+    ``float_free``: ``value`` is known to hold no float (:func:`json_bytes_float_free`).
+    """
+    try:
+        return json_bytes_float_free(value) if float_free else json_bytes(value)
     except EncodingError as exc:  # a date, .inf, an integer key, !!binary, !!set, …
         raise AuditInputError(f"parsed_body is not JSON: {exc.message}", location=where) from None

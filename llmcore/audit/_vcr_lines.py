@@ -17,7 +17,7 @@ Leaves out: which characters and scalars are in the subset (:mod:`llmcore.audit.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+import string
 from typing import Any, Final, Protocol
 
 import yaml
@@ -68,6 +68,8 @@ _WORDY: Final = frozenset("FNOTYfnoty")
 """Of those, the letters: PyYAML resolves a plain scalar starting with one only to a boolean
 or null, and only when it is one of :data:`_WORDS` (``tests/audit/test_vcr_yaml.py`` checks
 the resolvers)."""
+_TEXT_KEY_START: Final = frozenset(string.ascii_letters + "_") - _RESOLVED
+"""First characters of a plain key :data:`_LINE` matches that make it text, unresolved."""
 _WORDS: Final = frozenset(
     "yes Yes YES no No NO true True TRUE false False FALSE on On ON off Off OFF".split()
     + ["null", "Null", "NULL"]
@@ -118,19 +120,20 @@ def read(r: _Reader, *, skip_response_headers: bool = False) -> tuple[dict[Any, 
     text = r.text
     match = _LINE.match
     tree = _Tree(r, skip_response_headers)
-    add = tree.add
     while True:
         got = match(text, r.pos)
-        if got is not None and _simple(r, got, add):
+        if got is not None and _simple(r, got, tree):
             continue
         line = _general(r)  # any other line, from the same offset
         if line[1] < 0:
             return tree.document()
-        add(*line)
+        tree.add(*line)
 
 
-def _simple(r: _Reader, got: re.Match[str], add: Callable[..., None]) -> bool:
-    """Place the line :data:`_LINE` matched with ``add`` (:meth:`_Tree.add`), as :func:`_general`.
+def _simple(r: _Reader, got: re.Match[str], tree: _Tree) -> bool:
+    """Place the line :data:`_LINE` matched in ``tree`` (:meth:`_Tree.add`), as :func:`_general`.
+
+    The commonest line, ``key: value`` at the open mapping's column, goes straight into it.
 
     ``False`` when the general path must read it (nothing is placed, ``r.pos`` is unchanged).
     """
@@ -151,12 +154,17 @@ def _simple(r: _Reader, got: re.Match[str], add: Callable[..., None]) -> bool:
     else:
         return False
     r.pos = got.end()
-    key: Any = key_text
     if key_text is None:
-        key = _NO_KEY
+        tree.add(got.start(1), column, dash_text is not None, key_column, _NO_KEY, value)
+        return True
+    key = key_text if key_text[0] in _TEXT_KEY_START else _resolved(r, key_text)
+    if dash_text is None and tree.pending is None and column == tree.indent and tree.mapping:
+        if value is _PENDING:
+            tree.hold(tree.top, key, column)
+        else:
+            tree.top[key] = value
     else:
-        key = _resolved(r, key_text)
-    add(got.start(1), column, dash_text is not None, key_column, key, value)
+        tree.add(got.start(1), column, dash_text is not None, key_column, key, value)
     return True
 
 

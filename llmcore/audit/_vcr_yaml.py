@@ -34,7 +34,7 @@ import yaml
 from llmcore.audit import _vcr_lines
 from llmcore.audit._vcr_lines import Fallback as _Fallback
 
-__all__ = ["load"]
+__all__ = ["load", "load_flagged"]
 
 _RESOLVERS: Final = yaml.resolver.Resolver.yaml_implicit_resolvers
 _TAG: Final = "tag:yaml.org,2002:"
@@ -111,18 +111,36 @@ def load(
         ``interactions`` sequence starts — or ``None`` when the text is outside the subset
         (the caller then parses it with PyYAML, which also reports any error).
     """
+    got = load_flagged(data, lines=lines, skip_response_headers=skip_response_headers)
+    return None if got is None else (got[0], got[1])
+
+
+def load_flagged(
+    data: bytes, *, lines: bool = True, skip_response_headers: bool = False
+) -> tuple[Any, list[int], bool] | None:
+    """As :func:`load`, with a third value: whether the reader built no ``float`` at all.
+
+    ``True`` proves the document holds no float (a float is only built by resolving a plain
+    scalar, and skipped headers hold none: see :func:`llmcore.audit._vcr_lines.read`);
+    ``False`` means one was built, perhaps later replaced by a duplicate key's value.
+    """
     text = checked_text(data)
     if text is None:
         return None
     if lines:
+        reader = _Reader(text)
         try:
-            return _vcr_lines.read(_Reader(text), skip_response_headers=skip_response_headers)
+            doc, found = _vcr_lines.read(reader, skip_response_headers=skip_response_headers)
         except (_Fallback, IndexError, ValueError, RecursionError):
             pass
+        else:
+            return doc, found, not reader.floats
+    reader = _Reader(text)
     try:
-        return _Reader(text).document()
+        doc, found = reader.document()
     except (_Fallback, IndexError, ValueError, RecursionError):
         return None
+    return doc, found, not reader.floats
 
 
 def checked_text(data: bytes) -> str | None:
@@ -250,6 +268,7 @@ class _Reader:
         self.counted = (0, 1)  # (offset, line number there): for the interactions' lines
         self.lines: list[int] | None = []  # until the first `interactions` sequence is read
         self.plains: dict[str, Any] = {}
+        self.floats = False  # whether a plain scalar was resolved to a float
 
     def line_at(self, offset: int) -> int:
         start, number = self.counted
@@ -281,6 +300,8 @@ class _Reader:
             return self.plains[value]
         except KeyError:
             got = self.plains[value] = _plain(value)
+            if type(got) is float:
+                self.floats = True
             return got
 
     def mapping(self, indent: int) -> dict[Any, Any]:

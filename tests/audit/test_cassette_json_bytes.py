@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmcore import jsonbytes
-from llmcore.audit._cassette import json_bytes
+from llmcore.audit._cassette import json_bytes, json_bytes_float_free
 from llmcore.errors import EncodingError
 from tests.examples import examples
 
@@ -59,3 +59,29 @@ def test_deep_nesting_is_written_as_jsonbytes_writes_it() -> None:
     for _ in range(300):  # past orjson's depth limit
         value = [value]
     assert json_bytes({"a": value}) == jsonbytes.dumps({"a": value})
+
+
+def _float_free(value: Any) -> bool:
+    if isinstance(value, dict):
+        return all(_float_free(one) for one in value.values())
+    if isinstance(value, list):
+        return all(_float_free(one) for one in value)
+    return not isinstance(value, float)
+
+
+@pytest.mark.full_count
+@settings(max_examples=examples(full=2000, sample=200), deadline=None)
+@given(st.dictionaries(st.text(max_size=6), _VALUES, max_size=5).filter(_float_free))
+def test_float_free_bytes_are_jsonbytes_dumps(value: dict[str, Any]) -> None:
+    """Without floats, orjson's unchecked bytes (or the same error) for any YAML value."""
+    expected = _written(value)
+    try:
+        got: bytes | str = json_bytes_float_free(value)
+    except EncodingError as exc:
+        got = exc.message
+    assert got == expected
+
+
+def test_float_free_bytes_keep_nulls() -> None:
+    value = {"a": None, "b": [True, 1, "x"]}
+    assert json_bytes_float_free(value) == b'{"a":null,"b":[true,1,"x"]}' == jsonbytes.dumps(value)

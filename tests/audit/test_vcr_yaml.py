@@ -145,7 +145,36 @@ def _check(data: bytes) -> bool:
     if skipped is not None:
         assert repr(skipped[0]) == repr(_without_skipped_headers(doc, skipped[0]))
         assert skipped[1] == lines
+    for flagged in (
+        _vcr_yaml.load_flagged(data),
+        _vcr_yaml.load_flagged(data, lines=False),
+        _vcr_yaml.load_flagged(data, skip_response_headers=True),
+    ):
+        if flagged is not None:  # "no float built" holds of PyYAML's whole document
+            assert not flagged[2] or not _holds_float(doc)
     return got is not None
+
+
+def _holds_float(value: Any) -> bool:
+    if isinstance(value, dict):
+        return any(_holds_float(one) for one in value.values())
+    if isinstance(value, list):
+        return any(_holds_float(one) for one in value)
+    return isinstance(value, float)
+
+
+def test_the_float_flag_says_whether_a_float_was_built() -> None:
+    text = b"interactions:\n- request:\n    body: 1.5\n- request:\n    body: 2\n"
+    assert _vcr_yaml.load_flagged(text) == (
+        {"interactions": [{"request": {"body": 1.5}}, {"request": {"body": 2}}]},
+        [2, 4],
+        False,
+    )
+    assert _vcr_yaml.load_flagged(text.replace(b"1.5", b"'1.5'"), lines=False) == (
+        {"interactions": [{"request": {"body": "1.5"}}, {"request": {"body": 2}}]},
+        [2, 4],
+        True,
+    )
 
 
 @pytest.mark.full_count

@@ -5,11 +5,13 @@ from __future__ import annotations
 import hashlib
 import os
 
-from hypothesis import given
+import pytest
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmcore.archive._document import _GROUP, Document
 from llmcore.archive.fs import _IOV_MAX, FileSystem
+from tests.examples import examples
 
 _PIECES = st.lists(st.binary(max_size=40), max_size=3 * _GROUP)
 
@@ -18,6 +20,8 @@ def _view(piece: bytes, wrap: bool) -> bytes | memoryview:
     return memoryview(b"#" + piece)[1:] if wrap else piece
 
 
+@pytest.mark.full_count
+@settings(max_examples=examples(full=1000, sample=200))
 @given(pieces=_PIECES, wrap=st.booleans())
 def test_a_document_holds_the_bytes_of_its_pieces_in_order(pieces, wrap):
     whole = b"".join(pieces)
@@ -29,6 +33,8 @@ def test_a_document_holds_the_bytes_of_its_pieces_in_order(pieces, wrap):
     assert doc.equals(whole)
 
 
+@pytest.mark.full_count
+@settings(max_examples=examples(full=1000, sample=200))
 @given(pieces=_PIECES, at=st.integers(0, 10_000), byte=st.integers(0, 255))
 def test_a_document_equals_no_other_bytes(pieces, at, byte):
     whole = b"".join(pieces)
@@ -72,6 +78,8 @@ def test_a_short_writev_is_continued_from_where_it_stopped(tmp_path, monkeypatch
     assert _written(tmp_path / "out", pieces) == b"".join(pieces)
 
 
+@pytest.mark.full_count
+@settings(max_examples=examples(full=1000, sample=200))
 @given(
     pieces=_PIECES,
     edits=st.lists(st.tuples(st.integers(0, 3 * _GROUP), st.binary(max_size=8)), max_size=6),

@@ -261,7 +261,7 @@ def test_maxima_equal_the_walk_that_raises_every_node(requests: list, minimum: i
         assert ours.add(entry) == _reference_add(reference, entry)
 
 
-@settings(max_examples=examples(1000, 150), deadline=None)
+@settings(max_examples=examples(1000, 80), deadline=None)
 @given(
     siblings=st.lists(
         st.tuples(

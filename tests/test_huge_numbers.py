@@ -8,7 +8,7 @@ integer; ``math.isfinite`` on it raised ``OverflowError``, a traceback from ``ll
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
@@ -16,6 +16,8 @@ from llmcore.cli import app
 from llmcore.errors import InvalidRequestError, RequestFileError
 from llmcore.request import MAX_JSON_INTEGER, Params
 from llmcore.requestfile import load_request_file
+
+from .examples import examples
 
 HUGE = "1" + "0" * 400
 """Valid JSON; no IEEE 754 binary64 number holds it."""
@@ -43,6 +45,8 @@ def test_params_refuse_max_tokens_past_the_interoperable_integers():
         Params(max_tokens=-(10**400))
 
 
+@pytest.mark.full_count
+@settings(max_examples=examples(full=2000, sample=300))
 @given(st.integers(min_value=-(10**320), max_value=10**320))
 def test_any_integer_temperature_is_accepted_or_a_typed_error(value):
     try:

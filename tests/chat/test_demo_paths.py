@@ -7,11 +7,12 @@ A name with an extension is a file whatever the length of its stem (``a.txt`` as
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmcore import jsonbytes
 from llmcore.chat.demo import DEMO_SCRIPT
+from tests.examples import examples
 
 
 def _first_calls(line: str) -> list[tuple[str, dict[str, str]]]:
@@ -67,6 +68,8 @@ _EXTENSION = st.text("abcmdtxyzPY0123", min_size=1, max_size=5).filter(
 )
 
 
+@pytest.mark.full_count
+@settings(max_examples=examples(full=2000, sample=300))
 @given(
     folders=st.lists(st.text("abcz09_", min_size=1, max_size=4), max_size=2),
     stem=_STEM,

@@ -46,18 +46,17 @@ class _Reader(Protocol):
 
 
 _LINE: Final = re.compile(
-    r"(?:[ ]*\n)*( *)(-( +))?"
-    r"(?:([A-Za-z_][A-Za-z0-9_.\-/]*):(?: +|(?=\n)))?"
-    r"(?:'([^'\n]*)' *\n|\"([^\"\\\n]*)\" *\n|(\{\}|\[\]) *\n"
-    r"|((?:[A-Za-z0-9_/(.]|-(?=[^ \n]))[^:#\n]*(?:(?::(?=[^ \n])|(?<! )#)[^:#\n]*)*(?<! ))\n"
-    r"(?!\n|\1 (?(4)(?(2)\3 )))"
-    r"|\n)"
+    r"(?>(?:[ ]*\n)*( *)(-( +))?(?:([A-Za-z_][A-Za-z0-9_.\-/]*):(?: +|(?=\n)))?)"
+    r"(?:(['\"{\[][^\n]*+)\n|([^\n]++)\n(?!\n|\1 (?(4)(?(2)\3 )))|\n)"
 )
-"""One line: indent, dash (and the spaces after it), plain key, then a value: single-quoted,
-double-quoted, ``{}``/``[]`` or plain. A plain value holding ``: `` or `` #``, ending in ``:``
-or a space, or followed by a blank line or a line indented past its node (the key's column,
-or the dash's for an item: it may go on there) is not matched: the general path reads it.
-Greedy throughout: no backtracking over a value."""
+"""One line: indent, dash (and the spaces after it), plain key, then the rest of the line,
+which :func:`_simple` reads as a value (:func:`_quoted` or a plain scalar: :func:`_plain`)
+or refuses. The line's parts are matched once (atomic: no backtracking into them); a rest
+that is not quoted and is followed by a blank line or a line indented past its node (the
+key's column, or the dash's for an item: a plain scalar may go on there) is not matched: the
+general path reads it. Matching the rest as any characters and testing it with string
+methods is faster than a pattern of the value's shapes (the matcher steps through a negated
+class of several characters one character at a time)."""
 
 _PENDING: Final = object()
 """A key ending its line: its value is the node below, or null."""
@@ -133,28 +132,30 @@ def read(r: _Reader, *, skip_response_headers: bool = False) -> tuple[dict[Any, 
 def _simple(r: _Reader, got: re.Match[str], tree: _Tree) -> bool:
     """Place the line :data:`_LINE` matched in ``tree`` (:meth:`_Tree.add`), as :func:`_general`.
 
+    The value is a quoted scalar without escapes or doubled quotes, ``{}`` or ``[]``
+    (:func:`_quoted`), a plain scalar on one line (:func:`_plain`), or nothing after a key.
     The commonest line, ``key: value`` at the open mapping's column, goes straight into it.
 
     ``False`` when the general path must read it (nothing is placed, ``r.pos`` is unchanged).
     """
-    spaces, dash_text, _, key_text, single, double, empty, plain = got.groups()
-    column = len(spaces)
-    key_column = column + len(dash_text) if dash_text is not None else column
+    spaces, dash_text, _, key_text, quoted, plain = got.groups()
     value: Any
-    if single is not None:
-        value = single
-    elif double is not None:
-        value = double
-    elif plain is not None:
+    if plain is not None:
+        if not _plain(plain):
+            return False
         value = _resolved(r, plain)
-    elif empty is not None:
-        value = {} if empty == "{}" else []
+    elif quoted is not None:
+        value = _quoted(quoted)
+        if value is _NO_KEY:
+            return False
     elif key_text is not None:
         value = _PENDING
     else:
         return False
+    column = len(spaces)
     r.pos = got.end()
     if key_text is None:
+        key_column = column + len(dash_text) if dash_text is not None else column
         tree.add(got.start(1), column, dash_text is not None, key_column, _NO_KEY, value)
         return True
     key = key_text if key_text[0] in _TEXT_KEY_START else _resolved(r, key_text)
@@ -164,8 +165,49 @@ def _simple(r: _Reader, got: re.Match[str], tree: _Tree) -> bool:
         else:
             tree.top[key] = value
     else:
+        key_column = column + len(dash_text) if dash_text is not None else column
         tree.add(got.start(1), column, dash_text is not None, key_column, key, value)
     return True
+
+
+_PLAIN_FIRST: Final = frozenset(string.ascii_letters + string.digits + "_/(.")
+"""First characters of a one-line plain scalar :func:`_simple` reads (and ``-`` before
+another character than a space)."""
+
+
+def _plain(text: str) -> bool:
+    """Whether ``text`` (a line's rest, not empty) is a plain scalar :func:`_simple` reads.
+
+    Its first character is in :data:`_PLAIN_FIRST` or is ``-`` before a character other
+    than a space; it holds no ``: `` or `` #`` and does not end in ``:`` or a space. Any
+    other plain scalar (an indicator first, a comment) is the general path's (YAML 1.1
+    §9.1.3).
+    """
+    first = text[0]
+    if first not in _PLAIN_FIRST and (first != "-" or text[1:2] in ("", " ")):
+        return False
+    return ": " not in text and " #" not in text and text[-1] != ":" and text[-1] != " "
+
+
+def _quoted(text: str) -> Any:
+    """The value of a line's rest starting with a quote or a bracket, or :data:`_NO_KEY`.
+
+    Read: a single-quoted scalar without a quote inside (no doubled quotes), a double-quoted
+    one without a quote or backslash inside (no escapes), ``{}`` and ``[]``; spaces may
+    follow. Anything else is the general path's.
+    """
+    value = text.rstrip(" ")
+    first = value[0]
+    if first == "'" or first == '"':
+        if len(value) > 1 and value[-1] == first and value.count(first) == 2:
+            if first == "'" or "\\" not in value:
+                return value[1:-1]
+        return _NO_KEY
+    if value == "{}":
+        return {}
+    if value == "[]":
+        return []
+    return _NO_KEY
 
 
 def _resolved(r: _Reader, plain: str) -> Any:

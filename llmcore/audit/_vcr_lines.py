@@ -50,7 +50,7 @@ _LINE: Final = re.compile(
     r"(?:(['\"{\[][^\n]*+)\n|([^\n]++)\n(?!\n|\1 (?(4)(?(2)\3 )))|\n)"
 )
 """One line: indent, dash (and the spaces after it), plain key, then the rest of the line,
-which :func:`_simple` reads as a value (:func:`_quoted` or a plain scalar: :func:`_plain`)
+which :func:`_simple` reads as a value (:func:`_quoted`, or a plain scalar)
 or refuses. The line's parts are matched once (atomic: no backtracking into them); a rest
 that is not quoted and is followed by a blank line or a line indented past its node (the
 key's column, or the dash's for an item: a plain scalar may go on there) is not matched: the
@@ -133,17 +133,20 @@ def _simple(r: _Reader, got: re.Match[str], tree: _Tree) -> bool:
     """Place the line :data:`_LINE` matched in ``tree`` (:meth:`_Tree.add`), as :func:`_general`.
 
     The value is a quoted scalar without escapes or doubled quotes, ``{}`` or ``[]``
-    (:func:`_quoted`), a plain scalar on one line (:func:`_plain`), or nothing after a key.
+    (:func:`_quoted`), a plain scalar on one line (:data:`_PLAIN_FIRST`), or nothing after a key.
     The commonest line, ``key: value`` at the open mapping's column, goes straight into it.
 
     ``False`` when the general path must read it (nothing is placed, ``r.pos`` is unchanged).
     """
     spaces, dash_text, _, key_text, quoted, plain = got.groups()
     value: Any
-    if plain is not None:
-        if not _plain(plain):
+    if plain is not None:  # a plain scalar on one line (YAML 1.1 §9.1.3), or the general path's
+        first = plain[0]  # not an indicator, or `-` before a character other than a space
+        if first not in _PLAIN_FIRST and (first != "-" or plain[1:2] in ("", " ")):
             return False
-        value = _resolved(r, plain)
+        if ": " in plain or " #" in plain or plain[-1] in ": ":  # no comment, no key, no end
+            return False
+        value = plain if first not in _RESOLVED else _resolved(r, plain)
     elif quoted is not None:
         value = _quoted(quoted)
         if value is _NO_KEY:
@@ -172,21 +175,8 @@ def _simple(r: _Reader, got: re.Match[str], tree: _Tree) -> bool:
 
 _PLAIN_FIRST: Final = frozenset(string.ascii_letters + string.digits + "_/(.")
 """First characters of a one-line plain scalar :func:`_simple` reads (and ``-`` before
-another character than a space)."""
-
-
-def _plain(text: str) -> bool:
-    """Whether ``text`` (a line's rest, not empty) is a plain scalar :func:`_simple` reads.
-
-    Its first character is in :data:`_PLAIN_FIRST` or is ``-`` before a character other
-    than a space; it holds no ``: `` or `` #`` and does not end in ``:`` or a space. Any
-    other plain scalar (an indicator first, a comment) is the general path's (YAML 1.1
-    §9.1.3).
-    """
-    first = text[0]
-    if first not in _PLAIN_FIRST and (first != "-" or text[1:2] in ("", " ")):
-        return False
-    return ": " not in text and " #" not in text and text[-1] != ":" and text[-1] != " "
+another character than a space); it holds no ``: `` or `` #`` and does not end in ``:`` or a
+space. Any other plain scalar (an indicator first, a comment) is the general path's."""
 
 
 def _quoted(text: str) -> Any:

@@ -42,6 +42,7 @@ Leaves out: auditing (:func:`llmcore.audit.audit_bodies`).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -118,19 +119,36 @@ def input_files(paths: Sequence[Path], stdin: bool) -> Iterator[tuple[Path, bool
         if stdin and str(path) == "-":
             yield path, None
         elif path.is_dir():
-            files = sorted(
-                (p for p in path.rglob("*") if p.is_file()),
-                key=lambda p: p.relative_to(path).as_posix(),
-            )
-            for file in files:
-                if file.suffix.lower() in _SUFFIXES:  # not a README, a license, code
-                    yield file, False
+            for file in _folder_files(path):
+                yield file, False
         elif path.is_file():
             yield path, True
         elif path.exists():
             raise AuditInputError("not a regular file or folder", location=str(path))
         else:
             raise AuditInputError("no such file or folder", location=str(path))
+
+
+def _folder_files(folder: Path) -> list[Path]:
+    """The files under ``folder`` with an input suffix, by relative POSIX path.
+
+    As ``folder.rglob("*")`` filtered by ``is_file()``: a symbolic link to a file is listed,
+    one to a folder is not followed, an unreadable folder is left out; but listed with
+    :func:`os.walk` (``os.scandir``), which tells folders from files without a ``stat`` of
+    each entry: a README, a license or code is never looked at.
+    """
+    found: list[tuple[str, str]] = []
+    root = os.fspath(folder)
+    for top, _, names in os.walk(root):
+        rel = os.path.relpath(top, root).replace(os.sep, "/")
+        prefix = "" if rel == "." else rel + "/"
+        for name in names:
+            if os.path.splitext(name)[1].lower() in _SUFFIXES:  # not a README, a license, code
+                path = os.path.join(top, name)
+                if os.path.isfile(path):
+                    found.append((prefix + name, path))
+    found.sort()
+    return [Path(path) for _, path in found]
 
 
 def read_found(file: Path, skipped: list[str]) -> list[AuditInput]:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from llmcore.audit import audit_paths
+from llmcore.audit.inputs import input_files
 from llmcore.cli.audit import EXIT_INPUT, EXIT_STABLE, audit_command
 
 from .test_input_kinds import _good
@@ -81,6 +82,33 @@ def test_a_symlink_loop_in_a_folder_ends(tmp_path: Path):
     (tmp_path / "loop" / "up").symlink_to("..", target_is_directory=True)
     report = audit_paths([tmp_path])
     assert {r.file for r in report.requests} == {str(good)} and len(report.requests) == 2
+
+
+def test_a_folder_lists_its_input_files_as_rglob_does(tmp_path: Path):
+    """By relative POSIX path; links to files listed, links to folders not followed; only
+    the input suffixes (any case), only regular files."""
+    for name in ["b/z.yaml", "b/a.JSONL", "a.b/c.json", "ab.har", "readme.md", "b/c/d.yml"]:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(b"{}")
+    (tmp_path / "link.yaml").symlink_to(tmp_path / "b" / "z.yaml")
+    (tmp_path / "folder.yaml").mkdir()
+    (tmp_path / "dangling.json").symlink_to(tmp_path / "missing.json")
+    outside = tmp_path.parent / f"{tmp_path.name}-outside"
+    outside.mkdir()
+    (outside / "x.yaml").write_bytes(b"{}")
+    (tmp_path / "b" / "out").symlink_to(outside, target_is_directory=True)
+    os.mkfifo(tmp_path / "fifo.jsonl")
+    listed = [path.relative_to(tmp_path).as_posix() for path, _ in input_files([tmp_path], False)]
+    expected = sorted(
+        p.relative_to(tmp_path).as_posix()
+        for p in tmp_path.rglob("*")
+        if p.is_file() and p.suffix.lower() in {".yaml", ".yml", ".jsonl", ".json", ".har"}
+    )
+    assert (
+        listed
+        == expected
+        == ["a.b/c.json", "ab.har", "b/a.JSONL", "b/c/d.yml", "b/z.yaml", "link.yaml"]
+    )
 
 
 def test_standard_input_closed_is_named_in_one_line(monkeypatch: pytest.MonkeyPatch):

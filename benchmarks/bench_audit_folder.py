@@ -4,11 +4,14 @@ Times :func:`llmcore.audit.audit_paths` on one folder, the way a CI job runs ``l
 DIR``: reading and parsing every file is included. Prints a table (files, requests audited, files
 skipped by reason, skipped interactions, verdicts, breaks by divergence, conversations, groups
 spanning more than one file, MB read, seconds, MB/s; medians of the repeats) beside the time
-libyaml alone takes to load the same cassettes and the audit with the cassette reader before
-:mod:`llmcore.audit._vcr_yaml` (every file read whole by PyYAML: ``bench_audit_scale.
-audit_with_pyyaml``; issue 24's goal is 3× its MB/s), timed in turns in the same run, and
-writes ``results/bench_audit_folder.json``. A run that aborts on an input prints the error,
-records it in the results and exits 1.
+libyaml alone takes to load the same cassettes, the audit with the cassette reader before
+:mod:`llmcore.audit._vcr_yaml` (every file read whole by PyYAML, the rest of today's auditor:
+``bench_audit_scale.audit_with_pyyaml``) and the audit by the package as it was before issue
+24 (:data:`BEFORE_COMMIT`, taken with ``git archive`` and run in a fresh interpreter, its second
+audit timed: imports and first-call costs left out; issue 24's goal is 3× its MB/s), timed in
+turns in the same run, and writes ``results/bench_audit_folder.json``. Without git or that
+commit (an exported tree) the last row is left out and the run says so. A run that aborts on
+an input prints the error, records it in the results and exits 1.
 
 Run: ``python benchmarks/bench_audit_folder.py [DIR] [--copies N] [--repeats N] [--out
 FILE]``; ``DIR`` defaults to the vendored ``tests/real_traffic``, and ``--copies N`` audits a
@@ -18,9 +21,14 @@ temporary folder of ``N`` copies of ``tests/real_traffic`` instead (issue 24 mea
 from __future__ import annotations
 
 import argparse
+import io
+import json
+import os
 import re
 import statistics
+import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from collections import Counter, defaultdict
@@ -37,6 +45,19 @@ from llmcore.audit import AuditInputError, AuditReport, Verdict, audit_paths
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_FOLDER = ROOT / "tests" / "real_traffic"
+BEFORE_COMMIT = "a542d4c36f809462967a24a8ee91d71997b66fa6"
+"""The last commit before issue 24's audit work: the ``llmcore audit`` whose MB/s the goal of
+3× is measured against."""
+_BEFORE_SCRIPT = """
+import json, sys, time
+from pathlib import Path
+import llmcore
+from llmcore.audit import audit_paths
+audit_paths([Path(sys.argv[1])])  # imports, first calls
+start = time.perf_counter()
+audit_paths([Path(sys.argv[1])])
+print(json.dumps({"seconds": time.perf_counter() - start, "package": llmcore.__file__}))
+"""
 _INTERACTION = re.compile(r"^interactions\[\d+\]: ")
 _DETAILS = re.compile(r" \([^()]*\)$")
 
@@ -79,6 +100,41 @@ def _yaml_load(folder: Path) -> float:
         except yaml.YAMLError:
             continue  # not YAML libyaml reads; the audit lists such files as skipped
     return time.perf_counter() - start
+
+
+def package_at(commit: str, into: Path) -> Path | None:
+    """Extract the ``llmcore`` package of ``commit`` under ``into``; ``None`` without git or it."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", "--format=tar", commit, "llmcore"],
+            capture_output=True,
+            check=True,
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    with tarfile.open(fileobj=io.BytesIO(done.stdout)) as archive:
+        archive.extractall(into, filter="data")
+    return into
+
+
+def audit_before(tree: Path, folder: Path) -> float:
+    """Seconds of one warm audit of ``folder`` by the ``llmcore`` under ``tree``.
+
+    Raises:
+        RuntimeError: The interpreter imported another ``llmcore`` than ``tree``'s.
+    """
+    done = subprocess.run(
+        [sys.executable, "-c", _BEFORE_SCRIPT, str(folder)],
+        cwd=tree,
+        env={**os.environ, "PYTHONPATH": str(tree)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    got = json.loads(done.stdout.splitlines()[-1])
+    if not str(got["package"]).startswith(str(tree)):
+        raise RuntimeError(f"imported {got['package']}, not the package under {tree}")
+    return float(got["seconds"])
 
 
 def summarize(report: AuditReport, folder: Path) -> dict[str, Any]:
@@ -128,6 +184,11 @@ def _table(folder: Path, repeats: int, row: dict[str, Any]) -> Table:
         ("MB/s over the PyYAML reader's", f"{row['reader_speedup']:.2f}"),
     ):
         table.add_row(name, value)
+    if "before_median_seconds" in row:
+        table.add_row(
+            f"llmcore at {BEFORE_COMMIT[:7]}: median s", f"{row['before_median_seconds']:.3f}"
+        )
+        table.add_row(f"MB/s over {BEFORE_COMMIT[:7]}'s", f"{row['before_speedup']:.2f}")
     return table
 
 
@@ -150,10 +211,16 @@ def measure(folder: Path, repeats: int, out: Path) -> int:
     megabytes = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 1e6
     times: list[float] = []
     result: dict[str, Any] = {"folder": str(folder), "repeats": repeats}
+    result["load_average_before"] = [round(x, 2) for x in os.getloadavg()]
     yaml_times: list[float] = []
     before: list[float] = []
+    earlier: list[float] = []
+    scratch = tempfile.TemporaryDirectory(prefix="bench-audit-before-")
+    tree = package_at(BEFORE_COMMIT, Path(scratch.name))
+    if tree is None:
+        print(f"no git or no commit {BEFORE_COMMIT[:7]}: the audit before issue 24 is not timed")
     try:
-        for _ in range(repeats):  # side by side: the audit, the bare YAML parse, the old reader
+        for _ in range(repeats):  # side by side: the audit, the bare YAML parse, the old readers
             start = time.perf_counter()
             report = audit_paths([folder])
             times.append(time.perf_counter() - start)
@@ -161,6 +228,8 @@ def measure(folder: Path, repeats: int, out: Path) -> int:
             start = time.perf_counter()
             audit_with_pyyaml([folder])
             before.append(time.perf_counter() - start)
+            if tree is not None:
+                earlier.append(audit_before(tree, folder))
     except AuditInputError as exc:
         print(f"audit aborted: {exc}", file=sys.stderr)
         result["aborted"] = str(exc)
@@ -180,10 +249,28 @@ def measure(folder: Path, repeats: int, out: Path) -> int:
             pyyaml_reader_median_seconds=statistics.median(before),
             reader_speedup=statistics.median(before) / median,
         )
+        if earlier:
+            result.update(
+                before_commit=BEFORE_COMMIT,
+                before_seconds=earlier,
+                before_median_seconds=statistics.median(earlier),
+                before_speedup=statistics.median(earlier) / median,
+            )
         Console(width=130).print(_table(folder, repeats, result))
         verdict = "met" if result["reader_speedup"] >= READER_GOAL else "not met"
         print(f"{result['reader_speedup']:.2f}× the MB/s of the PyYAML reader ({verdict})")
+        if earlier:
+            verdict = "met" if result["before_speedup"] >= READER_GOAL else "not met"
+            at = BEFORE_COMMIT[:7]
+            print(f"{result['before_speedup']:.2f}× the MB/s of llmcore at {at} ({verdict})")
+        result["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
+        print(
+            f"load average (1, 5, 15 min): before {result['load_average_before']},"
+            f" after {result['load_average_after']}"
+        )
         code = 0
+    finally:
+        scratch.cleanup()
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_bytes(jsonbytes.dumps(result, indent=2) + b"\n")
     print(f"results written to {out}")

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from bench_audit_scale import READER_GOAL, audit_with_pyyaml, copy_folder  # same folder
+from bench_audit_scale import READER_GOAL, audit_with_pyyaml, copy_folder, load  # same folder
 from rich.console import Console
 from rich.table import Table
 
@@ -117,23 +117,26 @@ def package_at(commit: str, into: Path) -> Path | None:
     return into
 
 
-def audit_before(tree: Path, folder: Path) -> float:
-    """Seconds of one warm audit of ``folder`` by the ``llmcore`` under ``tree``.
-
-    Raises:
-        RuntimeError: The interpreter imported another ``llmcore`` than ``tree``'s.
-    """
+def audit_before(tree: Path, folder: Path) -> float | None:
+    """Seconds of one warm audit of ``folder`` by the ``llmcore`` under ``tree``; ``None``
+    (and the reason printed in one line) when that audit fails or another ``llmcore`` was
+    imported."""
     done = subprocess.run(
         [sys.executable, "-c", _BEFORE_SCRIPT, str(folder)],
         cwd=tree,
         env={**os.environ, "PYTHONPATH": str(tree)},
         capture_output=True,
         text=True,
-        check=True,
     )
-    got = json.loads(done.stdout.splitlines()[-1])
+    lines = done.stdout.splitlines()
+    if done.returncode != 0 or not lines:
+        reason = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+        print(f"the audit at {BEFORE_COMMIT[:7]} failed, its row is left out: {reason}")
+        return None
+    got = json.loads(lines[-1])
     if not str(got["package"]).startswith(str(tree)):
-        raise RuntimeError(f"imported {got['package']}, not the package under {tree}")
+        print(f"imported {got['package']}, not the package under {tree}: its row is left out")
+        return None
     return float(got["seconds"])
 
 
@@ -211,7 +214,7 @@ def measure(folder: Path, repeats: int, out: Path) -> int:
     megabytes = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 1e6
     times: list[float] = []
     result: dict[str, Any] = {"folder": str(folder), "repeats": repeats}
-    result["load_average_before"] = [round(x, 2) for x in os.getloadavg()]
+    result["load_average_before"] = load()
     yaml_times: list[float] = []
     before: list[float] = []
     earlier: list[float] = []
@@ -228,8 +231,11 @@ def measure(folder: Path, repeats: int, out: Path) -> int:
             start = time.perf_counter()
             audit_with_pyyaml([folder])
             before.append(time.perf_counter() - start)
-            if tree is not None:
-                earlier.append(audit_before(tree, folder))
+            seconds = audit_before(tree, folder) if tree is not None else None
+            if seconds is None:
+                tree, earlier = None, []  # one failed round leaves the whole row out
+            else:
+                earlier.append(seconds)
     except AuditInputError as exc:
         print(f"audit aborted: {exc}", file=sys.stderr)
         result["aborted"] = str(exc)
@@ -263,7 +269,7 @@ def measure(folder: Path, repeats: int, out: Path) -> int:
             verdict = "met" if result["before_speedup"] >= READER_GOAL else "not met"
             at = BEFORE_COMMIT[:7]
             print(f"{result['before_speedup']:.2f}× the MB/s of llmcore at {at} ({verdict})")
-        result["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
+        result["load_average_after"] = load()
         print(
             f"load average (1, 5, 15 min): before {result['load_average_before']},"
             f" after {result['load_average_after']}"

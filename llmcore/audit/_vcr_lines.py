@@ -61,6 +61,8 @@ class of several characters one character at a time)."""
 _PENDING: Final = object()
 """A key ending its line: its value is the node below, or null."""
 _NO_KEY: Final = object()
+_REFUSED: Final = object()
+"""A line's rest :func:`_quoted` does not read: the general path's."""
 _RESOLVED: Final = frozenset(yaml.resolver.Resolver.yaml_implicit_resolvers)
 """First characters of the plain scalars PyYAML may resolve to another type (the rest: text)."""
 _WORDY: Final = frozenset("FNOTYfnoty")
@@ -149,7 +151,7 @@ def _simple(r: _Reader, got: re.Match[str], tree: _Tree) -> bool:
         value = plain if first not in _RESOLVED else _resolved(r, plain)
     elif quoted is not None:
         value = _quoted(quoted)
-        if value is _NO_KEY:
+        if value is _REFUSED:
             return False
     elif key_text is not None:
         value = _PENDING
@@ -180,7 +182,7 @@ space. Any other plain scalar (an indicator first, a comment) is the general pat
 
 
 def _quoted(text: str) -> Any:
-    """The value of a line's rest starting with a quote or a bracket, or :data:`_NO_KEY`.
+    """The value of a line's rest starting with a quote or a bracket, or :data:`_REFUSED`.
 
     Read: a single-quoted scalar without a quote inside (no doubled quotes), a double-quoted
     one without a quote or backslash inside (no escapes), ``{}`` and ``[]``; spaces may
@@ -192,12 +194,12 @@ def _quoted(text: str) -> Any:
         if len(value) > 1 and value[-1] == first and value.count(first) == 2:
             if first == "'" or "\\" not in value:
                 return value[1:-1]
-        return _NO_KEY
+        return _REFUSED
     if value == "{}":
         return {}
     if value == "[]":
         return []
-    return _NO_KEY
+    return _REFUSED
 
 
 def _resolved(r: _Reader, plain: str) -> Any:
